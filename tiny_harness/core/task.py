@@ -1,0 +1,273 @@
+"""The task model: the one definition of what a tiny-harness task holds.
+
+Three views are cut from these models and nothing else:
+
+- the ``HarnessTask`` custom resource: :class:`TaskSpec` is its ``.spec`` and
+  :class:`TaskStatus` its ``.status`` (camelCase, by alias);
+- the A2A task extension under :data:`~tiny_harness.core.extensions.TASK_EXT_KEY`
+  (:class:`TaskExtension`, snake_case, by field name);
+- the task envelope a participant may send, which is a :class:`TaskSpec` and never more.
+
+The CRD schema and the JSON Schemas under ``docs/a2a/ext/`` are generated from these classes,
+and the CEL rules the API server enforces are declared here beside the Python validators that
+enforce the same rule, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
+from tiny_harness.core.plan import Plan
+from tiny_harness.core.states import TaskState
+
+#: Fields only the server (the operator) may set. An envelope carrying one is refused whole.
+SERVER_CONTROLLED_FIELDS: Final = frozenset({"lifecycle", "model", "reasoning_effort"})
+
+NAME_MAX: Final = 253
+TEXT_MAX: Final = 65536
+
+
+class Role(StrEnum):
+    ASSIGNEE = "assignee"
+    REPORTER = "reporter"
+    WATCHER = "watcher"
+    ADMIN = "admin"
+
+
+class Lifecycle(StrEnum):
+    """How a task ends: a conversation waits for its participants, a delegated task decides."""
+
+    CONVERSATION = "conversation"
+    DELEGATED = "delegated"
+
+
+Effort = Literal["low", "medium", "high"]
+EFFORTS: Final[tuple[Effort, ...]] = ("low", "medium", "high")
+
+
+class Model(BaseModel):
+    """Base of the task models: frozen, strict about unknown keys, camelCase by alias."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_enum_values=False,
+    )
+
+
+ShortText = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+
+
+class Participant(Model):
+    """Someone (a person, a ServiceAccount, an agent) with a role on a task."""
+
+    id: ShortText = Field(description="The participant's identity, as the gateway sees it.")
+    role: Role = Field(description="assignee, reporter, watcher or admin.")
+
+
+class TaskLink(Model):
+    """A reference to another task: its own task id, and the agent it lives on (None: here)."""
+
+    task_id: ShortText = Field(description="The linked task's own id (its resource name here).")
+    agent: str | None = Field(
+        default=None, description="The agent holding the task; empty means this harness."
+    )
+
+
+class SubTaskRow(Model):
+    """The parent's record of one child: the child's id, agent, and its last known state."""
+
+    task_id: ShortText = Field(description="The child's own task id.")
+    agent: str | None = Field(default=None, description="The child's agent; empty means here.")
+    goal: str = Field(default="", max_length=TEXT_MAX, description="The child's goal.")
+    state: TaskState = Field(
+        default=TaskState.SUBMITTED, description="The child's A2A state, as last seen."
+    )
+    sub_state: str | None = Field(default=None, description="The child's sub-state.")
+    result_unread: bool = Field(
+        default=False,
+        description="The child ended and its result has not yet been read by the parent's model.",
+    )
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.state.is_terminal
+
+
+def _unique_participants() -> dict[str, Any]:
+    return {
+        "x-kubernetes-validations": [
+            {
+                "rule": "self.all(p, self.exists_one(q, q.id == p.id))",
+                "message": "spec.participants: each participant id must appear once",
+            },
+        ]
+    }
+
+
+class TaskSpec(Model):
+    """What a participant writes: the ``HarnessTask`` spec, and the task envelope.
+
+    It holds none of the server-controlled fields; :func:`spec_from_envelope` refuses an
+    envelope that tries to set one.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!has(self.participants) || size(self.participants) == 0 || "
+                    "self.participants.exists(p, p.role == 'assignee')",
+                    "message": "spec.participants: a task with participants needs an assignee",
+                },
+            ]
+        }
+    )
+
+    name: str = Field(default="", max_length=NAME_MAX, description="A short human name.")
+    type: str | None = Field(
+        default=None, max_length=NAME_MAX, description="An optional task type."
+    )
+    goal: str = Field(
+        min_length=1, max_length=TEXT_MAX, description="What the task must achieve."
+    )
+    description: str = Field(default="", max_length=TEXT_MAX, description="Details.")
+    acceptance_criteria: tuple[Annotated[str, Field(max_length=TEXT_MAX)], ...] = Field(
+        default=(), max_length=64, description="How to tell that the goal is met."
+    )
+    participants: tuple[Participant, ...] = Field(
+        default=(),
+        max_length=64,
+        description="Who works on, asked for, or follows the task.",
+        json_schema_extra=_unique_participants(),
+    )
+    parent: TaskLink | None = Field(
+        default=None, description="The task this one was spawned from, if any."
+    )
+    plan: Plan | None = Field(default=None, description="An initial plan, if the author has one.")
+
+    @model_validator(mode="after")
+    def _check_participants(self) -> TaskSpec:
+        seen: set[str] = set()
+        for p in self.participants:
+            if p.id in seen:
+                raise ValueError(f"spec.participants: participant id {p.id!r} appears twice")
+            seen.add(p.id)
+        if self.participants and not any(p.role is Role.ASSIGNEE for p in self.participants):
+            raise ValueError("spec.participants: a task with participants needs an assignee")
+        return self
+
+    def role_of(self, participant_id: str) -> Role | None:
+        for p in self.participants:
+            if p.id == participant_id:
+                return p.role
+        return None
+
+    @property
+    def default_lifecycle(self) -> Lifecycle:
+        """A task without a lifecycle is delegated when it has a parent, a conversation if not."""
+        return Lifecycle.DELEGATED if self.parent is not None else Lifecycle.CONVERSATION
+
+
+class Condition(Model):
+    """A Kubernetes status condition (the metav1.Condition shape)."""
+
+    type: ShortText
+    status: Literal["True", "False", "Unknown"]
+    reason: str = Field(default="", max_length=1024)
+    message: str = Field(default="", max_length=32768)
+    last_transition_time: str | None = None
+    observed_generation: int | None = None
+
+
+class TaskStatus(Model):
+    """What the operator writes: the ``HarnessTask`` status subresource.
+
+    Written only by the operator; the gateway and people may read it but never set it.
+    """
+
+    state: TaskState = Field(default=TaskState.SUBMITTED, description="The A2A task state.")
+    sub_state: str | None = Field(
+        default=None, description="Refines INPUT_REQUIRED: awaiting-next-message, awaiting-answer."
+    )
+    message: str | None = Field(
+        default=None, max_length=TEXT_MAX, description="The latest status text."
+    )
+    lifecycle: Lifecycle | None = Field(default=None, description="conversation or delegated.")
+    model: str | None = Field(default=None, description="The model this task's turns use.")
+    reasoning_effort: Effort | None = Field(
+        default=None, description="The reasoning effort; empty means the provider default."
+    )
+    plan: Plan | None = Field(default=None, description="The current plan.")
+    sub_tasks: tuple[SubTaskRow, ...] = Field(default=(), description="One row per child task.")
+    conditions: tuple[Condition, ...] = Field(default=(), description="Standard conditions.")
+    observed_generation: int | None = Field(
+        default=None, description="The spec generation this status reflects."
+    )
+
+
+class TaskExtension(TaskSpec):
+    """The task as the A2A task extension carries it (snake_case keys, in Task.metadata)."""
+
+    model_config = ConfigDict(alias_generator=None, json_schema_extra=None)
+
+    sub_tasks: tuple[SubTaskRow, ...] = ()
+    lifecycle: Lifecycle | None = None
+    model: str | None = None
+    reasoning_effort: Effort | None = None
+
+    @property
+    def effective_lifecycle(self) -> Lifecycle:
+        return self.lifecycle or self.default_lifecycle
+
+    @classmethod
+    def of(cls, spec: TaskSpec, status: TaskStatus | None = None) -> TaskExtension:
+        """The extension view of a task stored as spec and status."""
+        status = status or TaskStatus()
+        fields = spec.model_dump(exclude={"plan"})
+        return cls(
+            **fields,
+            plan=status.plan or spec.plan,
+            sub_tasks=status.sub_tasks,
+            lifecycle=status.lifecycle,
+            model=status.model,
+            reasoning_effort=status.reasoning_effort,
+        )
+
+
+def spec_from_envelope(envelope: Mapping[str, Any]) -> TaskSpec:
+    """Parse a participant's task envelope (snake_case or camelCase keys) into a spec.
+
+    An envelope that sets a server-controlled field is refused whole, whoever sends it, and
+    any other problem is an :class:`InvalidTaskError` naming the field.
+    """
+    controlled = {
+        name
+        for name in SERVER_CONTROLLED_FIELDS
+        if name in envelope or to_camel(name) in envelope
+    }
+    if controlled:
+        raise ServerControlledFieldError(sorted(controlled))
+    try:
+        return TaskSpec.model_validate(dict(envelope))
+    except ValidationError as exc:
+        raise invalid_task_error(exc) from None
+
+
+def invalid_task_error(exc: ValidationError, prefix: str = "spec") -> InvalidTaskError:
+    """The first problem of a validation error, as a typed error naming the field."""
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"])
+    field = f"{prefix}.{loc}" if loc else prefix
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if message.startswith(f"{prefix}."):
+        field, _, message = message.partition(": ")
+    return InvalidTaskError(field, message)
