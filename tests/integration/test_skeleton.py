@@ -1,0 +1,210 @@
+"""The walking skeleton on a real control plane: the CRD, the API server's validation, and the
+operator initialising tasks."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Kubectl, OperatorProcess, wait_for
+from tiny_harness.kube.crd import REPO_ROOT
+
+EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
+
+
+def task_manifest(name: str, spec: str) -> str:
+    return textwrap.dedent(
+        f"""\
+        apiVersion: tiny-harness.madarauchiha-314.github.io/v1alpha1
+        kind: HarnessTask
+        metadata:
+          name: {name}
+        spec:
+        """
+    ) + textwrap.indent(textwrap.dedent(spec), "  ")
+
+
+def status_of(kubectl: Kubectl, name: str) -> dict[str, Any]:
+    obj = kubectl.get_json("ht", name)
+    return dict(obj.get("status") or {})
+
+
+def wait_state(kubectl: Kubectl, name: str, state: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: (s := status_of(kubectl, name)).get("state") == state and s,
+        what=f"{name} to reach {state}",
+    )
+
+
+def test_applied_example_task_is_initialised_as_a_conversation(
+    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+) -> None:
+    operator()
+    applied = kubectl.apply(EXAMPLE)
+    assert applied.returncode == 0, applied.stderr
+
+    status = wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+
+    assert status["lifecycle"] == "conversation"
+    accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
+    assert accepted["status"] == "True"
+    assert status["observedGeneration"] == 1
+    events = wait_for(
+        lambda: [
+            e
+            for e in kubectl.get_json("events")["items"]
+            if e["involvedObject"]["name"] == "hello-harness" and e["reason"] == "Initialised"
+        ],
+        what="an Initialised event",
+    )
+    assert "conversation" in events[0]["message"]
+
+
+def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
+    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+) -> None:
+    operator()
+    kubectl.apply(
+        task_manifest(
+            "child",
+            """\
+            goal: Count the words.
+            parent:
+              taskId: hello-harness
+            """,
+        )
+    )
+    wait_state(kubectl, "child", "TASK_STATE_SUBMITTED")
+
+    lines = kubectl.run("get", "ht").stdout.splitlines()
+
+    assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "PARENT", "AGE"]
+    row = lines[1].split()
+    assert row[:3] == ["child", "TASK_STATE_SUBMITTED", "<none>"]
+    assert row[3:5] == ["delegated", "hello-harness"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "message"),
+    [
+        (
+            """\
+            goal: Do it.
+            participants:
+              - {id: alice, role: owner}
+            """,
+            "spec.participants[0].role",
+            "Unsupported value",
+        ),
+        (
+            """\
+            description: no goal here
+            """,
+            "spec.goal",
+            "Required value",
+        ),
+        (
+            """\
+            goal: Do it.
+            participants:
+              - {id: alice, role: assignee}
+              - {id: alice, role: watcher}
+            """,
+            "spec.participants",
+            "each participant id must appear once",
+        ),
+        (
+            """\
+            goal: Do it.
+            participants:
+              - {id: bob, role: watcher}
+            """,
+            "spec.participants",
+            "needs an assignee",
+        ),
+    ],
+    ids=["unknown-role", "no-goal", "duplicate-participant", "no-assignee"],
+)
+def test_api_server_refuses_invalid_task_and_creates_nothing(
+    kubectl: Kubectl, spec: str, field: str, message: str
+) -> None:
+    result = kubectl.apply(task_manifest("bad", spec))
+
+    assert result.returncode != 0
+    assert field in result.stderr
+    assert message in result.stderr
+    assert kubectl.get_json("ht")["items"] == []
+
+
+def test_status_written_through_the_main_resource_is_ignored(
+    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+) -> None:
+    operator()
+    kubectl.apply(EXAMPLE)
+    wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+
+    kubectl.run(
+        "patch", "ht", "hello-harness", "--type=merge",
+        "-p", '{"status": {"state": "TASK_STATE_COMPLETED", "model": "gpt-evil"}}',
+    )
+
+    status = status_of(kubectl, "hello-harness")
+    assert status["state"] == "TASK_STATE_SUBMITTED"
+    assert "model" not in status
+
+
+def test_a_plan_with_a_cycle_is_rejected_with_a_condition_naming_the_field(
+    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+) -> None:
+    operator()
+    kubectl.apply(
+        task_manifest(
+            "loopy",
+            """\
+            goal: Go round.
+            plan:
+              steps:
+                - {name: a, dependencies: [b]}
+                - {name: b, dependencies: [a]}
+            """,
+        )
+    )
+
+    status = wait_state(kubectl, "loopy", "TASK_STATE_REJECTED")
+
+    accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
+    assert accepted["status"] == "False"
+    assert accepted["message"].startswith("spec.plan")
+    assert "a -> b -> a" in accepted["message"]
+
+
+def test_a_restarted_operator_leaves_an_initialised_task_as_it_is(
+    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+) -> None:
+    first = operator()
+    kubectl.apply(EXAMPLE)
+    wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+    first.stop()
+    # The task moves on while no operator runs (as if a turn had started).
+    kubectl.run(
+        "patch", "ht", "hello-harness", "--subresource=status", "--type=merge",
+        "-p", '{"status": {"state": "TASK_STATE_WORKING"}}',
+    )
+
+    second = operator()
+    kubectl.apply(task_manifest("later", "goal: Arrive after the restart.\n"))
+    wait_state(kubectl, "later", "TASK_STATE_SUBMITTED")
+
+    assert status_of(kubectl, "hello-harness")["state"] == "TASK_STATE_WORKING"
+    assert "hello-harness" not in second.log()
+
+
+def test_the_crd_file_is_generated_from_the_task_model() -> None:
+    from tiny_harness.kube.crd import CRD_FILES, render
+
+    for path in CRD_FILES:
+        assert Path(path).read_text() == render(), f"{path} is stale: run make generate"

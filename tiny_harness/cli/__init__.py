@@ -1,0 +1,1 @@
+"""Command-line entry points: ``tiny-harness`` (and, later, ``kubectl-harness``)."""

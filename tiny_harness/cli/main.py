@@ -1,0 +1,121 @@
+"""``tiny-harness``: start a local cluster, run the operator, and (soon) the gateway.
+
+Exit codes: 0 success, 1 a start-up failure, 2 bad usage or configuration, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from tiny_harness.devcluster import ClusterError, LocalCluster
+from tiny_harness.devcluster.binaries import BinariesError
+from tiny_harness.kube.crd import REPO_ROOT, render
+from tiny_harness.operator.runner import run_operator
+
+DEFAULT_CLUSTER_DIR = Path("~/.tiny-harness/cluster")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tiny-harness",
+        description="An agent harness in which every task is a Kubernetes HarnessTask.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = sub.add_parser(
+        "up",
+        help="start a local control plane and the operator (what `make run` does)",
+        description="Start etcd and kube-apiserver on 127.0.0.1 with the CRDs applied, then "
+        "run the operator against them until interrupted. Tasks persist in --data-dir.",
+    )
+    up.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_CLUSTER_DIR,
+        help="where the cluster keeps its data (default: %(default)s)",
+    )
+
+    op = sub.add_parser(
+        "operator",
+        help="run the operator against the current kubeconfig or in-cluster config",
+    )
+    op.add_argument("--kubeconfig", type=Path, help="kubeconfig to use (default: $KUBECONFIG)")
+    scope = op.add_mutually_exclusive_group()
+    scope.add_argument(
+        "-n", "--namespace", action="append", default=[], help="watch only this namespace"
+    )
+    scope.add_argument(
+        "-A", "--all-namespaces", action="store_true", help="watch the whole cluster (default)"
+    )
+    op.add_argument(
+        "--liveness",
+        metavar="URL",
+        help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
+    )
+
+    sub.add_parser("crd", help="print the HarnessTask CustomResourceDefinition")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        if args.command == "crd":
+            sys.stdout.write(render())
+            return 0
+        if args.command == "operator":
+            if args.kubeconfig:
+                os.environ["KUBECONFIG"] = str(args.kubeconfig)
+            return _run(run_operator(namespaces=args.namespace, liveness_endpoint=args.liveness))
+        if args.command == "up":
+            return _up(args.data_dir.expanduser())
+    except (ClusterError, BinariesError) as exc:
+        print(f"tiny-harness: {exc}", file=sys.stderr)
+        return 1
+    return 2
+
+
+def _run(coro: object) -> int:
+    """Run a coroutine until it ends or SIGINT/SIGTERM asks it to stop."""
+
+    async def runner() -> None:
+        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(runner())
+    return 0
+
+
+def _up(data_dir: Path) -> int:
+    print(f"starting the local control plane in {data_dir} ...", file=sys.stderr)
+    with LocalCluster(data_dir, crds=REPO_ROOT / "crds") as cluster:
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+        print(
+            f"\nThe cluster is up at {cluster.server}.\n"
+            f"  export KUBECONFIG={cluster.kubeconfig}\n"
+            "  kubectl apply -f examples/task.yaml\n"
+            "  kubectl get ht -w\n"
+            "Press Ctrl-C to stop; tasks persist in the data directory.\n",
+            file=sys.stderr,
+        )
+        return _run(run_operator())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

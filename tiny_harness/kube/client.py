@@ -1,0 +1,137 @@
+"""Typed access to ``HarnessTask`` objects over the asynchronous Kubernetes client.
+
+Callers get plain dicts (the object as the API returns it) and typed errors; the group, version
+and plural, the content types of patches, and the handling of 404 and 409 live here only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tiny_harness.core.errors import HarnessError, TaskNotFoundError
+from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+
+Obj = dict[str, Any]
+
+
+class ConflictError(HarnessError):
+    """Someone else changed the object since it was read; re-read and try again."""
+
+
+class KubeError(HarnessError):
+    """The API server refused a request; the message carries its reason."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"the Kubernetes API refused the request ({status}): {message}")
+        self.status = status
+
+
+async def connect(kubeconfig: Path | None = None, context: str | None = None) -> client.ApiClient:
+    """An API client for the given kubeconfig, ``$KUBECONFIG``, or the in-cluster identity."""
+    if kubeconfig is None and _in_cluster():
+        config.load_incluster_config()
+        return client.ApiClient()
+    cfg = client.Configuration()
+    await config.load_kube_config(
+        config_file=str(kubeconfig) if kubeconfig else None,
+        context=context,
+        client_configuration=cfg,
+    )
+    return client.ApiClient(configuration=cfg)
+
+
+def _in_cluster() -> bool:
+    import os
+
+    return "KUBERNETES_SERVICE_HOST" in os.environ and "KUBECONFIG" not in os.environ
+
+
+def _translate(exc: ApiException, name: str | None = None) -> HarnessError:
+    if exc.status == 404 and name is not None:
+        return TaskNotFoundError(name)
+    if exc.status == 409:
+        return ConflictError(f"the task {name!r} changed meanwhile; re-read it and try again")
+    return KubeError(int(exc.status or 0), str(exc.reason or exc.body))
+
+
+class HarnessTasks:
+    """The ``HarnessTask`` objects of one namespace."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self._api = client.CustomObjectsApi(api)
+        self.namespace = namespace
+
+    def _args(self) -> tuple[str, str, str, str]:
+        return GROUP, VERSION, self.namespace, PLURAL
+
+    async def create(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        *,
+        labels: Mapping[str, str] | None = None,
+        owner: Obj | None = None,
+    ) -> Obj:
+        metadata: Obj = {"name": name}
+        if labels:
+            metadata["labels"] = dict(labels)
+        if owner is not None:
+            metadata["ownerReferences"] = [
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": KIND,
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ]
+        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": dict(spec)}
+        try:
+            return cast(Obj, await self._api.create_namespaced_custom_object(*self._args(), body))
+        except ApiException as exc:
+            raise _translate(exc, name) from None
+
+    async def get(self, name: str) -> Obj:
+        try:
+            return cast(Obj, await self._api.get_namespaced_custom_object(*self._args(), name))
+        except ApiException as exc:
+            raise _translate(exc, name) from None
+
+    async def list(self, label_selector: str | None = None) -> list[Obj]:
+        try:
+            result = await self._api.list_namespaced_custom_object(
+                *self._args(), label_selector=label_selector or ""
+            )
+        except ApiException as exc:
+            raise _translate(exc) from None
+        return cast(list[Obj], result["items"])
+
+    async def patch_status(
+        self, name: str, status: Mapping[str, Any], *, resource_version: str | None = None
+    ) -> Obj:
+        """Merge-patch the status subresource; with ``resource_version`` the write only
+        succeeds on that exact version (otherwise :class:`ConflictError`)."""
+        body: Obj = {"status": dict(status)}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        try:
+            return cast(
+                Obj,
+                await self._api.patch_namespaced_custom_object_status(
+                    *self._args(), name, body, _content_type="application/merge-patch+json"
+                ),
+            )
+        except ApiException as exc:
+            raise _translate(exc, name) from None
+
+    async def delete(self, name: str) -> None:
+        try:
+            await self._api.delete_namespaced_custom_object(*self._args(), name)
+        except ApiException as exc:
+            raise _translate(exc, name) from None

@@ -1,0 +1,86 @@
+"""The first look at a new task: accept it and set its initial status, or reject it.
+
+The CRD schema and its CEL rules refuse most bad content before it is stored; what they cannot
+express (a plan with a dependency cycle, say) is checked here by parsing the spec with the one
+task model. A task it cannot accept is not deleted: it is marked ``TASK_STATE_REJECTED`` with a
+condition that names the field, so its author sees why in ``kubectl describe``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from tiny_harness.core.errors import InvalidTaskError
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Condition, TaskSpec, TaskStatus, invalid_task_error
+
+
+@dataclass(frozen=True)
+class Initialised:
+    """The status to write (by alias, JSON-ready) and the Event to post."""
+
+    status: dict[str, Any]
+    reason: str
+    message: str
+    accepted: bool
+
+
+def parse_spec(spec: Mapping[str, Any]) -> TaskSpec:
+    """The task's spec as the model, or an :class:`InvalidTaskError` naming the field."""
+    try:
+        return TaskSpec.model_validate(dict(spec))
+    except ValidationError as exc:
+        raise invalid_task_error(exc) from None
+
+
+def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
+    """Decide the initial status of a task that has none yet."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        task = parse_spec(spec)
+    except InvalidTaskError as exc:
+        status = TaskStatus(
+            state=TaskState.REJECTED,
+            message=str(exc),
+            conditions=(
+                Condition(
+                    type="Accepted",
+                    status="False",
+                    reason="InvalidSpec",
+                    message=str(exc),
+                    last_transition_time=now,
+                    observed_generation=generation,
+                ),
+            ),
+            observed_generation=generation,
+        )
+        return Initialised(_dump(status), "Rejected", str(exc), accepted=False)
+    lifecycle = task.default_lifecycle
+    status = TaskStatus(
+        state=TaskState.SUBMITTED,
+        lifecycle=lifecycle,
+        plan=task.plan,
+        conditions=(
+            Condition(
+                type="Accepted",
+                status="True",
+                reason="Initialised",
+                message=f"accepted as a {lifecycle.value} task",
+                last_transition_time=now,
+                observed_generation=generation,
+            ),
+        ),
+        observed_generation=generation,
+    )
+    return Initialised(
+        _dump(status), "Initialised", f"accepted as a {lifecycle.value} task", accepted=True
+    )
+
+
+def _dump(status: TaskStatus) -> dict[str, Any]:
+    return status.model_dump(mode="json", by_alias=True, exclude_none=True)
