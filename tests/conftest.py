@@ -26,9 +26,7 @@ from tiny_harness.kube.crd import REPO_ROOT
 T = TypeVar("T")
 
 
-def wait_for(
-    probe: Callable[[], T | None], *, timeout: float = 20.0, what: str = "condition"
-) -> T:
+def wait_for(probe: Callable[[], T | None], *, timeout: float = 20.0, what: str = "condition") -> T:
     """Poll ``probe`` until it returns something truthy, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     last: T | None = None
@@ -58,7 +56,9 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
 
-    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             ["kubectl", f"--kubeconfig={self.kubeconfig}", "-n", self.namespace, *args],
             input=stdin,
@@ -114,8 +114,16 @@ class OperatorProcess:
         env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tiny_harness.cli.main", "operator",
-             "-n", self.namespace, "--liveness", self.liveness],
+            [
+                sys.executable,
+                "-m",
+                "tiny_harness.cli.main",
+                "operator",
+                "-n",
+                self.namespace,
+                "--liveness",
+                self.liveness,
+            ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env=env,

@@ -12,7 +12,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
@@ -87,11 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _run(coro: object) -> int:
+def _run(coro: Coroutine[Any, Any, None]) -> int:
     """Run a coroutine until it ends or SIGINT/SIGTERM asks it to stop."""
 
     async def runner() -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)

@@ -52,7 +52,8 @@ def find_binaries(progress: Callable[[str], None]) -> ControlPlaneBinaries:
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stderr is not None and proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout is not None
     for line in proc.stderr:
         progress(line.rstrip())
     out = proc.stdout.read().strip().splitlines()

@@ -64,9 +64,15 @@ def ensure_pki(directory: Path) -> Pki:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True,
-                crl_sign=True, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
@@ -77,14 +83,18 @@ def ensure_pki(directory: Path) -> Pki:
     serving_cert = (
         _builder(
             x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
-            ca_name, serving_key.public_key(), now,
+            ca_name,
+            serving_key.public_key(),
+            now,
         )
         .add_extension(
-            x509.SubjectAlternativeName([
-                x509.DNSName("localhost"),
-                x509.DNSName("kubernetes.default.svc"),
-                x509.IPAddress(ipaddress.IPv4Address("127.0.0.1")),
-            ]),
+            x509.SubjectAlternativeName(
+                [
+                    x509.DNSName("localhost"),
+                    x509.DNSName("kubernetes.default.svc"),
+                    x509.IPAddress(ipaddress.IPv4Address("127.0.0.1")),
+                ]
+            ),
             critical=False,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -94,11 +104,15 @@ def ensure_pki(directory: Path) -> Pki:
     admin_key = ec.generate_private_key(ec.SECP256R1())
     admin_cert = (
         _builder(
-            x509.Name([
-                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
-                x509.NameAttribute(NameOID.COMMON_NAME, "tiny-harness-admin"),
-            ]),
-            ca_name, admin_key.public_key(), now,
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                    x509.NameAttribute(NameOID.COMMON_NAME, "tiny-harness-admin"),
+                ]
+            ),
+            ca_name,
+            admin_key.public_key(),
+            now,
         )
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA256())

@@ -44,9 +44,9 @@ def structural(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> di
         if len(options) != 1:
             raise ValueError(f"cannot express this union in a structural schema: {schema}")
         rest = {k: v for k, v in schema.items() if k != "anyOf"}
-        out = structural({**options[0], **rest}, defs)
-        out["nullable"] = True
-        return out
+        folded = structural({**options[0], **rest}, defs)
+        folded["nullable"] = True
+        return folded
     out: dict[str, Any] = {}
     for key, value in schema.items():
         if key in _DROPPED:

@@ -24,6 +24,12 @@ def _has_no_state(status: kopf.Status, **_: Any) -> bool:
 def build_registry() -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
+    # Our own registry has none of kopf's default login handlers: in a pod use the
+    # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).
+    @kopf.on.login(registry=registry, id="login")
+    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
     # Level-triggered: whatever kopf's own bookkeeping says, a task whose status already has a
     # state has been initialised, so a restarted operator (or a second look) leaves it alone.
     @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry, when=_has_no_state, id="initialise")

@@ -1,0 +1,75 @@
+"""The local control plane launcher: it starts real servers and leaves nothing behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import wait_for
+from tiny_harness.devcluster import LocalCluster
+from tiny_harness.kube.crd import REPO_ROOT
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_stopping_the_cluster_leaves_no_process_and_no_files(tmp_path: Path) -> None:
+    cluster = LocalCluster().start()
+    pids = cluster.pids
+    data_dir = cluster.data_dir
+    assert kubectl(cluster.kubeconfig, "get", "ns").returncode == 0
+
+    cluster.stop()
+
+    assert len(pids) == 2
+    assert not any(alive(pid) for pid in pids)
+    assert not data_dir.exists()
+
+
+def test_a_killed_launcher_takes_its_servers_with_it() -> None:
+    script = (
+        "import sys, time\n"
+        "from tiny_harness.devcluster import LocalCluster\n"
+        "c = LocalCluster().start()\n"
+        "print(*c.pids, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    assert launcher.stdout is not None
+    pids = [int(p) for p in launcher.stdout.readline().split()]
+    assert len(pids) == 2
+    assert all(alive(p) for p in pids)
+
+    os.kill(launcher.pid, signal.SIGKILL)
+    launcher.wait()
+
+    wait_for(lambda: not any(alive(p) for p in pids), what="etcd and kube-apiserver to exit")
+
+
+def test_a_persistent_cluster_keeps_its_tasks_across_restarts(tmp_path: Path) -> None:
+    data_dir = tmp_path / "cluster"
+    with LocalCluster(data_dir, crds=REPO_ROOT / "crds") as cluster:
+        applied = kubectl(cluster.kubeconfig, "apply", "-f", str(REPO_ROOT / "examples/task.yaml"))
+        assert applied.returncode == 0, applied.stderr
+
+    with LocalCluster(data_dir, crds=REPO_ROOT / "crds") as cluster:
+        got = kubectl(cluster.kubeconfig, "get", "ht", "hello-harness", "-o", "name")
+
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.strip().endswith("/hello-harness")
