@@ -44,6 +44,29 @@ class PlanCycleError(PlanError):
         self.cycle = tuple(cycle)
 
 
+class InvalidEnvelopeError(HarnessError, ValueError):
+    """An event envelope (a control message) that cannot be accepted; nothing was applied."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(
+            f"invalid event envelope: {problem}; "
+            'a completion is {"kind": "control", "action": "complete"} and nothing else'
+        )
+        self.problem = problem
+
+
+class InvalidExtensionError(HarnessError, ValueError):
+    """Extension data (status metadata, card params) not in its documented shape.
+
+    ``field`` names the offending value, starting from the metadata key or the card extension.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
 class TerminalTaskError(HarnessError):
     """The task has ended; nothing more may be sent to it."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from tiny_harness.core.errors import PlanCycleError, PlanError
@@ -60,7 +60,10 @@ class Plan(_PlanModel):
 
         Unlike plain validation, the typed error reaches the caller unwrapped.
         """
-        built = tuple(s if isinstance(s, PlanStep) else PlanStep.model_validate(s) for s in steps)
+        built = tuple(_step(i, s) for i, s in enumerate(steps))
+        # model_construct skips field validation, so the size limit is checked here.
+        if len(built) > MAX_STEPS:
+            raise PlanError(f"a plan has at most {MAX_STEPS} steps; this one has {len(built)}")
         check_graph(built)
         return cls.model_construct(steps=built)
 
@@ -112,6 +115,17 @@ class Plan(_PlanModel):
         return self.model_copy(
             update={"steps": tuple(new if s.name == new.name else s for s in self.steps)}
         )
+
+
+def _step(index: int, step: PlanStep | Mapping[str, object]) -> PlanStep:
+    if isinstance(step, PlanStep):
+        return step
+    try:
+        return PlanStep.model_validate(step)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"])
+        raise PlanError(f"steps.{index}.{loc}: {first['msg']}") from None
 
 
 def check_graph(steps: Sequence[PlanStep]) -> None:

@@ -136,9 +136,7 @@ class TaskSpec(Model):
     type: str | None = Field(
         default=None, max_length=NAME_MAX, description="An optional task type."
     )
-    goal: str = Field(
-        min_length=1, max_length=TEXT_MAX, description="What the task must achieve."
-    )
+    goal: str = Field(min_length=1, max_length=TEXT_MAX, description="What the task must achieve.")
     description: str = Field(default="", max_length=TEXT_MAX, description="Details.")
     acceptance_criteria: tuple[Annotated[str, Field(max_length=TEXT_MAX)], ...] = Field(
         default=(), max_length=64, description="How to tell that the goal is met."
@@ -250,9 +248,7 @@ def spec_from_envelope(envelope: Mapping[str, Any]) -> TaskSpec:
     any other problem is an :class:`InvalidTaskError` naming the field.
     """
     controlled = {
-        name
-        for name in SERVER_CONTROLLED_FIELDS
-        if name in envelope or to_camel(name) in envelope
+        name for name in SERVER_CONTROLLED_FIELDS if name in envelope or to_camel(name) in envelope
     }
     if controlled:
         raise ServerControlledFieldError(sorted(controlled))
