@@ -16,9 +16,11 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
-from tiny_harness.kube.crd import REPO_ROOT, render
+from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
 from tiny_harness.operator.runner import run_operator
 
 DEFAULT_CLUSTER_DIR = Path("~/.tiny-harness/cluster")
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
 
-    sub.add_parser("crd", help="print the HarnessTask CustomResourceDefinition")
+    sub.add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
     return parser
 
 
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         if args.command == "crd":
-            sys.stdout.write(render())
+            sys.stdout.write(yaml.safe_dump_all(crd_manifests().values(), sort_keys=False))
             return 0
         if args.command == "operator":
             if args.kubeconfig:

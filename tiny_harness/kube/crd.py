@@ -11,20 +11,33 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from pydantic import BaseModel
 
+from tiny_harness.core.inbox import MessageSpec
 from tiny_harness.core.task import TaskSpec, TaskStatus
-from tiny_harness.kube.names import GROUP, KIND, PLURAL, SHORT_NAME, SINGULAR, VERSION
+from tiny_harness.kube.names import (
+    GROUP,
+    KIND,
+    MESSAGE_KIND,
+    MESSAGE_PLURAL,
+    MESSAGE_SHORT_NAME,
+    PLURAL,
+    SHORT_NAME,
+    TURN_KIND,
+    TURN_PLURAL,
+    TURN_SHORT_NAME,
+    VERSION,
+)
 
 CRD_NAME: Final = f"{PLURAL}.{GROUP}"
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
-CRD_FILES: Final = (
-    REPO_ROOT / "crds" / "harnesstasks.yaml",
-    REPO_ROOT / "charts" / "tiny-harness" / "crds" / "harnesstasks.yaml",
-)
+#: The top-level crds/ and the chart's crds/ hold the same generated files.
+CRD_DIRS: Final = (REPO_ROOT / "crds", REPO_ROOT / "charts" / "tiny-harness" / "crds")
 
 # Keywords of pydantic's JSON Schema that a structural schema either forbids or that we do not
 # want the API server to act on (defaults would be written into every stored object).
@@ -59,68 +72,160 @@ def structural(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> di
             out[key] = value
     if "enum" in out and "type" not in out:
         out["type"] = "string"
+    if out.get("type") == "object" and "properties" not in out:
+        # A free-form JSON object (message data, metadata): kept as sent.
+        out["x-kubernetes-preserve-unknown-fields"] = True
     return out
 
 
-def _schema_of(model: type[TaskSpec] | type[TaskStatus]) -> dict[str, Any]:
+def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return structural(model.model_json_schema(by_alias=True, mode="validation"))
 
 
-def crd_manifest() -> dict[str, Any]:
-    """The CRD as a plain manifest."""
+def _turn_spec_schema() -> dict[str, Any]:
+    """The turn record's spec. Its entries are the core loop's journal entries, validated by
+    their own model when read; the API server only bounds them."""
+    return {
+        "description": "One turn's journal: what the operator took, asked and got, in order.",
+        "type": "object",
+        "required": ["task", "turn", "entries"],
+        "properties": {
+            "task": {"type": "string", "maxLength": 253, "description": "The task's name."},
+            "turn": {"type": "integer", "minimum": 0, "description": "The turn number."},
+            "chunk": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Continuation index when one turn's journal spans objects.",
+            },
+            "entries": {
+                "type": "array",
+                "maxItems": 4096,
+                "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+        },
+    }
+
+
+@dataclass(frozen=True)
+class _Kind:
+    kind: str
+    plural: str
+    short_name: str
+    description: str
+    spec: dict[str, Any]
+    status: dict[str, Any] | None
+    columns: tuple[dict[str, Any], ...]
+    file: str
+
+
+def _kinds() -> tuple[_Kind, ...]:
     spec_schema = _schema_of(TaskSpec)
     status_schema = _schema_of(TaskStatus)
     spec_schema["description"] = "What a participant asks for: the task's goal and people."
     status_schema["description"] = "What the operator reports; written only by the operator."
+    message_schema = _schema_of(MessageSpec)
+    message_schema["description"] = "A participant's message to a task; immutable once created."
+    message_schema["x-kubernetes-validations"] = [
+        {"rule": "self == oldSelf", "message": "spec: a message cannot be changed once sent"}
+    ]
+    return (
+        _Kind(
+            KIND,
+            PLURAL,
+            SHORT_NAME,
+            "A tiny-harness task: one A2A task, run by the tiny-harness operator.",
+            spec_schema,
+            status_schema,
+            (
+                _column("State", ".status.state"),
+                _column("Sub-state", ".status.subState"),
+                _column("Lifecycle", ".status.lifecycle"),
+                _column("Parent", ".spec.parent.taskId"),
+                _column("Age", ".metadata.creationTimestamp", "date"),
+                _column("Goal", ".spec.goal", priority=1),
+                _column("Model", ".status.model", priority=1),
+            ),
+            "harnesstasks.yaml",
+        ),
+        _Kind(
+            MESSAGE_KIND,
+            MESSAGE_PLURAL,
+            MESSAGE_SHORT_NAME,
+            "A participant's message to a HarnessTask, waiting for the operator to take it.",
+            message_schema,
+            None,
+            (
+                _column("Task", ".spec.task"),
+                _column("Sender", ".spec.sender"),
+                _column("Age", ".metadata.creationTimestamp", "date"),
+            ),
+            "harnessmessages.yaml",
+        ),
+        _Kind(
+            TURN_KIND,
+            TURN_PLURAL,
+            TURN_SHORT_NAME,
+            "The journal of one turn of a HarnessTask, written only by the operator.",
+            _turn_spec_schema(),
+            None,
+            (
+                _column("Task", ".spec.task"),
+                _column("Turn", ".spec.turn", "integer"),
+                _column("Age", ".metadata.creationTimestamp", "date"),
+            ),
+            "harnessturns.yaml",
+        ),
+    )
+
+
+def _manifest(k: _Kind) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "apiVersion": {"type": "string"},
+        "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": k.spec,
+    }
+    version: dict[str, Any] = {"name": VERSION, "served": True, "storage": True}
+    if k.status is not None:
+        properties["status"] = k.status
+        version["subresources"] = {"status": {}}
+    version["additionalPrinterColumns"] = list(k.columns)
+    version["schema"] = {
+        "openAPIV3Schema": {
+            "description": k.description,
+            "type": "object",
+            "required": ["spec"],
+            "properties": properties,
+        }
+    }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": CRD_NAME},
+        "metadata": {"name": f"{k.plural}.{GROUP}"},
         "spec": {
             "group": GROUP,
             "names": {
-                "kind": KIND,
-                "listKind": f"{KIND}List",
-                "plural": PLURAL,
-                "singular": SINGULAR,
-                "shortNames": [SHORT_NAME],
+                "kind": k.kind,
+                "listKind": f"{k.kind}List",
+                "plural": k.plural,
+                "singular": k.kind.lower(),
+                "shortNames": [k.short_name],
                 "categories": ["harness"],
             },
             "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [
-                        _column("State", ".status.state"),
-                        _column("Sub-state", ".status.subState"),
-                        _column("Lifecycle", ".status.lifecycle"),
-                        _column("Parent", ".spec.parent.taskId"),
-                        _column("Age", ".metadata.creationTimestamp", "date"),
-                        _column("Goal", ".spec.goal", priority=1),
-                        _column("Model", ".status.model", priority=1),
-                    ],
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "description": "A tiny-harness task: one A2A task, run by the "
-                            "tiny-harness operator.",
-                            "type": "object",
-                            "required": ["spec"],
-                            "properties": {
-                                "apiVersion": {"type": "string"},
-                                "kind": {"type": "string"},
-                                "metadata": {"type": "object"},
-                                "spec": spec_schema,
-                                "status": status_schema,
-                            },
-                        }
-                    },
-                }
-            ],
+            "versions": [version],
         },
     }
+
+
+def crd_manifests() -> dict[str, dict[str, Any]]:
+    """Every CRD of tiny-harness, by file name."""
+    return {k.file: _manifest(k) for k in _kinds()}
+
+
+def crd_manifest() -> dict[str, Any]:
+    """The HarnessTask CRD as a plain manifest."""
+    return crd_manifests()["harnesstasks.yaml"]
 
 
 def _column(name: str, path: str, kind: str = "string", priority: int = 0) -> dict[str, Any]:
@@ -130,24 +235,31 @@ def _column(name: str, path: str, kind: str = "string", priority: int = 0) -> di
     return column
 
 
-def render() -> str:
-    header = (
-        "# Generated from tiny_harness/core/task.py by `python -m tiny_harness.kube.crd --write`.\n"
-        "# Do not edit by hand: change the model and regenerate.\n"
-    )
-    return header + yaml.safe_dump(crd_manifest(), sort_keys=False, width=100)
+_HEADER: Final = (
+    "# Generated from the tiny_harness models by `python -m tiny_harness.kube.crd --write`.\n"
+    "# Do not edit by hand: change the model and regenerate.\n"
+)
+
+
+def render() -> dict[Path, str]:
+    """The text of every generated CRD file, by path."""
+    out: dict[Path, str] = {}
+    for name, manifest in crd_manifests().items():
+        text = _HEADER + yaml.safe_dump(manifest, sort_keys=False, width=100)
+        for directory in CRD_DIRS:
+            out[directory / name] = text
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write or check the HarnessTask CRD files.")
+    parser = argparse.ArgumentParser(description="Write or check the generated CRD files.")
     parser.add_argument("--write", action="store_true", help="write the generated CRD files")
     args = parser.parse_args(argv)
-    text = render()
-    stale = [p for p in CRD_FILES if not p.exists() or p.read_text() != text]
+    stale = [p for p, text in render().items() if not p.exists() or p.read_text() != text]
     if args.write:
         for path in stale:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            path.write_text(render()[path])
             print(f"wrote {path.relative_to(REPO_ROOT)}")
         return 0
     for path in stale:

@@ -15,7 +15,18 @@ PLURAL: Final = "harnesstasks"
 SINGULAR: Final = "harnesstask"
 SHORT_NAME: Final = "ht"
 
+MESSAGE_KIND: Final = "HarnessMessage"
+MESSAGE_PLURAL: Final = "harnessmessages"
+MESSAGE_SHORT_NAME: Final = "hmsg"
+
+TURN_KIND: Final = "HarnessTurn"
+TURN_PLURAL: Final = "harnessturns"
+TURN_SHORT_NAME: Final = "hturn"
+
 #: Prefix of our labels, annotations and finalizers.
 PREFIX: Final = GROUP
 PARENT_LABEL: Final = f"{PREFIX}/parent"
 FINALIZER: Final = f"{PREFIX}/finalizer"
+#: On messages and turn records: the name of the task they belong to.
+TASK_LABEL: Final = f"{PREFIX}/task"
+TURN_LABEL: Final = f"{PREFIX}/turn"

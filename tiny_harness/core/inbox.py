@@ -1,0 +1,81 @@
+"""A participant's message to a task, as it waits in the task's inbox.
+
+Every message a participant sends (through the gateway, ``kubectl harness send`` or a plain
+``kubectl create``) becomes one ``HarnessMessage`` object. It is immutable: the operator never
+edits it, it only records in the task's turn journal that it took it. The name is derived from
+the task and the A2A message id, so sending the same message twice creates it once.
+
+See ``docs/design/messages-and-history.md`` for why the inbox and the history are separate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Final
+
+from pydantic import Field, model_validator
+
+from tiny_harness.core.task import NAME_MAX, TEXT_MAX, Model, ShortText
+
+#: The largest text a single message may carry; the gateway's request limit is smaller still.
+MESSAGE_TEXT_MAX: Final = 256 * 1024
+
+
+class MessagePart(Model):
+    """One part of a message: text, or structured data with its media type."""
+
+    model_config = Model.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.text) != has(self.data)",
+                    "message": "spec.parts: each part has either text or data",
+                }
+            ]
+        }
+    }
+
+    text: str | None = Field(default=None, max_length=MESSAGE_TEXT_MAX)
+    data: dict[str, Any] | None = Field(default=None, description="A JSON object.")
+    media_type: str | None = Field(default=None, max_length=NAME_MAX)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> MessagePart:
+        if (self.text is None) == (self.data is None):
+            raise ValueError("spec.parts: each part has either text or data")
+        return self
+
+
+class MessageSpec(Model):
+    """The ``HarnessMessage`` spec."""
+
+    task: ShortText = Field(description="The name of the HarnessTask this message is for.")
+    message_id: ShortText = Field(description="The A2A message id, unique per task.")
+    sender: ShortText = Field(description="The participant who sent it.")
+    parts: tuple[MessagePart, ...] = Field(min_length=1, max_length=16)
+    sent_at: str | None = Field(
+        default=None,
+        description="When the writer sent it (RFC 3339 with nanoseconds): orders messages "
+        "created within the same second.",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="The A2A message metadata (for example a task envelope)."
+    )
+
+    @property
+    def text(self) -> str:
+        """The message's text parts, joined: what the model reads."""
+        return "\n".join(p.text for p in self.parts if p.text is not None)
+
+    @property
+    def is_text_only(self) -> bool:
+        return len(self.parts) == 1 and self.parts[0].text is not None
+
+
+def message_name(task: str, message_id: str) -> str:
+    """The object name of a message: stable for a (task, message id) pair, at most 253 chars."""
+    digest = hashlib.sha256(f"{task}\0{message_id}".encode()).hexdigest()[:16]
+    return f"{task[: NAME_MAX - 20]}-m-{digest}"
+
+
+__all__ = ["TEXT_MAX", "MessagePart", "MessageSpec", "message_name"]
