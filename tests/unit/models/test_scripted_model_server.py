@@ -1,0 +1,113 @@
+"""The scripted model server itself: recording, control over HTTP, and the subprocess entry."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from adapter_kit import TEST_KEY, MakeAdapter
+from openai import AsyncOpenAI
+
+from tiny_harness.core.llm import ChatMessage, LLMRequest
+from tiny_harness.testing.model_server import (
+    ModelServerControl,
+    ScriptedModelServer,
+    ScriptedToolCall,
+    TextTurn,
+    ToolCallsTurn,
+)
+
+HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
+
+
+async def test_it_listens_on_loopback_only(server: ScriptedModelServer) -> None:
+    assert server.base_url.startswith("http://127.0.0.1:")
+
+
+async def test_credentials_are_never_recorded(
+    server: ScriptedModelServer, make_adapter: MakeAdapter
+) -> None:
+    for kind in ("responses", "messages"):
+        await (await make_adapter(kind)).complete(HI)
+
+    for recorded in server.requests:
+        assert not {"authorization", "x-api-key"} & recorded.headers.keys()
+        assert TEST_KEY not in json.dumps(dict(recorded.headers))
+    assert "anthropic-version" in server.requests[1].headers
+
+
+async def test_turns_pushed_over_http_are_played_and_requests_read_back(
+    server: ScriptedModelServer, make_adapter: MakeAdapter
+) -> None:
+    control = ModelServerControl(server.base_url)
+    adapter = await make_adapter("chat")
+    await control.script(
+        [ToolCallsTurn(calls=[ScriptedToolCall(name="ls")]), {"type": "text", "text": "two"}]
+    )
+
+    first = await adapter.complete(HI)
+    second = await adapter.complete(HI)
+
+    assert first.tool_calls[0].name == "ls"
+    assert second.text == "two"
+    recorded = await control.requests()
+    assert recorded == server.requests
+    await control.reset()
+    assert await control.requests() == []
+
+
+async def test_an_invalid_script_is_refused_with_the_reason(server: ScriptedModelServer) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{server.base_url}/_script", json=[{"type": "error"}]) as response,
+    ):
+        assert response.status == 400
+        assert "status" in (await response.json())["error"]
+    assert server.remaining_turns == 0
+
+
+async def test_it_runs_as_a_subprocess_that_prints_its_url(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"turns": [{"type": "text", "text": "from the file"}]}))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tiny_harness.testing.model_server",
+        "--port",
+        "0",
+        "--script",
+        str(script),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        url = (await asyncio.wait_for(process.stdout.readline(), timeout=20)).decode().strip()
+        control = ModelServerControl(url)
+        await control.script([TextTurn(text="pushed later")])
+        async with AsyncOpenAI(base_url=f"{url}/v1", api_key=TEST_KEY, max_retries=0) as client:
+            replies = [
+                (await client.responses.create(model="m", input="hi")).output_text for _ in range(3)
+            ]
+
+        assert url.startswith("http://127.0.0.1:")
+        assert replies == ["from the file", "pushed later", "Done."]
+        assert [r.body["input"] for r in await control.requests()] == ["hi"] * 3
+    finally:
+        process.terminate()
+        assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+
+
+@pytest.mark.parametrize("arguments", ['{"path": "a"}', "not json"])
+async def test_raw_argument_text_is_passed_through_to_openai_clients(
+    arguments: str, server: ScriptedModelServer, make_adapter: MakeAdapter
+) -> None:
+    adapter = await make_adapter("responses")
+    server.script([ToolCallsTurn(calls=[ScriptedToolCall(name="ls", arguments=arguments)])])
+
+    response = await adapter.complete(HI)
+
+    assert response.tool_calls[0].arguments_json == arguments

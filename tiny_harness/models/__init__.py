@@ -1,0 +1,47 @@
+"""Model adapters: the core's model port over the official OpenAI and Anthropic SDKs.
+
+The core loop only knows :class:`~tiny_harness.core.llm.ModelAdapter`; this package supplies
+three of them (OpenAI Responses, OpenAI Chat Completions, Anthropic Messages), the typed
+provider settings they are built from, and the bounded retry loop they share. Hosts call::
+
+    settings = parse_provider_settings("openai", config["openai"])
+    adapter = build_adapter(settings)      # key from OPENAI_API_KEY
+    catalog = catalog_for(settings)        # for /model, /effort and context windows
+"""
+
+from tiny_harness.models.anthropic_messages import AnthropicMessagesAdapter
+from tiny_harness.models.config import (
+    AnthropicSettings,
+    OpenAISettings,
+    ProviderSettings,
+    catalog_for,
+    parse_provider_settings,
+)
+from tiny_harness.models.errors import (
+    ModelCallError,
+    ModelRequestRejectedError,
+    ModelUnavailableError,
+)
+from tiny_harness.models.factory import Adapter, build_adapter, resolve_api_key
+from tiny_harness.models.openai_chat import OpenAIChatAdapter
+from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
+from tiny_harness.models.retry import CallContext, RetryPolicy
+
+__all__ = [
+    "Adapter",
+    "AnthropicMessagesAdapter",
+    "AnthropicSettings",
+    "CallContext",
+    "ModelCallError",
+    "ModelRequestRejectedError",
+    "ModelUnavailableError",
+    "OpenAIChatAdapter",
+    "OpenAIResponsesAdapter",
+    "OpenAISettings",
+    "ProviderSettings",
+    "RetryPolicy",
+    "build_adapter",
+    "catalog_for",
+    "parse_provider_settings",
+    "resolve_api_key",
+]

@@ -1,0 +1,162 @@
+"""Anthropic Messages behind the model port (``client.messages.create``).
+
+Two differences from OpenAI shape the mapping: tool results travel as ``tool_result`` blocks
+inside a *user* message, and roles must alternate, so consecutive entries of the same role
+(several tool results, or a tool result followed by a user note) are merged into one message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from anthropic import AsyncAnthropic, omit
+from anthropic.types import (
+    AssistantMessageParam,
+    ContentBlockParam,
+    Message,
+    MessageParam,
+    ToolParam,
+    ToolResultBlockParam,
+    UserMessageParam,
+)
+
+from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
+from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+
+#: The API requires ``max_tokens``; used when neither the request nor the settings set one.
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+
+
+class AnthropicMessagesAdapter:
+    """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Messages API."""
+
+    def __init__(
+        self,
+        client: AsyncAnthropic,
+        *,
+        default_model: str,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        retry_policy: RetryPolicy | None = None,
+        context: CallContext | None = None,
+    ) -> None:
+        self._client = client
+        self._default_model = default_model
+        self._max_output_tokens = max_output_tokens
+        self._retry_policy = retry_policy or RetryPolicy()
+        self._context = context or CallContext("anthropic", "ANTHROPIC_API_KEY", "anthropic")
+
+    @property
+    def default_model(self) -> str:
+        return self._default_model
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        message = await call_with_retries(
+            lambda: self._create(request), policy=self._retry_policy, context=self._context
+        )
+        return parse_message(message)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create(self, request: LLMRequest) -> Message:
+        # Effort goes in `output_config` and nothing else changes with it (no `thinking`
+        # block): see docs/design/model-adapters.md. `omit` keeps the key out of the body
+        # when no effort is set, so such a request is byte-identical to one without the feature.
+        effort = request.reasoning_effort
+        return await self._client.messages.create(
+            model=request.model or self._default_model,
+            max_tokens=request.max_output_tokens or self._max_output_tokens,
+            system=request.system or omit,
+            messages=anthropic_messages(request.messages),
+            tools=[tool_param(tool) for tool in request.tools] if request.tools else omit,
+            output_config={"effort": effort} if effort is not None else omit,
+        )
+
+
+def anthropic_messages(messages: tuple[ChatMessage, ...]) -> list[MessageParam]:
+    out: list[MessageParam] = []
+    role: Literal["user", "assistant"] | None = None
+    blocks: list[ContentBlockParam] = []
+    for message in messages:
+        this_role: Literal["user", "assistant"] = (
+            "assistant" if message.role == "assistant" else "user"
+        )
+        if this_role != role and role is not None:
+            out.append(_message(role, blocks))
+            blocks = []
+        role = this_role
+        blocks.extend(_blocks(message))
+    if role is not None:
+        out.append(_message(role, blocks))
+    return out
+
+
+def _message(role: Literal["user", "assistant"], blocks: list[ContentBlockParam]) -> MessageParam:
+    # A lone text block goes as a plain string, the simplest form and the one people write.
+    only = blocks[0] if len(blocks) == 1 else None
+    content: str | list[ContentBlockParam] = (
+        only["text"] if only is not None and only["type"] == "text" else blocks
+    )
+    if role == "user":
+        user: UserMessageParam = {"role": "user", "content": content}
+        return user
+    assistant: AssistantMessageParam = {"role": "assistant", "content": content}
+    return assistant
+
+
+def _blocks(message: ChatMessage) -> list[ContentBlockParam]:
+    if message.role == "tool":
+        result: ToolResultBlockParam = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content,
+        }
+        if message.is_error:
+            result["is_error"] = True
+        return [result]
+    blocks: list[ContentBlockParam] = []
+    if message.content or not message.tool_calls:
+        blocks.append({"type": "text", "text": message.content})
+    blocks.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call)}
+        for call in message.tool_calls
+    )
+    return blocks
+
+
+def _tool_input(call: ToolCall) -> dict[str, object]:
+    # Anthropic takes the arguments as an object. Text that is not a JSON object (a botched
+    # call replayed from history) is kept, under one key, rather than dropped.
+    try:
+        parsed: Any = json.loads(call.arguments_json or "{}")
+    except json.JSONDecodeError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed
+    return {"raw_arguments": call.arguments_json}
+
+
+def tool_param(tool: ToolSpec) -> ToolParam:
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": dict(tool.parameters),
+    }
+
+
+def parse_message(message: Message) -> LLMResponse:
+    text = "".join(block.text for block in message.content if block.type == "text")
+    calls = tuple(
+        ToolCall(id=block.id, name=block.name, arguments_json=json.dumps(block.input))
+        for block in message.content
+        if block.type == "tool_use"
+    )
+    return LLMResponse(
+        text=text,
+        tool_calls=calls,
+        model=message.model,
+        usage=Usage(
+            input_tokens=message.usage.input_tokens, output_tokens=message.usage.output_tokens
+        ),
+    )

@@ -1,0 +1,130 @@
+"""OpenAI Chat Completions behind the model port (``client.chat.completions.create``).
+
+The Responses API is OpenAI's own first choice, but Chat Completions is what OpenAI-compatible
+servers (vLLM, Ollama, llama.cpp) speak, so it is the adapter for a local model.
+"""
+
+from __future__ import annotations
+
+from openai import AsyncOpenAI, omit
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+)
+
+from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
+from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+
+
+class OpenAIChatAdapter:
+    """A :class:`~tiny_harness.core.llm.ModelAdapter` over Chat Completions."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        default_model: str,
+        retry_policy: RetryPolicy | None = None,
+        context: CallContext | None = None,
+    ) -> None:
+        self._client = client
+        self._default_model = default_model
+        self._retry_policy = retry_policy or RetryPolicy()
+        self._context = context or CallContext("openai chat", "OPENAI_API_KEY", "openai")
+
+    @property
+    def default_model(self) -> str:
+        return self._default_model
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        completion = await call_with_retries(
+            lambda: self._create(request), policy=self._retry_policy, context=self._context
+        )
+        return parse_completion(completion)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create(self, request: LLMRequest) -> ChatCompletion:
+        # `omit` keeps unset keys out of the body, so an unset effort changes no byte of it.
+        effort = request.reasoning_effort
+        return await self._client.chat.completions.create(
+            model=request.model or self._default_model,
+            messages=chat_messages(request.system, request.messages),
+            tools=[function_tool(tool) for tool in request.tools] if request.tools else omit,
+            max_completion_tokens=request.max_output_tokens or omit,
+            reasoning_effort=effort if effort is not None else omit,
+        )
+
+
+def chat_messages(
+    system: str, messages: tuple[ChatMessage, ...]
+) -> list[ChatCompletionMessageParam]:
+    # The `system` role rather than `developer`: OpenAI accepts both, local servers only `system`.
+    out: list[ChatCompletionMessageParam] = (
+        [{"role": "system", "content": system}] if system else []
+    )
+    for message in messages:
+        if message.role == "user":
+            out.append({"role": "user", "content": message.content})
+        elif message.role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+        else:
+            out.append(_assistant(message))
+    return out
+
+
+def _assistant(message: ChatMessage) -> ChatCompletionAssistantMessageParam:
+    if not message.tool_calls:
+        return {"role": "assistant", "content": message.content}
+    return {
+        "role": "assistant",
+        # null rather than "" beside tool calls, as the API itself returns it.
+        "content": message.content or None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_json},
+            }
+            for call in message.tool_calls
+        ],
+    }
+
+
+def function_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.parameters),
+        },
+    }
+
+
+def parse_completion(completion: ChatCompletion) -> LLMResponse:
+    usage = Usage(
+        input_tokens=completion.usage.prompt_tokens if completion.usage else 0,
+        output_tokens=completion.usage.completion_tokens if completion.usage else 0,
+    )
+    if not completion.choices:
+        return LLMResponse(model=completion.model, usage=usage)
+    message = completion.choices[0].message
+    calls = tuple(
+        ToolCall(id=call.id, name=call.function.name, arguments_json=call.function.arguments)
+        for call in message.tool_calls or ()
+        # Custom (free-text) tools are never offered, so only function calls can come back.
+        if call.type == "function"
+    )
+    return LLMResponse(
+        text=message.content or "", tool_calls=calls, model=completion.model, usage=usage
+    )

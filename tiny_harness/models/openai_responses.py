@@ -1,0 +1,115 @@
+"""The OpenAI Responses API behind the model port (``client.responses.create``).
+
+Stateless on purpose: every call sends the whole history as ``input`` items, so a restarted
+operator can replay a turn from the task's own record without a ``previous_response_id``.
+"""
+
+from __future__ import annotations
+
+from openai import AsyncOpenAI, omit
+from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
+
+from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
+from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+
+
+class OpenAIResponsesAdapter:
+    """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Responses API."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        *,
+        default_model: str,
+        retry_policy: RetryPolicy | None = None,
+        context: CallContext | None = None,
+    ) -> None:
+        self._client = client
+        self._default_model = default_model
+        self._retry_policy = retry_policy or RetryPolicy()
+        self._context = context or CallContext("openai responses", "OPENAI_API_KEY", "openai")
+
+    @property
+    def default_model(self) -> str:
+        return self._default_model
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await call_with_retries(
+            lambda: self._create(request), policy=self._retry_policy, context=self._context
+        )
+        return parse_response(response)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def _create(self, request: LLMRequest) -> Response:
+        # Every optional parameter is `omit` when unset, so the SDK leaves the key out of the
+        # body entirely: a request without an effort is byte-identical to one from before
+        # efforts existed.
+        effort = request.reasoning_effort
+        return await self._client.responses.create(
+            model=request.model or self._default_model,
+            instructions=request.system or omit,
+            input=input_items(request.messages),
+            tools=[function_tool(tool) for tool in request.tools] if request.tools else omit,
+            max_output_tokens=request.max_output_tokens or omit,
+            reasoning={"effort": effort} if effort is not None else omit,
+        )
+
+
+def input_items(messages: tuple[ChatMessage, ...]) -> list[ResponseInputItemParam]:
+    """The history as Responses input items: tool calls and their results are items of their
+    own, linked by ``call_id``, rather than parts of a message."""
+    items: list[ResponseInputItemParam] = []
+    for message in messages:
+        if message.role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id or "",
+                    "output": message.content,
+                }
+            )
+            continue
+        if message.content or not message.tool_calls:
+            items.append({"role": message.role, "content": message.content})
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments_json,
+            }
+            for call in message.tool_calls
+        )
+    return items
+
+
+def function_tool(tool: ToolSpec) -> FunctionToolParam:
+    # strict=False: strict mode demands schemas with every property required and
+    # additionalProperties false, which tool authors do not write.
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": dict(tool.parameters),
+        "strict": False,
+    }
+
+
+def parse_response(response: Response) -> LLMResponse:
+    calls = tuple(
+        ToolCall(id=item.call_id, name=item.name, arguments_json=item.arguments or "{}")
+        for item in response.output
+        if item.type == "function_call"
+    )
+    usage = response.usage
+    return LLMResponse(
+        text=response.output_text,
+        tool_calls=calls,
+        model=response.model,
+        usage=Usage(
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+        ),
+    )
