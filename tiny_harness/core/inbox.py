@@ -11,7 +11,7 @@ See ``docs/design/messages-and-history.md`` for why the inbox and the history ar
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -46,13 +46,31 @@ class MessagePart(Model):
         return self
 
 
+Control = Literal["complete", "cancel"]
+
+
 class MessageSpec(Model):
-    """The ``HarnessMessage`` spec."""
+    """The ``HarnessMessage`` spec: either parts for the task (text, data) or a control
+    request (complete or cancel) from a participant."""
+
+    model_config = Model.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.control) || (has(self.parts) && size(self.parts) > 0)",
+                    "message": "spec.parts: a message needs at least one part, or a control",
+                }
+            ]
+        }
+    }
 
     task: ShortText = Field(description="The name of the HarnessTask this message is for.")
     message_id: ShortText = Field(description="The A2A message id, unique per task.")
     sender: ShortText = Field(description="The participant who sent it.")
-    parts: tuple[MessagePart, ...] = Field(min_length=1, max_length=16)
+    parts: tuple[MessagePart, ...] = Field(default=(), max_length=16)
+    control: Control | None = Field(
+        default=None, description="A participant's request to complete or cancel the task."
+    )
     sent_at: str | None = Field(
         default=None,
         description="When the writer sent it (RFC 3339 with nanoseconds): orders messages "
@@ -61,6 +79,12 @@ class MessageSpec(Model):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="The A2A message metadata (for example a task envelope)."
     )
+
+    @model_validator(mode="after")
+    def _content(self) -> MessageSpec:
+        if self.control is None and not self.parts:
+            raise ValueError("spec.parts: a message needs at least one part, or a control")
+        return self
 
     @property
     def text(self) -> str:

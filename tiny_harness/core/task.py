@@ -186,6 +186,13 @@ class Condition(Model):
     observed_generation: int | None = None
 
 
+class Runner(Model):
+    """Which operator replica runs the task's turns, and when it last said so (the lease)."""
+
+    holder: ShortText = Field(description="The operator replica's identity.")
+    renew_time: str = Field(description="When the lease was last renewed (RFC 3339).")
+
+
 class TaskStatus(Model):
     """What the operator writes: the ``HarnessTask`` status subresource.
 
@@ -209,6 +216,10 @@ class TaskStatus(Model):
     conditions: tuple[Condition, ...] = Field(default=(), description="Standard conditions.")
     observed_generation: int | None = Field(
         default=None, description="The spec generation this status reflects."
+    )
+    turn: int = Field(default=0, ge=0, description="The number of the latest turn.")
+    runner: Runner | None = Field(
+        default=None, description="The operator replica running a turn, while one runs."
     )
 
 

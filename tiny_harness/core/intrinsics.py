@@ -1,0 +1,215 @@
+"""The intrinsics: the tools every task has, applied by the loop itself with no I/O.
+
+``create_plan`` and ``complete_step`` change the task's plan, ``spawn_subtask`` asks for a child
+task and ``ask_participant`` parks the task with a question. None of them talks to anything:
+each is a pure function from the task and the call's arguments to an :class:`IntrinsicResult`,
+and what needs the outside world (creating the child, parking) is an intent the host carries
+out. That keeps them deterministic, so a replayed turn reaches the same state.
+
+Their arguments are checked against the schemas below by the same validating invoker as any
+user tool's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from tiny_harness.core.errors import PlanCycleError, PlanError
+from tiny_harness.core.llm import ToolSpec
+from tiny_harness.core.plan import Plan, PlanStep
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import SubTaskRow, TaskExtension
+from tiny_harness.core.turn import SpawnIntent
+
+CREATE_PLAN: Final = "create_plan"
+COMPLETE_STEP: Final = "complete_step"
+SPAWN_SUBTASK: Final = "spawn_subtask"
+ASK_PARTICIPANT: Final = "ask_participant"
+
+_TEXT: Final = {"type": "string", "maxLength": 65536}
+
+INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
+    ToolSpec(
+        name=CREATE_PLAN,
+        description=(
+            "Set the task's plan: steps with a unique name, a description and the names of the "
+            "steps they depend on. The dependencies must not form a cycle. Replaces any plan."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "steps": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 256,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "minLength": 1, "maxLength": 253},
+                            "description": _TEXT,
+                            "dependencies": {"type": "array", "items": {"type": "string"}},
+                        },
+                        "required": ["name"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["steps"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name=COMPLETE_STEP,
+        description="Mark a plan step done and record what it produced.",
+        parameters={
+            "type": "object",
+            "properties": {"name": {"type": "string", "minLength": 1}, "output": _TEXT},
+            "required": ["name", "output"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name=SPAWN_SUBTASK,
+        description=(
+            "Delegate part of the work to a new sub-task, linked from the current plan step. "
+            "Its result arrives as a note when it ends; this task cannot complete before then."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "goal": {"type": "string", "minLength": 1, "maxLength": 65536},
+                "description": _TEXT,
+            },
+            "required": ["goal"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name=ASK_PARTICIPANT,
+        description=(
+            "Ask the task's participants a question you need answered to go on. The turn ends; "
+            "the answer arrives as the next message."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 65536}},
+            "required": ["question"],
+            "additionalProperties": False,
+        },
+    ),
+)
+
+INTRINSIC_NAMES: Final = frozenset(spec.name for spec in INTRINSIC_SPECS)
+
+
+@dataclass(frozen=True)
+class IntrinsicResult:
+    """What an intrinsic did: the text for the model, and the change or intent it produced."""
+
+    content: str
+    is_error: bool = False
+    plan: Plan | None = None
+    spawn: SpawnIntent | None = None
+    question: str | None = None
+
+
+def _error(message: str) -> IntrinsicResult:
+    return IntrinsicResult(content=f"Error: {message}", is_error=True)
+
+
+def create_plan(args: dict[str, Any]) -> IntrinsicResult:
+    try:
+        plan = Plan.create(
+            PlanStep(
+                name=s["name"],
+                description=s.get("description", ""),
+                dependencies=tuple(s.get("dependencies", ())),
+            )
+            for s in args["steps"]
+        )
+    except PlanCycleError as exc:
+        return _error(
+            f"the plan was not created: its dependencies form a cycle: {' -> '.join(exc.cycle)}. "
+            "Remove one of these dependencies and call create_plan again"
+        )
+    except PlanError as exc:
+        return _error(f"the plan was not created: {exc}. Fix it and call create_plan again")
+    except ValidationError as exc:
+        return _error(f"the plan was not created: {exc.errors()[0]['msg']}")
+    current = plan.current_step()
+    return IntrinsicResult(
+        content=f"Plan created with {len(plan.steps)} step(s): "
+        f"{', '.join(s.name for s in plan.steps)}. Current step: "
+        f"{current.name if current else 'none'}.",
+        plan=plan,
+    )
+
+
+def complete_step(task: TaskExtension, args: dict[str, Any]) -> IntrinsicResult:
+    if task.plan is None:
+        return _error("there is no plan yet; call create_plan first")
+    try:
+        plan = task.plan.complete_step(args["name"], args["output"])
+    except PlanError as exc:
+        return _error(str(exc))
+    current = plan.current_step()
+    follow = f"Next step: {current.name}." if current else "Every step is done."
+    return IntrinsicResult(
+        content=f"Step {args['name']!r} done ({plan.progress}). {follow}", plan=plan
+    )
+
+
+def spawn_subtask(
+    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
+) -> IntrinsicResult:
+    current = task.plan.current_step() if task.plan is not None else None
+    intent = SpawnIntent(
+        id=step_id,
+        parent_task_id=task_id,
+        goal=args["goal"],
+        description=args.get("description", ""),
+        step=current.name if current is not None else None,
+    )
+    return IntrinsicResult(content="", spawn=intent)
+
+
+def record_spawn(
+    task: TaskExtension, intent: SpawnIntent, child_id: str
+) -> tuple[Plan | None, SubTaskRow, str]:
+    """The plan with the child linked from its step, the child's row, and the model's result."""
+    plan = task.plan
+    if plan is not None and intent.step is not None:
+        plan = plan.link_task(intent.step, child_id)
+    row = SubTaskRow(task_id=child_id, goal=intent.goal, state=TaskState.SUBMITTED)
+    linked = f", linked from step {intent.step!r}" if intent.step else ""
+    content = (
+        f"Spawned sub-task {child_id}{linked}. Its result arrives as a note when it ends; "
+        "this task cannot complete before then."
+    )
+    return plan, row, content
+
+
+def ask_participant(args: dict[str, Any]) -> IntrinsicResult:
+    return IntrinsicResult(
+        content="Your question was sent to the participants. This turn ends here; their answer "
+        "arrives as the next message.",
+        question=args["question"],
+    )
+
+
+def apply_intrinsic(
+    name: str, args: dict[str, Any], task: TaskExtension, *, task_id: str, step_id: str
+) -> IntrinsicResult:
+    """Apply the intrinsic ``name`` to ``task`` with already validated ``args``."""
+    if name == CREATE_PLAN:
+        return create_plan(args)
+    if name == COMPLETE_STEP:
+        return complete_step(task, args)
+    if name == SPAWN_SUBTASK:
+        return spawn_subtask(task, args, task_id=task_id, step_id=step_id)
+    if name == ASK_PARTICIPANT:
+        return ask_participant(args)
+    raise ValueError(f"{name!r} is not an intrinsic; intrinsics are {sorted(INTRINSIC_NAMES)}")

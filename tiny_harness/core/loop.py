@@ -1,0 +1,520 @@
+"""The core loop: one turn of a task, resumable at any step.
+
+A turn is: drain the inbox, assemble the context (compacting first if it is over budget), call
+the model, and run the tool calls it asked for through the validating invoker, until a response
+asks for none. The turn then settles: a conversation parks for the next message, a question
+parks for its answer, and a delegated task runs the completion predicate.
+
+The loop holds no durable state of its own. Each step's result is handed to the host as a
+journal entry (:mod:`tiny_harness.core.turn`) before the loop goes on, and a turn run again with
+its saved journal replays those entries instead of calling the model, the tools or the host
+again, so a host that is killed mid-turn resumes without repeating a side effect. Everything
+between two steps is deterministic: intrinsics do no I/O, ids are positional, and the prompt is
+built from the replayed state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import Any, Final, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tiny_harness.core.compaction import (
+    ContextWindows,
+    compact,
+    compacted_history,
+    estimate_history_tokens,
+    estimate_tokens,
+    estimate_tools_tokens,
+)
+from tiny_harness.core.context import assemble_context, sub_task_note, system_prompt
+from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.intrinsics import (
+    INTRINSIC_NAMES,
+    INTRINSIC_SPECS,
+    apply_intrinsic,
+    record_spawn,
+)
+from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
+from tiny_harness.core.tools import (
+    InvalidToolCallError,
+    ToolContext,
+    ToolInvoker,
+    ToolRegistrationError,
+    ToolRegistry,
+)
+from tiny_harness.core.turn import (
+    CompactionEntry,
+    DrainEntry,
+    JournalEntry,
+    JournalMismatchError,
+    ModelEntry,
+    OutcomeKind,
+    TaskSettings,
+    ToolEntry,
+    TurnHost,
+    TurnInput,
+    TurnOutcome,
+    TurnRef,
+)
+
+
+class LoopConfig(BaseModel):
+    """The loop's settings, validated once when the loop is built."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_model_calls: int = Field(
+        default=32, ge=1, description="Model calls one turn may make before it parks."
+    )
+    reserve_tokens: int = Field(
+        default=8192, ge=0, description="Tokens of the window kept free for the model's answer."
+    )
+    keep_fraction: float = Field(
+        default=0.5, gt=0, lt=1, description="Share of the history budget the kept tail may use."
+    )
+    summary_max_tokens: int = Field(
+        default=2048, ge=1, description="The longest summary a compaction asks for."
+    )
+
+
+# -- the completion predicate ---------------------------------------------------------------------
+
+
+class CompletionVerdict(StrEnum):
+    COMPLETE = "complete"
+    WAIT_FOR_SUBTASKS = "wait_for_subtasks"
+    READ_RESULTS = "read_results"
+
+
+class CompletionDecision(BaseModel):
+    """Whether a task may complete now, and why not when it may not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    verdict: CompletionVerdict
+    reason: str
+    unresolved: tuple[str, ...] = ()
+    unread: tuple[str, ...] = ()
+    overridden: bool = False
+
+    @property
+    def complete(self) -> bool:
+        return self.verdict is CompletionVerdict.COMPLETE
+
+
+#: A hook that may let a task complete although the rule says no: ``True`` completes it.
+CompletionOverride = Callable[[TaskExtension, CompletionDecision], bool]
+
+
+def _state_name(row: SubTaskRow) -> str:
+    return row.state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def decide_completion(
+    task: TaskExtension,
+    requested_by: str | None = None,
+    *,
+    override: CompletionOverride | None = None,
+) -> CompletionDecision:
+    """May ``task`` complete now? Pure; run at a delegated turn's end and on a participant's
+    complete request (``requested_by``).
+
+    An unresolved sub-task refuses completion. At a turn's end an ended sub-task whose result
+    the model has not read yet asks for one more turn first; a participant asking to complete
+    has decided, so unread results do not hold them back. ``override`` may complete anyway.
+    """
+    unresolved = tuple(r for r in task.sub_tasks if not r.is_resolved)
+    unread = tuple(r for r in task.sub_tasks if r.result_unread and r.is_resolved)
+    who = f"completion requested by {requested_by} refused: " if requested_by else ""
+    if unresolved:
+        listed = ", ".join(f"{r.task_id} ({_state_name(r)})" for r in unresolved)
+        decision = CompletionDecision(
+            verdict=CompletionVerdict.WAIT_FOR_SUBTASKS,
+            reason=f"{who}the task cannot complete while sub-task(s) are unresolved: {listed}. "
+            "It can complete once they end (or are cancelled)",
+            unresolved=tuple(r.task_id for r in unresolved),
+        )
+    elif unread and requested_by is None:
+        decision = CompletionDecision(
+            verdict=CompletionVerdict.READ_RESULTS,
+            reason="the result of sub-task(s) "
+            f"{', '.join(r.task_id for r in unread)} has not been read yet",
+            unread=tuple(r.task_id for r in unread),
+        )
+    else:
+        return CompletionDecision(
+            verdict=CompletionVerdict.COMPLETE, reason="no sub-task holds the task open"
+        )
+    if override is not None and override(task, decision):
+        return decision.model_copy(
+            update={"verdict": CompletionVerdict.COMPLETE, "overridden": True}
+        )
+    return decision
+
+
+# -- the loop -------------------------------------------------------------------------------------
+
+
+class CoreLoop:
+    """Runs turns of tasks with one model and one set of tools; holds no per-task state."""
+
+    def __init__(
+        self,
+        model: ModelAdapter,
+        windows: ContextWindows,
+        tools: ToolRegistry | None = None,
+        *,
+        config: LoopConfig | None = None,
+        completion_override: CompletionOverride | None = None,
+    ) -> None:
+        self.model = model
+        self.windows = windows
+        self.config = config or LoopConfig()
+        self.completion_override = completion_override
+        registry = ToolRegistry()
+        for tool in tools or ():
+            if tool.spec.name in INTRINSIC_NAMES:
+                raise ToolRegistrationError(tool.spec.name, "the name is reserved for an intrinsic")
+            registry.include(tool)
+        for spec in INTRINSIC_SPECS:
+            registry.add(spec, None)
+        self.registry = registry
+        self.invoker = ToolInvoker(registry)
+        self.tool_specs = registry.specs
+        self.tools_tokens = estimate_tools_tokens(self.tool_specs)
+
+    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome:
+        """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``."""
+        return await _Turn(self, host, turn).run()
+
+
+_E = TypeVar("_E", ModelEntry, ToolEntry, DrainEntry, CompactionEntry)
+
+
+class _Skipped:
+    """At an optional step the recorded turn did not take (it drained nothing, say)."""
+
+
+SKIPPED: Final = _Skipped()
+
+
+class _Replay:
+    """The saved journal, consumed in order as the turn retraces its steps."""
+
+    def __init__(self, ref: TurnRef, entries: Sequence[JournalEntry]) -> None:
+        self._ref = ref
+        self._entries = entries
+        self._next = 0
+
+    @property
+    def live(self) -> bool:
+        return self._next >= len(self._entries)
+
+    def _mismatch(self, expected: str) -> JournalMismatchError:
+        found = self._entries[self._next].id if not self.live else "the end of the journal"
+        return JournalMismatchError(self._ref.prefix, self._next, expected, found)
+
+    def step(self, entry_id: str, kind: type[_E]) -> _E | None:
+        """The recorded entry of a step every path takes; None once the journal is used up."""
+        if self.live:
+            return None
+        entry = self._entries[self._next]
+        if entry.id != entry_id or not isinstance(entry, kind):
+            raise self._mismatch(entry_id)
+        self._next += 1
+        return entry
+
+    def optional(self, entry_id: str, kind: type[_E]) -> _E | _Skipped | None:
+        """Like :meth:`step` for a step only recorded when it did something: SKIPPED while
+        replaying past a point where nothing was recorded."""
+        if self.live:
+            return None
+        entry = self._entries[self._next]
+        if entry.id != entry_id:
+            return SKIPPED
+        if not isinstance(entry, kind):
+            raise self._mismatch(entry_id)
+        self._next += 1
+        return entry
+
+    def finish(self) -> None:
+        if not self.live:
+            raise self._mismatch("the end of the turn")
+
+
+class _Turn:
+    """The state of one turn as it runs; rebuilt identically when a journal is replayed."""
+
+    def __init__(self, loop: CoreLoop, host: TurnHost, turn: TurnInput) -> None:
+        self.loop = loop
+        self.host = host
+        self.ref = turn.ref
+        self.task = turn.task
+        self.lifecycle = turn.task.effective_lifecycle
+        self.history: list[ChatMessage] = list(turn.history)
+        self.replay = _Replay(self.ref, turn.journal)
+        self.model_calls = 0
+        self.tool_index = 0
+        self.drain_index = 0
+        self.pending_reads: list[str] = []
+        self.questions: list[str] = []
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    async def run(self) -> TurnOutcome:
+        first = True
+        while True:
+            await self.drain_point()
+            if first and self.lifecycle is Lifecycle.CONVERSATION and not self.has_input():
+                # Nothing to answer (a conversation started without a message): no model call.
+                return await self.end(OutcomeKind.WAITING_FOR_MESSAGE, self.last_reply())
+            first = False
+            if self.model_calls >= self.loop.config.max_model_calls:
+                return await self.end(OutcomeKind.MAX_MODEL_CALLS, self.max_calls_text())
+            response = await self.model_step()
+            if response.tool_calls:
+                for call in response.tool_calls:
+                    await self.tool_step(call)
+                if self.questions:
+                    return await self.end(
+                        OutcomeKind.WAITING_FOR_ANSWER, "\n\n".join(self.questions)
+                    )
+                continue
+            if await self.drain_point():
+                continue  # something arrived during the last call: the model sees it first
+            outcome = await self.settle(response.text)
+            if outcome is not None:
+                return outcome
+
+    # -- steps --
+
+    async def drain_point(self) -> bool:
+        entry_id = self.ref.drain(self.drain_index)
+        self.drain_index += 1
+        entry = self.replay.optional(entry_id, DrainEntry)
+        if isinstance(entry, _Skipped):
+            return False
+        if entry is None:
+            messages = tuple(await self.host.drain())
+            if not messages:
+                return False
+            entry = DrainEntry(id=entry_id, messages=messages)
+            await self.host.checkpoint(entry)
+        for message in entry.messages:
+            if message.sub_task is None:
+                self.history.append(ChatMessage(role="user", content=message.content))
+                continue
+            row = message.sub_task
+            self.put_row(row)
+            self.history.append(sub_task_note(row, message.content))
+            if row.result_unread:
+                self.pending_reads.append(row.task_id)
+        return True
+
+    async def model_step(self) -> LLMResponse:
+        index = self.model_calls
+        compaction = self.replay.optional(self.ref.compaction(index), CompactionEntry)
+        if isinstance(compaction, CompactionEntry):
+            self.history = list(
+                compacted_history(self.history, compaction.replaced, compaction.summary)
+            )
+            self.count(compaction.usage)
+        entry = self.replay.step(self.ref.model(index), ModelEntry)
+        live = entry is None
+        if entry is None:
+            settings = await self.host.settings()
+            system = system_prompt(self.task, task_id=self.ref.task_id)
+            if compaction is None:
+                await self.compact_if_needed(index, settings, system)
+            request = assemble_context(
+                self.task,
+                task_id=self.ref.task_id,
+                history=self.history,
+                tools=self.loop.tool_specs,
+                settings=settings,
+                system=system,
+            )
+            response = await self.loop.model.complete(request)
+            entry = ModelEntry(
+                id=self.ref.model(index),
+                response=response,
+                read_sub_tasks=tuple(self.pending_reads),
+            )
+            await self.host.checkpoint(entry)
+        response = entry.response
+        self.history.append(
+            ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+        )
+        for task_id in entry.read_sub_tasks:
+            for row in self.task.sub_tasks:
+                if row.task_id == task_id:
+                    self.put_row(row.model_copy(update={"result_unread": False}))
+        self.pending_reads.clear()
+        self.model_calls += 1
+        self.count(response.usage)
+        if live and response.tool_calls and response.text:
+            await self.host.emit(entry.id, response.text)
+        return response
+
+    async def compact_if_needed(self, index: int, settings: TaskSettings, system: str) -> None:
+        config = self.loop.config
+        model = settings.model or self.loop.model.default_model
+        window = self.loop.windows.context_window(model)
+        budget = window - config.reserve_tokens
+        if budget <= 0:
+            raise ConfigError(
+                "reserve_tokens",
+                f"the reserve ({config.reserve_tokens} tokens) must be smaller than the context "
+                f"window of {model} ({window} tokens)",
+            )
+        history_budget = budget - estimate_tokens(system) - self.loop.tools_tokens
+        if estimate_history_tokens(self.history) <= history_budget:
+            return
+        result = await compact(
+            self.history,
+            adapter=self.loop.model,
+            history_budget=max(history_budget, 1),
+            summary_budget=budget,
+            model=settings.model,
+            reasoning_effort=settings.reasoning_effort,
+            keep_fraction=config.keep_fraction,
+            summary_max_tokens=config.summary_max_tokens,
+        )
+        if result is None:
+            return  # only the last exchange is left; the model call goes ahead as it is
+        entry = CompactionEntry(
+            id=self.ref.compaction(index),
+            summary=result.summary,
+            replaced=result.replaced,
+            usage=result.usage,
+        )
+        await self.host.checkpoint(entry)
+        self.history = list(compacted_history(self.history, entry.replaced, entry.summary))
+        self.count(entry.usage)
+
+    async def tool_step(self, call: ToolCall) -> None:
+        entry_id = self.ref.tool(self.tool_index, call.id)
+        self.tool_index += 1
+        entry = self.replay.step(entry_id, ToolEntry)
+        if entry is None:
+            entry = await self.run_call(call, entry_id)
+            await self.host.checkpoint(entry)
+        self.history.append(entry.message())
+        if entry.plan is not None:
+            self.task = self.task.model_copy(update={"plan": entry.plan})
+        if entry.spawned is not None:
+            self.put_row(entry.spawned)
+        if entry.question is not None:
+            self.questions.append(entry.question)
+
+    async def run_call(self, call: ToolCall, entry_id: str) -> ToolEntry:
+        def entry(content: str, **effects: Any) -> ToolEntry:
+            return ToolEntry(
+                id=entry_id, call_id=call.id, name=call.name, content=content, **effects
+            )
+
+        try:
+            args = self.loop.invoker.check(call)
+        except InvalidToolCallError as exc:
+            return entry(f"Error: {exc}", is_error=True)
+        if call.name not in INTRINSIC_NAMES:
+            context = ToolContext(task_id=self.ref.task_id, call_id=entry_id)
+            result = await self.loop.invoker.run(call, args, context)
+            return entry(result.content, is_error=result.is_error)
+        applied = apply_intrinsic(
+            call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id
+        )
+        if applied.spawn is None:
+            return entry(
+                applied.content,
+                is_error=applied.is_error,
+                plan=applied.plan,
+                question=applied.question,
+            )
+        child_id = await self.host.spawn(applied.spawn)
+        plan, row, content = record_spawn(self.task, applied.spawn, child_id)
+        return entry(content, plan=plan if plan is not self.task.plan else None, spawned=row)
+
+    # -- the end of the turn --
+
+    async def settle(self, text: str) -> TurnOutcome | None:
+        """The turn's end once the model asks for nothing more; None means one more call."""
+        if self.lifecycle is Lifecycle.CONVERSATION:
+            return await self.end(OutcomeKind.WAITING_FOR_MESSAGE, text)
+        decision = decide_completion(self.task, override=self.loop.completion_override)
+        if decision.verdict is CompletionVerdict.COMPLETE:
+            return await self.end(OutcomeKind.COMPLETED, text)
+        if decision.verdict is CompletionVerdict.READ_RESULTS:
+            for row in self.task.sub_tasks:
+                if row.task_id in decision.unread:
+                    self.history.append(sub_task_note(row, None))
+                    self.pending_reads.append(row.task_id)
+            return None
+        waiting = f"{text}\n\n({decision.reason})" if text else decision.reason
+        return await self.end(OutcomeKind.WAITING_FOR_SUBTASKS, waiting)
+
+    async def end(self, kind: OutcomeKind, text: str) -> TurnOutcome:
+        self.replay.finish()
+        state, sub_state = _SETTLES_AS[kind]
+        outcome = TurnOutcome(
+            kind=kind,
+            state=state,
+            sub_state=sub_state,
+            text=text,
+            history=tuple(self.history),
+            plan=self.task.plan,
+            sub_tasks=self.task.sub_tasks,
+            model_calls=self.model_calls,
+            usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+        )
+        await self.host.end_turn(outcome)
+        return outcome
+
+    # -- helpers --
+
+    def has_input(self) -> bool:
+        if not self.history:
+            return False
+        last = self.history[-1]
+        return not (last.role == "assistant" and not last.tool_calls)
+
+    def last_reply(self) -> str:
+        for message in reversed(self.history):
+            if message.role == "assistant":
+                return message.content
+        return ""
+
+    def max_calls_text(self) -> str:
+        limit = self.loop.config.max_model_calls
+        return (
+            f"This turn stopped after {limit} model calls, the most one turn may make "
+            "(max_model_calls). Send a message to let the agent continue."
+        )
+
+    def put_row(self, row: SubTaskRow) -> None:
+        rows = self.task.sub_tasks
+        for i, existing in enumerate(rows):
+            if existing.task_id == row.task_id:
+                rows = (*rows[:i], row, *rows[i + 1 :])
+                break
+        else:
+            rows = (*rows, row)
+        self.task = self.task.model_copy(update={"sub_tasks": rows})
+
+    def count(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+
+
+_SETTLES_AS: Final[dict[OutcomeKind, tuple[TaskState, SubState | None]]] = {
+    OutcomeKind.COMPLETED: (TaskState.COMPLETED, None),
+    OutcomeKind.WAITING_FOR_MESSAGE: (TaskState.INPUT_REQUIRED, SubState.AWAITING_NEXT_MESSAGE),
+    OutcomeKind.WAITING_FOR_ANSWER: (TaskState.INPUT_REQUIRED, SubState.AWAITING_ANSWER),
+    OutcomeKind.WAITING_FOR_SUBTASKS: (TaskState.WORKING, None),
+    OutcomeKind.MAX_MODEL_CALLS: (TaskState.INPUT_REQUIRED, SubState.AWAITING_NEXT_MESSAGE),
+}
