@@ -51,7 +51,7 @@ def _in_cluster() -> bool:
     return "KUBERNETES_SERVICE_HOST" in os.environ and "KUBECONFIG" not in os.environ
 
 
-def _translate(exc: ApiException, name: str | None = None) -> HarnessError:
+def translate(exc: ApiException, name: str | None = None) -> HarnessError:
     if exc.status == 404 and name is not None:
         return TaskNotFoundError(name)
     if exc.status == 409:
@@ -95,13 +95,13 @@ class HarnessTasks:
         try:
             return cast(Obj, await self._api.create_namespaced_custom_object(*self._args(), body))
         except ApiException as exc:
-            raise _translate(exc, name) from None
+            raise translate(exc, name) from None
 
     async def get(self, name: str) -> Obj:
         try:
             return cast(Obj, await self._api.get_namespaced_custom_object(*self._args(), name))
         except ApiException as exc:
-            raise _translate(exc, name) from None
+            raise translate(exc, name) from None
 
     async def list(self, label_selector: str | None = None) -> list[Obj]:
         try:
@@ -109,7 +109,7 @@ class HarnessTasks:
                 *self._args(), label_selector=label_selector or ""
             )
         except ApiException as exc:
-            raise _translate(exc) from None
+            raise translate(exc) from None
         return cast(list[Obj], result["items"])
 
     async def patch_status(
@@ -128,10 +128,10 @@ class HarnessTasks:
                 ),
             )
         except ApiException as exc:
-            raise _translate(exc, name) from None
+            raise translate(exc, name) from None
 
     async def delete(self, name: str) -> None:
         try:
             await self._api.delete_namespaced_custom_object(*self._args(), name)
         except ApiException as exc:
-            raise _translate(exc, name) from None
+            raise translate(exc, name) from None

@@ -102,6 +102,11 @@ def _turn_spec_schema() -> dict[str, Any]:
                 "maxItems": 4096,
                 "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             },
+            "history": {
+                "description": "How the turn changed the model history; set when it ended.",
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": True,
+            },
         },
     }
 

@@ -1,0 +1,148 @@
+"""The conversation as stored: turn records, the model history they fold into, and the
+transcript participants read.
+
+A task's turns are stored one record each (see ``docs/design/messages-and-history.md``). A
+record holds the turn's journal entries (what the loop checkpointed, plus the host's own
+notices such as command replies) and, once the turn has ended, the change it made to the model
+history. Folding the records in order gives both views of the conversation:
+
+- the model history (:func:`model_history`), which the next turn starts from;
+- the transcript (:func:`transcript`): the user and agent messages with their A2A ids, which
+  GetTask returns and ``kubectl harness get`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.turn import (
+    CompactionEntry,
+    DrainEntry,
+    ModelEntry,
+    ToolEntry,
+)
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoticeEntry(_Data):
+    """An agent message the host sends itself, outside the model: a command's reply, a refused
+    completion, a control outcome. ``message_id`` is its stable A2A id."""
+
+    kind: Literal["notice"] = "notice"
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = Field(default_factory=dict)
+
+
+class AckEntry(_Data):
+    """Inbox messages the host consumed itself (commands, controls, refused messages), so the
+    loop never sees them. ``sender`` and ``text`` keep them in the transcript."""
+
+    kind: Literal["ack"] = "ack"
+    id: str
+    message_id: str
+    sender: str | None = None
+    text: str = ""
+
+
+RecordEntry = Annotated[
+    ModelEntry | ToolEntry | DrainEntry | CompactionEntry | NoticeEntry | AckEntry,
+    Field(discriminator="kind"),
+]
+ENTRIES: TypeAdapter[tuple[RecordEntry, ...]] = TypeAdapter(tuple[RecordEntry, ...])
+
+
+class HistoryDelta(_Data):
+    """How a turn changed the model history: keep the first ``keep`` messages, then append."""
+
+    keep: int = Field(ge=0)
+    messages: tuple[ChatMessage, ...] = ()
+
+
+def history_delta(before: Sequence[ChatMessage], after: Sequence[ChatMessage]) -> HistoryDelta:
+    """The smallest delta that turns ``before`` into ``after``.
+
+    Without compaction it is just the new messages; after a compaction (which replaces the
+    head with a summary) it is the compacted history, which the context budget bounds.
+    """
+    keep = 0
+    for old, new in zip(before, after, strict=False):
+        if old != new:
+            break
+        keep += 1
+    return HistoryDelta(keep=keep, messages=tuple(after[keep:]))
+
+
+def apply_delta(history: Sequence[ChatMessage], delta: HistoryDelta) -> tuple[ChatMessage, ...]:
+    return (*history[: delta.keep], *delta.messages)
+
+
+def model_history(deltas: Iterable[HistoryDelta]) -> tuple[ChatMessage, ...]:
+    """The model history after every turn whose delta is given, in turn order."""
+    history: tuple[ChatMessage, ...] = ()
+    for delta in deltas:
+        history = apply_delta(history, delta)
+    return history
+
+
+class TranscriptMessage(_Data):
+    """One message of the conversation as participants see it."""
+
+    role: Literal["user", "agent"]
+    message_id: str
+    text: str
+    sender: str | None = None
+    metadata: Mapping[str, Any] = Field(default_factory=dict)
+
+
+def transcript(entries: Iterable[RecordEntry]) -> list[TranscriptMessage]:
+    """The participants' and the agent's messages, in the order the records hold them."""
+    out: list[TranscriptMessage] = []
+    for entry in entries:
+        if isinstance(entry, DrainEntry):
+            for message in entry.messages:
+                if message.sub_task is None:
+                    out.append(
+                        TranscriptMessage(
+                            role="user",
+                            message_id=message.id,
+                            text=message.content,
+                            sender=message.sender,
+                        )
+                    )
+        elif isinstance(entry, ModelEntry):
+            if entry.response.text:
+                out.append(
+                    TranscriptMessage(role="agent", message_id=entry.id, text=entry.response.text)
+                )
+        elif isinstance(entry, NoticeEntry):
+            out.append(
+                TranscriptMessage(
+                    role="agent", message_id=entry.id, text=entry.text, metadata=entry.metadata
+                )
+            )
+        elif isinstance(entry, AckEntry):
+            out.append(
+                TranscriptMessage(
+                    role="user", message_id=entry.message_id, text=entry.text, sender=entry.sender
+                )
+            )
+    return out
+
+
+def acknowledged(entries: Iterable[RecordEntry]) -> set[str]:
+    """The ids of every inbox message these entries consumed."""
+    ids: set[str] = set()
+    for entry in entries:
+        if isinstance(entry, DrainEntry):
+            ids.update(m.id for m in entry.messages)
+        elif isinstance(entry, AckEntry):
+            ids.add(entry.message_id)
+    return ids

@@ -1,0 +1,145 @@
+"""Settings: one typed object, read once at start-up from a TOML file and the environment.
+
+Every error names the key to fix (``gateway.max_request_bytes: ...``). Secrets never live
+here: model API keys come from the environment (in a cluster, from a Secret), and a file that
+tries to carry one is refused.
+
+The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
+
+    provider = "openai"            # or "anthropic"
+
+    [openai]                       # see tiny_harness.models.config for every key
+    model = "gpt-5-mini"
+    models = ["gpt-5-mini", "gpt-5"]
+    base_url = "http://127.0.0.1:8000/v1"   # any OpenAI-compatible server
+
+    [gateway]
+    bind = "127.0.0.1:8080"
+    base_url = "http://127.0.0.1:8080"
+    namespace = "default"
+    participant_identity = "header"   # or "tokenreview"
+    max_request_bytes = 1048576
+    rate_limit_per_minute = 120
+
+    [operator]
+    namespaces = []                # empty: the whole cluster
+    lease_seconds = 15
+    metrics_bind = "127.0.0.1:9090"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tiny_harness.core.errors import ConfigError
+
+CONFIG_ENV: Final = "TINY_HARNESS_CONFIG"
+_SECRET_KEYS: Final = frozenset({"api_key", "apikey", "token", "password", "secret"})
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _hostport(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+class GatewaySettings(_Section):
+    bind: str = "127.0.0.1:8080"
+    base_url: str | None = Field(
+        default=None, description="The URL clients reach the gateway at; default from bind."
+    )
+    namespace: str = "default"
+    participant_identity: Literal["header", "tokenreview"] = "header"
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
+    rate_limit_per_minute: int = Field(default=120, ge=1)
+
+    @property
+    def bind_address(self) -> tuple[str, int]:
+        return _hostport(self.bind)
+
+    @property
+    def url(self) -> str:
+        if self.base_url:
+            return self.base_url.rstrip("/")
+        host, port = self.bind_address
+        return f"http://{host}:{port}"
+
+
+class OperatorSettings(_Section):
+    namespaces: tuple[str, ...] = ()
+    identity: str | None = Field(
+        default=None, description="This replica's name for the runner lease; default hostname."
+    )
+    lease_seconds: float = Field(default=15.0, gt=0)
+    max_model_calls: int = Field(default=24, ge=1)
+    metrics_bind: str | None = None
+
+    @property
+    def replica_identity(self) -> str:
+        return self.identity or os.environ.get("POD_NAME") or os.uname().nodename
+
+
+class Settings(_Section):
+    provider: Literal["openai", "anthropic"] = "openai"
+    openai: Mapping[str, Any] | None = None
+    anthropic: Mapping[str, Any] | None = None
+    gateway: GatewaySettings = GatewaySettings()
+    operator: OperatorSettings = OperatorSettings()
+
+    @property
+    def provider_section(self) -> Mapping[str, Any]:
+        section = self.openai if self.provider == "openai" else self.anthropic
+        if section is None:
+            raise ConfigError(
+                self.provider, f"provider is {self.provider!r} but [{self.provider}] is missing"
+            )
+        return section
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any]) -> Settings:
+        _refuse_secrets(data, "")
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(p) for p in first["loc"]) or "settings"
+            raise ConfigError(key, str(first["msg"])) from None
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> Settings:
+        """Read the file at ``path`` (or ``$TINY_HARNESS_CONFIG``); no file means defaults."""
+        if path is None and os.environ.get(CONFIG_ENV):
+            path = Path(os.environ[CONFIG_ENV])
+        if path is None:
+            return cls()
+        try:
+            data = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(str(path), "configuration file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(str(path), f"not valid TOML: {exc}") from None
+        return cls.parse(data)
+
+
+def _refuse_secrets(data: Mapping[str, Any], prefix: str) -> None:
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if key.lower() in _SECRET_KEYS:
+            raise ConfigError(
+                name,
+                "secrets do not belong in the settings file; use the environment "
+                "(OPENAI_API_KEY, ANTHROPIC_API_KEY) or a Kubernetes Secret",
+            )
+        if isinstance(value, Mapping):
+            _refuse_secrets(value, f"{name}.")

@@ -1,0 +1,122 @@
+"""Sending a message to a task: one immutable ``HarnessMessage`` object per message.
+
+Any writer (the gateway, ``kubectl harness``, a test) sends through :func:`send_message`; the
+operator lists a task's messages to find the ones its turn journals have not taken yet. See
+``docs/design/messages-and-history.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tiny_harness.core.inbox import MessageSpec, message_name
+from tiny_harness.kube.client import Obj, translate
+from tiny_harness.kube.labels import label_value
+from tiny_harness.kube.names import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    MESSAGE_KIND,
+    MESSAGE_PLURAL,
+    TASK_LABEL,
+    VERSION,
+)
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as the API holds it."""
+
+    name: str
+    spec: MessageSpec
+    created: str
+    resource_version: str
+
+    @classmethod
+    def of(cls, obj: Obj) -> StoredMessage:
+        meta = obj["metadata"]
+        return cls(
+            name=meta["name"],
+            spec=MessageSpec.model_validate(obj["spec"]),
+            created=meta.get("creationTimestamp", ""),
+            resource_version=meta.get("resourceVersion", ""),
+        )
+
+    @property
+    def order(self) -> tuple[str, str, str]:
+        """Sort key: the writer's clock, then the API server's, then the name."""
+        return (self.spec.sent_at or "", self.created, self.name)
+
+
+def now_rfc3339_nanos() -> str:
+    """The current time with nanoseconds, so messages sent within one second keep order."""
+    ns = time.time_ns()
+    base = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{ns % 1_000_000_000:09d}Z"
+
+
+class HarnessMessages:
+    """The ``HarnessMessage`` objects of one namespace."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self._api = client.CustomObjectsApi(api)
+        self.namespace = namespace
+
+    async def send(self, spec: MessageSpec, *, task_uid: str | None = None) -> StoredMessage:
+        """Create the message. Sending the same (task, message id) again returns the message
+        already stored instead of creating a second one."""
+        if spec.sent_at is None:
+            spec = spec.model_copy(update={"sent_at": now_rfc3339_nanos()})
+        name = message_name(spec.task, spec.message_id)
+        metadata: dict[str, Any] = {"name": name, "labels": {TASK_LABEL: label_value(spec.task)}}
+        if task_uid:
+            # Owned by its task, so deleting the task deletes its messages (in a real cluster).
+            metadata["ownerReferences"] = [
+                {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": task_uid}
+            ]
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": MESSAGE_KIND,
+            "metadata": metadata,
+            "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
+        try:
+            created = await self._api.create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, MESSAGE_PLURAL, body
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return await self.get(name)
+            raise translate(exc, name) from None
+        return StoredMessage.of(cast(Obj, created))
+
+    async def get(self, name: str) -> StoredMessage:
+        try:
+            obj = await self._api.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, MESSAGE_PLURAL, name
+            )
+        except ApiException as exc:
+            raise translate(exc, name) from None
+        return StoredMessage.of(cast(Obj, obj))
+
+    async def for_task(self, task: str) -> list[StoredMessage]:
+        """Every message of a task, oldest first."""
+        try:
+            result = await self._api.list_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                MESSAGE_PLURAL,
+                label_selector=f"{TASK_LABEL}={label_value(task)}",
+            )
+        except ApiException as exc:
+            raise translate(exc) from None
+        messages = [StoredMessage.of(o) for o in result["items"]]
+        # The label may be a hash of a long name: keep only this task's messages.
+        return sorted((m for m in messages if m.spec.task == task), key=lambda m: m.order)
