@@ -22,6 +22,7 @@ import pytest
 
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.testing.model_server import ModelServerControl
 
 T = TypeVar("T")
 
@@ -99,19 +100,89 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ModelServer:
+    """The scripted model server as a subprocess: any process (an operator) can call it, and
+    tests script it and read what it received over HTTP."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tiny_harness.testing.model_server", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+        self.control = ModelServerControl(self.url)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def model_server_process() -> Iterator[ModelServer]:
+    server = ModelServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def model_server(model_server_process: ModelServer) -> ModelServer:
+    """The session's scripted model server, reset for this test."""
+    await model_server_process.control.reset()
+    return model_server_process
+
+
+def operator_config(path: Path, model_url: str, **operator: Any) -> Path:
+    """A settings file pointing the operator at the scripted model server."""
+    lines = [
+        'provider = "openai"',
+        "[openai]",
+        'model = "scripted-model"',
+        'models = ["scripted-model", "scripted-large"]',
+        f'base_url = "{model_url}/v1"',
+        'api_key_env = "TINY_HARNESS_TEST_MODEL_KEY"',
+        "max_retries = 1",
+        "retry_backoff_seconds = 0.01",
+        "[operator]",
+        "lease_seconds = 6",
+    ]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in operator.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 class OperatorProcess:
     """``tiny-harness operator`` as a real subprocess, watching one namespace."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log_dir: Path) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        namespace: str,
+        log_dir: Path,
+        config: Path,
+        identity: str = "operator-a",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.kubeconfig = kubeconfig
         self.namespace = namespace
+        self.config = config
+        self.identity = identity
+        self.extra_env = env or {}
         self.log_path = log_dir / f"operator-{uuid.uuid4().hex[:6]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> OperatorProcess:
         port = free_port()
         self.liveness = f"http://127.0.0.1:{port}/healthz"
-        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.kubeconfig),
+            "TINY_HARNESS_TEST_MODEL_KEY": "test-key",
+            **self.extra_env,
+        }
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
             [
@@ -123,6 +194,10 @@ class OperatorProcess:
                 self.namespace,
                 "--liveness",
                 self.liveness,
+                "--config",
+                str(self.config),
+                "--identity",
+                self.identity,
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -157,13 +232,22 @@ class OperatorProcess:
 
 @pytest.fixture
 def operator(
-    kubeconfig: Path, namespace: str, tmp_path: Path
-) -> Iterator[Callable[[], OperatorProcess]]:
-    """Start operators on demand; all are stopped at the end of the test."""
+    kubeconfig: Path, namespace: str, tmp_path: Path, model_server: ModelServer
+) -> Iterator[Callable[..., OperatorProcess]]:
+    """Start operators on demand (against the scripted model server); all are stopped at the
+    end of the test. Keyword arguments go to the [operator] settings, plus ``identity`` and
+    ``env`` for the process."""
     started: list[OperatorProcess] = []
 
-    def start() -> OperatorProcess:
-        op = OperatorProcess(kubeconfig, namespace, tmp_path).start()
+    def start(
+        identity: str = "operator-a", env: dict[str, str] | None = None, **settings: Any
+    ) -> OperatorProcess:
+        config = operator_config(
+            tmp_path / f"config-{len(started)}.toml", model_server.url, **settings
+        )
+        op = OperatorProcess(
+            kubeconfig, namespace, tmp_path, config, identity=identity, env=env
+        ).start()
         started.append(op)
         return op
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Kubectl, OperatorProcess, wait_for
+from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
 from tiny_harness.kube.crd import REPO_ROOT
 
 EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
@@ -40,16 +40,19 @@ def wait_state(kubectl: Kubectl, name: str, state: str) -> dict[str, Any]:
     )
 
 
-def test_applied_example_task_is_initialised_as_a_conversation(
-    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+async def test_applied_example_task_is_initialised_as_a_conversation_and_parks(
+    kubectl: Kubectl, operator: Callable[..., OperatorProcess], model_server: ModelServer
 ) -> None:
     operator()
     applied = kubectl.apply(EXAMPLE)
     assert applied.returncode == 0, applied.stderr
 
-    status = wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+    status = wait_state(kubectl, "hello-harness", "TASK_STATE_INPUT_REQUIRED")
 
+    assert status["subState"] == "awaiting-next-message"
     assert status["lifecycle"] == "conversation"
+    assert status["model"] == "scripted-model"
+    assert await model_server.control.requests() == []
     accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
     assert accepted["status"] == "True"
     assert status["observedGeneration"] == 1
@@ -65,7 +68,7 @@ def test_applied_example_task_is_initialised_as_a_conversation(
 
 
 def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
-    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+    kubectl: Kubectl, operator: Callable[..., OperatorProcess]
 ) -> None:
     operator()
     kubectl.apply(
@@ -78,9 +81,10 @@ def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
             """,
         )
     )
-    wait_state(kubectl, "child", "TASK_STATE_SUBMITTED")
+    wait_for(lambda: status_of(kubectl, "child").get("lifecycle"), what="child initialised")
 
     lines = kubectl.run("get", "ht").stdout.splitlines()
+    status = status_of(kubectl, "child")
 
     assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "PARENT", "AGE"]
     header = lines[0]
@@ -88,7 +92,13 @@ def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
     cells = [
         lines[1][a:b].strip() for a, b in zip(starts, [*starts[1:], len(lines[1])], strict=True)
     ]
-    assert cells[:5] == ["child", "TASK_STATE_SUBMITTED", "", "delegated", "hello-harness"]
+    assert cells[:5] == [
+        "child",
+        status["state"],
+        status.get("subState", ""),
+        "delegated",
+        "hello-harness",
+    ]
     assert cells[5].endswith("s")
 
 
@@ -145,11 +155,11 @@ def test_api_server_refuses_invalid_task_and_creates_nothing(
 
 
 def test_status_written_through_the_main_resource_is_ignored(
-    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+    kubectl: Kubectl, operator: Callable[..., OperatorProcess]
 ) -> None:
     operator()
     kubectl.apply(EXAMPLE)
-    wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+    wait_state(kubectl, "hello-harness", "TASK_STATE_INPUT_REQUIRED")
 
     kubectl.run(
         "patch",
@@ -161,12 +171,12 @@ def test_status_written_through_the_main_resource_is_ignored(
     )
 
     status = status_of(kubectl, "hello-harness")
-    assert status["state"] == "TASK_STATE_SUBMITTED"
-    assert "model" not in status
+    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert status["model"] == "scripted-model"
 
 
 def test_a_plan_with_a_cycle_is_rejected_with_a_condition_naming_the_field(
-    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+    kubectl: Kubectl, operator: Callable[..., OperatorProcess]
 ) -> None:
     operator()
     kubectl.apply(
@@ -191,11 +201,11 @@ def test_a_plan_with_a_cycle_is_rejected_with_a_condition_naming_the_field(
 
 
 def test_a_restarted_operator_leaves_an_initialised_task_as_it_is(
-    kubectl: Kubectl, operator: Callable[[], OperatorProcess]
+    kubectl: Kubectl, operator: Callable[..., OperatorProcess]
 ) -> None:
     first = operator()
     kubectl.apply(EXAMPLE)
-    wait_state(kubectl, "hello-harness", "TASK_STATE_SUBMITTED")
+    wait_state(kubectl, "hello-harness", "TASK_STATE_INPUT_REQUIRED")
     first.stop()
     # The task moves on while no operator runs (as if a turn had started).
     kubectl.run(
@@ -210,7 +220,7 @@ def test_a_restarted_operator_leaves_an_initialised_task_as_it_is(
 
     second = operator()
     kubectl.apply(task_manifest("later", "goal: Arrive after the restart.\n"))
-    wait_state(kubectl, "later", "TASK_STATE_SUBMITTED")
+    wait_state(kubectl, "later", "TASK_STATE_INPUT_REQUIRED")
 
     assert status_of(kubectl, "hello-harness")["state"] == "TASK_STATE_WORKING"
     assert "hello-harness" not in second.log()

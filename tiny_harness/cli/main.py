@@ -18,12 +18,16 @@ from typing import Any
 
 import yaml
 
+from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
 from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
 from tiny_harness.operator.runner import run_operator
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 DEFAULT_CLUSTER_DIR = Path("~/.tiny-harness/cluster")
+DEFAULT_OPENAI_MODEL = "gpt-5-mini"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,12 +50,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_CLUSTER_DIR,
         help="where the cluster keeps its data (default: %(default)s)",
     )
+    up.add_argument(
+        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
+    )
 
     op = sub.add_parser(
         "operator",
         help="run the operator against the current kubeconfig or in-cluster config",
     )
     op.add_argument("--kubeconfig", type=Path, help="kubeconfig to use (default: $KUBECONFIG)")
+    op.add_argument(
+        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
+    )
+    op.add_argument("--identity", help="this replica's name for the runner lease (default: host)")
     scope = op.add_mutually_exclusive_group()
     scope.add_argument(
         "-n", "--namespace", action="append", default=[], help="watch only this namespace"
@@ -82,9 +93,28 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "operator":
             if args.kubeconfig:
                 os.environ["KUBECONFIG"] = str(args.kubeconfig)
-            return _run(run_operator(namespaces=args.namespace, liveness_endpoint=args.liveness))
+            settings = Settings.load(args.config)
+            if args.identity:
+                settings = settings.model_copy(
+                    update={
+                        "operator": settings.operator.model_copy(
+                            update={"identity": args.identity}
+                        )
+                    }
+                )
+            return _run(
+                run_operator(
+                    settings,
+                    kubeconfig=args.kubeconfig,
+                    namespaces=args.namespace,
+                    liveness_endpoint=args.liveness,
+                )
+            )
         if args.command == "up":
-            return _up(args.data_dir.expanduser())
+            return _up(args.data_dir.expanduser(), args.config)
+    except ConfigError as exc:
+        print(f"tiny-harness: configuration error: {exc}", file=sys.stderr)
+        return 2
     except (ClusterError, BinariesError) as exc:
         print(f"tiny-harness: {exc}", file=sys.stderr)
         return 1
@@ -106,7 +136,8 @@ def _run(coro: Coroutine[Any, Any, None]) -> int:
     return 0
 
 
-def _up(data_dir: Path) -> int:
+def _up(data_dir: Path, config: Path | None) -> int:
+    settings = Settings.load(config)
     print(f"starting the local control plane in {data_dir} ...", file=sys.stderr)
     with LocalCluster(data_dir, crds=REPO_ROOT / "crds") as cluster:
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
@@ -118,7 +149,40 @@ def _up(data_dir: Path) -> int:
             "Press Ctrl-C to stop; tasks persist in the data directory.\n",
             file=sys.stderr,
         )
-        return _run(run_operator())
+        return _run(_serve_all(settings, cluster.kubeconfig))
+
+
+async def _serve_all(settings: Settings, kubeconfig: Path) -> None:
+    """The operator (and the gateway) against the local cluster. With no model configured
+    and no key in the environment, a scripted stand-in model answers, so a first run works."""
+    demo: ScriptedModelServer | None = None
+    if settings.provider == "openai" and settings.openai is None:
+        if os.environ.get("OPENAI_API_KEY"):
+            settings = settings.model_copy(update={"openai": {"model": DEFAULT_OPENAI_MODEL}})
+        else:
+            demo = ScriptedModelServer()
+            await demo.start()
+            os.environ["TINY_HARNESS_DEMO_KEY"] = "demo"
+            settings = settings.model_copy(
+                update={
+                    "openai": {
+                        "model": "demo",
+                        "api": "chat",
+                        "base_url": demo.openai_base_url,
+                        "api_key_env": "TINY_HARNESS_DEMO_KEY",
+                    }
+                }
+            )
+            print(
+                "No model is configured (no --config, no OPENAI_API_KEY): a scripted demo model "
+                "answers every turn with 'Done.'.",
+                file=sys.stderr,
+            )
+    try:
+        await run_operator(settings, kubeconfig=kubeconfig)
+    finally:
+        if demo is not None:
+            await demo.stop()
 
 
 if __name__ == "__main__":

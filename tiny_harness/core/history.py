@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tiny_harness.core.compaction import compacted_history
+from tiny_harness.core.context import sub_task_note
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.turn import (
     CompactionEntry,
@@ -146,3 +148,52 @@ def acknowledged(entries: Iterable[RecordEntry]) -> set[str]:
         elif isinstance(entry, AckEntry):
             ids.add(entry.message_id)
     return ids
+
+
+def replay_history(
+    history: Sequence[ChatMessage], entries: Iterable[RecordEntry]
+) -> tuple[ChatMessage, ...]:
+    """The model history after a turn that was cut before it ended, rebuilt from its journal.
+
+    It adds what the loop adds for each entry; a tool call whose result was never recorded gets
+    an error result saying the turn was cut, so the next request is well-formed for every
+    provider (an assistant tool call must be answered).
+    """
+    out = list(history)
+    unanswered: list[str] = []
+
+    def close_calls() -> None:
+        for call_id in unanswered:
+            out.append(
+                ChatMessage(
+                    role="tool",
+                    content="Error: the turn was cut before this call finished.",
+                    tool_call_id=call_id,
+                    is_error=True,
+                )
+            )
+        unanswered.clear()
+
+    for entry in entries:
+        if isinstance(entry, DrainEntry):
+            close_calls()
+            for message in entry.messages:
+                if message.sub_task is None:
+                    out.append(ChatMessage(role="user", content=message.content))
+                else:
+                    out.append(sub_task_note(message.sub_task, message.content))
+        elif isinstance(entry, CompactionEntry):
+            out = list(compacted_history(out, entry.replaced, entry.summary))
+        elif isinstance(entry, ModelEntry):
+            close_calls()
+            response = entry.response
+            out.append(
+                ChatMessage(role="assistant", content=response.text, tool_calls=response.tool_calls)
+            )
+            unanswered = [c.id for c in response.tool_calls]
+        elif isinstance(entry, ToolEntry):
+            out.append(entry.message())
+            if entry.call_id in unanswered:
+                unanswered.remove(entry.call_id)
+    close_calls()
+    return tuple(out)

@@ -84,6 +84,10 @@ class OperatorSettings(_Section):
     lease_seconds: float = Field(default=15.0, gt=0)
     max_model_calls: int = Field(default=24, ge=1)
     metrics_bind: str | None = None
+    tools: tuple[str, ...] = Field(
+        default=(),
+        description="Import paths (module:attribute) of tool lists to offer the model.",
+    )
 
     @property
     def replica_identity(self) -> str:

@@ -1,27 +1,21 @@
 """The kopf handlers, registered on a registry of our own rather than kopf's global one.
 
-A registry per operator keeps tests and embedding honest: importing this module has no side
-effect, and an operator runs exactly the handlers it was given.
+They do nothing but poke the runtime: a task's change pokes the task (and its parent, whose
+sub-task row follows it), a new message pokes its task. Raw events (``on.event``) need no
+bookkeeping writes from kopf, which keeps a simple turn within its write budget.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import kopf
 
-from tiny_harness.kube.names import GROUP, PLURAL, VERSION
-from tiny_harness.operator.initialise import initialise
-
-log = logging.getLogger(__name__)
+from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, VERSION
+from tiny_harness.operator.runtime import Runtime
 
 
-def _has_no_state(status: kopf.Status, **_: Any) -> bool:
-    return not status.get("state")
-
-
-def build_registry() -> kopf.OperatorRegistry:
+def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
@@ -30,23 +24,25 @@ def build_registry() -> kopf.OperatorRegistry:
     def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
-    # Level-triggered: whatever kopf's own bookkeeping says, a task whose status already has a
-    # state has been initialised, so a restarted operator (or a second look) leaves it alone.
-    @kopf.on.create(GROUP, VERSION, PLURAL, registry=registry, when=_has_no_state, id="initialise")
-    async def on_create(
-        spec: kopf.Spec,
-        meta: kopf.Meta,
-        body: kopf.Body,
-        patch: kopf.Patch,
-        logger: kopf.Logger,
-        **_: Any,
+    @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="task")
+    async def on_task(
+        event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
-        result = initialise(spec, meta.get("generation"))
-        patch.status.update(result.status)
-        if result.accepted:
-            kopf.info(body, reason=result.reason, message=result.message)
-        else:
-            kopf.warn(body, reason=result.reason, message=result.message)
-        logger.info("task %s: %s", meta.get("name"), result.message)
+        if namespace is None:
+            return
+        if event.get("type") == "DELETED":
+            runtime.metrics.task_state(namespace, name, None)
+            return
+        runtime.poke(namespace, name, body.metadata.get("resourceVersion"))
+        parent = (body.spec.get("parent") or {}).get("taskId")
+        if parent:
+            runtime.poke(namespace, parent)
+
+    @kopf.on.event(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id="message")
+    async def on_message(
+        event: kopf.RawEvent, body: kopf.Body, namespace: str | None, **_: Any
+    ) -> None:
+        if namespace is not None and event.get("type") in (None, "ADDED"):
+            runtime.poke(namespace, body.spec["task"])
 
     return registry

@@ -1,38 +1,90 @@
 """Run the operator in this process: kopf embedded in our own asyncio loop.
 
 Embedding (rather than ``kopf run``) lets the CLI own start-up: settings are validated once,
-the registry is ours, and signals end the process cleanly.
+the model adapter is built before any task is touched (a missing key fails here, with the
+variable named), the registry is ours, and signals end the process cleanly.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Collection
+from pathlib import Path
 
 import kopf
 
+from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.loop import CoreLoop, LoopConfig
+from tiny_harness.core.settings import Settings
+from tiny_harness.core.tools import Tool, ToolRegistry
+from tiny_harness.kube.client import connect
+from tiny_harness.models.config import catalog_for, parse_provider_settings
+from tiny_harness.models.factory import build_adapter
 from tiny_harness.operator.handlers import build_registry
+from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics
+from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.settings import operator_settings
 
 log = logging.getLogger(__name__)
 
 
+def load_tools(paths: Collection[str]) -> ToolRegistry:
+    """Tools from ``module:attribute`` import paths (each a list of tools or a registry)."""
+    tools = ToolRegistry()
+    for path in paths:
+        module_name, _, attr = path.partition(":")
+        try:
+            value = getattr(importlib.import_module(module_name), attr or "TOOLS")
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError("operator.tools", f"cannot load {path!r}: {exc}") from None
+        for tool in value:
+            if not isinstance(tool, Tool):
+                raise ConfigError("operator.tools", f"{path!r} holds {tool!r}, not a Tool")
+            tools.include(tool)
+    return tools
+
+
 async def run_operator(
+    settings: Settings,
     *,
+    kubeconfig: Path | None = None,
     namespaces: Collection[str] = (),
     liveness_endpoint: str | None = None,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
 ) -> None:
-    """Run until stopped. No namespaces means the whole cluster."""
-    await kopf.operator(
-        registry=build_registry(),
-        settings=operator_settings(),
-        clusterwide=not namespaces,
-        namespaces=tuple(namespaces),
-        liveness_endpoint=liveness_endpoint,
-        stop_flag=stop_flag,
-        ready_flag=ready_flag,
-        standalone=True,
+    """Run until stopped. No namespaces (here or in settings) means the whole cluster."""
+    provider = parse_provider_settings(settings.provider, settings.provider_section)
+    adapter = build_adapter(provider)
+    catalog = catalog_for(provider)
+    metrics = OperatorMetrics()
+    if settings.operator.metrics_bind:
+        metrics.serve(settings.operator.metrics_bind)
+        log.info("metrics on http://%s/metrics", settings.operator.metrics_bind)
+    loop = CoreLoop(
+        MeteredAdapter(adapter, metrics),
+        catalog,
+        load_tools(settings.operator.tools),
+        config=LoopConfig(max_model_calls=settings.operator.max_model_calls),
     )
+    api = await connect(kubeconfig)
+    runtime = Runtime(api, loop, catalog, settings.operator, metrics)
+    watched = tuple(namespaces) or settings.operator.namespaces
+    log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
+    try:
+        await kopf.operator(
+            registry=build_registry(runtime),
+            settings=operator_settings(),
+            clusterwide=not watched,
+            namespaces=watched,
+            liveness_endpoint=liveness_endpoint,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+            standalone=True,
+        )
+    finally:
+        await runtime.shutdown()
+        await adapter.aclose()
+        await api.close()

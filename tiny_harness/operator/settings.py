@@ -26,4 +26,6 @@ def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     # Tasks are small; this bounds how long a burst of watch events waits to be batched.
     settings.batching.batch_window = 0.01
     settings.watching.server_timeout = 300
+    # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
+    settings.scanning.disabled = True
     return settings

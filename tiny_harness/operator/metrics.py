@@ -1,0 +1,110 @@
+"""The operator's Prometheus metrics, on a registry of its own.
+
+A registry per operator (rather than the process-global default) keeps tests that run several
+operators in one process honest, and means ``/metrics`` shows exactly what this operator did.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter as Tally
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from tiny_harness.core.llm import LLMRequest, LLMResponse, ModelAdapter
+
+_TURN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class OperatorMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.turns_started = Counter(
+            "tiny_harness_turns_started_total",
+            "Turns started (resumed turns included).",
+            registry=r,
+        )
+        self.turns_finished = Counter(
+            "tiny_harness_turns_finished_total",
+            "Turns finished, by outcome.",
+            ["outcome"],
+            registry=r,
+        )
+        self.turn_seconds = Histogram(
+            "tiny_harness_turn_duration_seconds",
+            "Wall time of a turn.",
+            buckets=_TURN_BUCKETS,
+            registry=r,
+        )
+        self.model_seconds = Histogram(
+            "tiny_harness_model_request_duration_seconds",
+            "Wall time of one model request, retries included.",
+            ["model"],
+            registry=r,
+        )
+        self.model_tokens = Counter(
+            "tiny_harness_model_tokens_total",
+            "Tokens used, by model and direction.",
+            ["model", "direction"],
+            registry=r,
+        )
+        self.tasks = Gauge(
+            "tiny_harness_tasks",
+            "Tasks this operator has seen, by state.",
+            ["state"],
+            registry=r,
+        )
+        self.subtasks_spawned = Counter(
+            "tiny_harness_subtasks_spawned_total", "Child tasks created.", registry=r
+        )
+        self.errors = Counter(
+            "tiny_harness_errors_total", "Errors, by where they happened.", ["where"], registry=r
+        )
+        self._states: dict[tuple[str, str], str] = {}
+        self._labels: set[str] = set()
+
+    def task_state(self, namespace: str, name: str, state: str | None) -> None:
+        key = (namespace, name)
+        if state is None:
+            self._states.pop(key, None)
+        else:
+            self._states[key] = state
+        tally = Tally(self._states.values())
+        self._labels.update(tally)
+        for label in self._labels:
+            self.tasks.labels(state=label).set(tally.get(label, 0))
+
+    def serve(self, bind: str) -> None:
+        host, _, port = bind.rpartition(":")
+        start_http_server(int(port), addr=host or "127.0.0.1", registry=self.registry)
+
+
+class MeteredAdapter:
+    """A model adapter that records each request's duration and tokens."""
+
+    def __init__(self, inner: ModelAdapter, metrics: OperatorMetrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+
+    @property
+    def default_model(self) -> str:
+        return self._inner.default_model
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        model = request.model or self._inner.default_model
+        started = time.perf_counter()
+        try:
+            response = await self._inner.complete(request)
+        except Exception:
+            self._metrics.errors.labels(where="model").inc()
+            raise
+        finally:
+            self._metrics.model_seconds.labels(model=model).observe(time.perf_counter() - started)
+        self._metrics.model_tokens.labels(model=model, direction="input").inc(
+            response.usage.input_tokens
+        )
+        self._metrics.model_tokens.labels(model=model, direction="output").inc(
+            response.usage.output_tokens
+        )
+        return response
