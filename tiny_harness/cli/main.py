@@ -97,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.identity:
                 settings = settings.model_copy(
                     update={
-                        "operator": settings.operator.model_copy(
-                            update={"identity": args.identity}
-                        )
+                        "operator": settings.operator.model_copy(update={"identity": args.identity})
                     }
                 )
             return _run(

@@ -276,8 +276,12 @@ class TaskWorker:
             brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
             sender = f"task:{spec.parent.task_id}" if spec.parent else "system"
             await self.messages.send(
-                MessageSpec(task=self.name, message_id="brief", sender=sender,
-                            parts=(MessagePart(text=brief),)),
+                MessageSpec(
+                    task=self.name,
+                    message_id="brief",
+                    sender=sender,
+                    parts=(MessagePart(text=brief),),
+                ),
                 task_uid=obj["metadata"]["uid"],
             )
 

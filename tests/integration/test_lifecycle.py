@@ -1,0 +1,360 @@
+"""Task lifecycle on the real operator: turns, conversations, participants, sub-tasks,
+durability and metrics. Real control plane, real operator process, scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ModelServer, OperatorProcess, free_port
+from tests.integration.lifecycle_support import Tasks
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+
+
+def instructions(request: Any) -> str:
+    return str((request.body or {}).get("instructions", ""))
+
+
+def of_task(request: Any, task: str) -> bool:
+    return instructions(request).startswith(f"You are the agent working on task {task}.")
+
+
+def inputs(request: Any) -> str:
+    return json.dumps((request.body or {}).get("input", []))
+
+
+@pytest.fixture
+def tasks(api: Any, namespace: str) -> Tasks:
+    return Tasks(api, namespace)
+
+
+async def test_a_reply_leaves_the_conversation_awaiting_the_next_message_and_a_second_resumes(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "Hello Alice."}, {"type": "text", "text": "Two is 2."}]
+    )
+    operator()
+    await tasks.create("chat")
+    await tasks.wait("chat", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-next-message")
+
+    await tasks.send("chat", "Hi!")
+    first = await tasks.wait("chat", "TASK_STATE_INPUT_REQUIRED", turn=1)
+    await tasks.send("chat", "And two?")
+    second = await tasks.wait("chat", "TASK_STATE_INPUT_REQUIRED", turn=2)
+
+    assert first["subState"] == "awaiting-next-message"
+    assert first["message"] == "Hello Alice."
+    assert second["message"] == "Two is 2."
+    requests = await model_server.control.requests()
+    assert len(requests) == 2
+    # The second turn's request carries the whole conversation so far.
+    assert "Hi!" in inputs(requests[1]) and "Hello Alice." in inputs(requests[1])
+    said = [(m.role, m.text) for m in await tasks.transcript("chat")]
+    assert said == [
+        ("user", "Hi!"),
+        ("agent", "Hello Alice."),
+        ("user", "And two?"),
+        ("agent", "Two is 2."),
+    ]
+
+
+async def test_a_delegated_sub_task_completes_on_its_own_and_wakes_its_parent(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "spawn_subtask", "arguments": {"goal": "Count to three."}}],
+            },
+        ]
+    )
+    operator()
+    await tasks.create("parent")
+    await tasks.send("parent", "Please delegate the counting.")
+
+    deadline = time.monotonic() + 30
+    while True:
+        status = await tasks.wait("parent", "TASK_STATE_INPUT_REQUIRED", turn=1)
+        rows = status.get("subTasks", [])
+        if rows and rows[0]["state"] == "TASK_STATE_COMPLETED" and not rows[0]["resultUnread"]:
+            break
+        assert time.monotonic() < deadline, f"the child's ending never reached the parent: {rows}"
+        await asyncio.sleep(0.05)
+
+    [child] = await tasks.children("parent")
+    name = child["metadata"]["name"]
+    assert child["metadata"]["ownerReferences"][0]["name"] == "parent"
+    assert child["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert child["status"]["lifecycle"] == "delegated"
+    assert child["status"]["model"] == status["model"]
+    [row] = status["subTasks"]
+    assert row["taskId"] == name
+    assert row["state"] == "TASK_STATE_COMPLETED"
+    assert not row.get("resultUnread")
+    # The child's ending became a note for the parent's model: in the same turn when it
+    # ended during the turn, or in a turn it woke.
+    parent_requests = [r for r in await model_server.control.requests() if of_task(r, "parent")]
+    noted = [r for r in parent_requests if f"Note: sub-task {name}" in inputs(r)]
+    assert noted and noted[-1] is parent_requests[-1]
+    assert "Count to three." in inputs(parent_requests[-1])
+
+
+async def test_a_participant_completes_a_conversation(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    await tasks.create("done")
+    await tasks.send("done", "Thanks.")
+    await tasks.wait("done", "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    await tasks.control("done", "complete", sender="alice")
+
+    status = await tasks.wait("done", "TASK_STATE_COMPLETED")
+    assert status["message"] == "completed by alice"
+    assert "subState" not in status
+
+
+async def test_completion_is_refused_while_a_sub_task_is_open(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    await tasks.create("holder")
+    await tasks.wait("holder", "TASK_STATE_INPUT_REQUIRED")
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "ask_participant", "arguments": {"question": "Which?"}}],
+            },
+        ]
+    )
+    await tasks.create_child("holder", "holder-child", "Ask something.")
+    await tasks.wait("holder-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    # A delegated child's question is news: the parent's row shows it and the parent wakes.
+    deadline = time.monotonic() + 20
+    while True:
+        rows = (await tasks.status("holder")).get("subTasks", [])
+        if rows and rows[0].get("subState") == "awaiting-answer":
+            break
+        assert time.monotonic() < deadline, f"the parent's row never showed the question: {rows}"
+        await asyncio.sleep(0.05)
+    await tasks.wait("holder", "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    await tasks.control("holder", "complete", sender="alice")
+
+    notice = await tasks.wait_agent_message("holder", "cannot complete")
+    assert "holder-child" in notice.text
+    status = await tasks.wait("holder", "TASK_STATE_INPUT_REQUIRED")
+    assert status["subState"] == "awaiting-next-message"
+    assert (await tasks.status("holder-child"))["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_ask_participant_parks_awaiting_an_answer_and_the_answer_resumes(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "ask_participant", "arguments": {"question": "Red or blue?"}}],
+            },
+            {"type": "text", "text": "Blue it is."},
+        ]
+    )
+    operator()
+    await tasks.create("asker")
+    await tasks.send("asker", "Pick a colour with me.")
+
+    asked = await tasks.wait("asker", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    assert asked["message"] == "Red or blue?"
+
+    await tasks.send("asker", "Blue.")
+    answered = await tasks.wait(
+        "asker", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-next-message", turn=2
+    )
+    assert answered["message"] == "Blue it is."
+
+
+async def test_cancelling_a_parent_cancels_its_children(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    await tasks.create("boss")
+    await tasks.wait("boss", "TASK_STATE_INPUT_REQUIRED")
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "ask_participant", "arguments": {"question": "Go?"}}],
+            },
+        ]
+    )
+    await tasks.create_child("boss", "boss-child", "Wait for me.")
+    await tasks.wait("boss-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+
+    await tasks.control("boss", "cancel", sender="alice")
+
+    assert (await tasks.wait("boss", "TASK_STATE_CANCELED"))["message"] == "cancelled by alice"
+    child = await tasks.wait("boss-child", "TASK_STATE_CANCELED")
+    assert child["message"] == "cancelled by task:boss"
+
+
+async def test_a_watchers_complete_is_refused_and_the_running_turn_keeps_running(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "Slow answer.", "delay_seconds": 3}]
+    )
+    operator()
+    await tasks.create("slow")
+    await tasks.wait("slow", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("slow", "Take your time.")
+    deadline = time.monotonic() + 10
+    while (await tasks.status("slow")).get("state") != "TASK_STATE_WORKING":
+        assert time.monotonic() < deadline, "the turn never started"
+        await asyncio.sleep(0.05)
+
+    await tasks.control("slow", "complete", sender="bob")
+
+    status = await tasks.wait("slow", "TASK_STATE_INPUT_REQUIRED", turn=1)
+    assert status["message"] == "Slow answer."
+    await tasks.wait_agent_message(
+        "slow", "refused: bob is a watcher and may not complete the task"
+    )
+    assert (await tasks.status("slow"))["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_a_terminal_task_refuses_messages_naming_its_state(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    await tasks.create("over")
+    await tasks.wait("over", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.control("over", "complete")
+    await tasks.wait("over", "TASK_STATE_COMPLETED")
+
+    await tasks.send("over", "Anyone there?")
+
+    await tasks.wait_agent_message("over", "the task is in a terminal state (TASK_STATE_COMPLETED)")
+    assert (await tasks.status("over"))["state"] == "TASK_STATE_COMPLETED"
+    assert await model_server.control.requests() == []
+
+
+async def test_a_turn_killed_after_a_checkpointed_tool_result_finishes_without_repeats(
+    tasks: Tasks, operator: Operator, model_server: ModelServer, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    ledger.touch()
+    await model_server.control.script(
+        [
+            {"type": "tool_calls", "calls": [{"name": "record", "arguments": {"note": "once"}}]},
+            {"type": "text", "text": "Recorded.", "delay_seconds": 4},
+        ]
+    )
+    tools = ["tests.integration.sidefx_tools:TOOLS"]
+    env = {"TINY_HARNESS_TEST_SIDEFX": str(ledger)}
+    first = operator(env=env, tools=tools)
+    await tasks.create("durable")
+    await tasks.wait("durable", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("durable", "Record it.")
+    # Wait until the tool ran, its result is checkpointed, and the next model call is in flight.
+    deadline = time.monotonic() + 20
+    while len(await model_server.control.requests()) < 2:
+        assert time.monotonic() < deadline, "the second model call never started"
+        await asyncio.sleep(0.02)
+
+    first.stop(signal.SIGKILL)
+    await model_server.control.script([{"type": "text", "text": "Recorded."}])
+    operator(env=env, tools=tools)
+
+    status = await tasks.wait("durable", "TASK_STATE_INPUT_REQUIRED", turn=1, timeout=40)
+    assert status["message"] == "Recorded."
+    assert ledger.read_text().count("once") == 1
+    requests = await model_server.control.requests()
+    # The first call's response was checkpointed: it is never asked again. The call in
+    # flight at the kill had no checkpoint, so it is asked once more.
+    first_calls = [r for r in requests if '"recorded"' not in inputs(r)]
+    assert len(first_calls) == 1
+    assert len(requests) == 3
+
+
+async def test_two_operator_replicas_never_run_the_same_turn(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator(identity="replica-a")
+    operator(identity="replica-b")
+    names = [f"pair-{i}" for i in range(6)]
+    for name in names:
+        await tasks.create(name)
+    for name in names:
+        await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED")
+
+    for name in names:
+        await tasks.send(name, "One.")
+    for name in names:
+        await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    requests = await model_server.control.requests()
+    per_task = {n: sum(of_task(r, n) for r in requests) for n in names}
+    assert per_task == dict.fromkeys(names, 1)
+
+
+async def test_messages_sent_while_the_operator_writes_status_are_all_taken(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    await tasks.create("busy")
+    await tasks.wait("busy", "TASK_STATE_INPUT_REQUIRED")
+
+    sent = [await tasks.send("busy", f"message {i}") for i in range(15)]
+
+    deadline = time.monotonic() + 60
+    while True:
+        seen = {m.message_id for m in await tasks.transcript("busy") if m.role == "user"}
+        if set(sent) <= seen:
+            break
+        assert time.monotonic() < deadline, f"lost: {set(sent) - seen}"
+        await asyncio.sleep(0.1)
+    await tasks.wait("busy", "TASK_STATE_INPUT_REQUIRED")
+    order = [m.text for m in await tasks.transcript("busy") if m.role == "user"]
+    assert order == [f"message {i}" for i in range(15)]
+
+
+async def test_metrics_count_the_turns_a_conversation_caused(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    port = free_port()
+    operator(metrics_bind=f"127.0.0.1:{port}")
+    await tasks.create("counted")
+    await tasks.send("counted", "One.")
+    await tasks.wait("counted", "TASK_STATE_INPUT_REQUIRED", turn=1)
+    await tasks.send("counted", "Two.")
+    await tasks.wait("counted", "TASK_STATE_INPUT_REQUIRED", turn=2)
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+
+    def value(prefix: str) -> float:
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"{prefix} not in /metrics")
+
+    assert value("tiny_harness_turns_started_total") == 2
+    assert value('tiny_harness_turns_finished_total{outcome="waiting_for_message"}') == 2
+    assert value('tiny_harness_model_request_duration_seconds_count{model="scripted-model"}') == 2
+    assert value('tiny_harness_model_tokens_total{direction="input",model="scripted-model"}') > 0
+    assert value('tiny_harness_tasks{state="TASK_STATE_INPUT_REQUIRED"}') == 1

@@ -1,0 +1,176 @@
+"""The gateway as one ASGI app, and the server that runs it.
+
+:func:`build_app` puts together the SDK's routes (agent card, JSON-RPC, HTTP+JSON with SSE)
+over :class:`~tiny_harness.a2a_gateway.handler.GatewayRequestHandler`, and in front of them, in
+this order: metrics, the body size limit, authentication, the participant requirement and the
+rate limit. Nothing after the limits runs for a refused request.
+
+:func:`serve_gateway` runs it with uvicorn until cancelled; ``tiny-harness gateway`` calls it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from kubernetes_asyncio import client
+from starlette.applications import Starlette
+from starlette.authentication import AuthenticationBackend
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from tiny_harness.a2a_gateway.card import JSONRPC_PATH, REST_PREFIX, SCHEMA_PATH, build_agent_card
+from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
+from tiny_harness.a2a_gateway.identity import (
+    RequireParticipant,
+    identity_backend,
+    refuse_credentials,
+)
+from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit
+from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
+from tiny_harness.a2a_gateway.store import KubeTaskStore
+from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.core.command_spec import CommandSpec
+from tiny_harness.core.schemas import generated_files
+from tiny_harness.core.settings import GatewaySettings, Settings
+from tiny_harness.kube.client import connect
+from tiny_harness.kube.watching import watch_client
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATH: Final = "/healthz"
+METRICS_PATH: Final = "/metrics"
+_SCHEMAS: Final = {f"{SCHEMA_PATH}/{name}": text for name, text in generated_files().items()}
+#: Paths anyone may read without naming themselves; they are not counted as A2A requests.
+PUBLIC_PATHS: Final = frozenset({AGENT_CARD_WELL_KNOWN_PATH, HEALTH_PATH, METRICS_PATH, *_SCHEMAS})
+
+
+async def _schema(request: Request) -> Response:
+    return Response(_SCHEMAS[request.url.path], media_type="application/schema+json")
+
+
+async def _health(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def build_app(
+    settings: GatewaySettings,
+    api: client.ApiClient,
+    *,
+    commands: Sequence[CommandSpec] = (),
+    metrics: GatewayMetrics | None = None,
+    identity: AuthenticationBackend | None = None,
+) -> Starlette:
+    """The gateway for ``settings`` over the API ``api`` reaches, advertising ``commands``.
+
+    ``api`` is the caller's and stays open; the app opens (and closes, at shutdown) a second
+    client of the same identity for its watches.
+    """
+    metrics = metrics or GatewayMetrics()
+    watches = watch_client(api)
+    card = build_agent_card(settings.url, commands)
+    handler = GatewayRequestHandler(
+        KubeTaskStore(api, settings.namespace),
+        KubeTaskEventStream(watches, settings.namespace),
+        card,
+        metrics,
+    )
+    contexts = GatewayCallContextBuilder()
+    routes: list[BaseRoute] = [
+        *create_agent_card_routes(card),
+        Route(HEALTH_PATH, _health, methods=["GET"]),
+        Route(METRICS_PATH, metrics.endpoint, methods=["GET"]),
+        *(Route(path, _schema, methods=["GET"]) for path in _SCHEMAS),
+        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=contexts),
+        *create_rest_routes(handler, context_builder=contexts, path_prefix=REST_PREFIX),
+    ]
+    middleware = [
+        Middleware(MetricsMiddleware, metrics=metrics, public_paths=PUBLIC_PATHS),
+        Middleware(BodySizeLimit, max_bytes=settings.max_request_bytes, public_paths=PUBLIC_PATHS),
+        Middleware(
+            AuthenticationMiddleware,
+            backend=identity or identity_backend(settings, api),
+            on_error=refuse_credentials,
+        ),
+        Middleware(
+            RequireParticipant, mode=settings.participant_identity, public_paths=PUBLIC_PATHS
+        ),
+        Middleware(
+            ParticipantRateLimit,
+            per_minute=settings.rate_limit_per_minute,
+            public_paths=PUBLIC_PATHS,
+        ),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await watches.close()
+
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.card = card
+    app.state.metrics = metrics
+    return app
+
+
+class _HostedServer(uvicorn.Server):
+    # The host process (the CLI) owns the signals and stops us by cancelling serve_gateway.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def serve_gateway(
+    settings: Settings,
+    kubeconfig: Path | None,
+    *,
+    commands: Sequence[CommandSpec] = (),
+) -> None:
+    """Serve the gateway on ``settings.gateway.bind`` until cancelled, then stop gracefully
+    (open streams get a few seconds to end)."""
+    gateway = settings.gateway
+    host, port = gateway.bind_address
+    api = await connect(kubeconfig)
+    try:
+        app = build_app(gateway, api, commands=commands)
+        server = _HostedServer(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=3,
+            )
+        )
+        log.info(
+            "A2A gateway on %s:%d for namespace %s (card: %s%s, identity: %s)",
+            host,
+            port,
+            gateway.namespace,
+            gateway.url,
+            AGENT_CARD_WELL_KNOWN_PATH,
+            gateway.participant_identity,
+        )
+        serving = asyncio.ensure_future(server.serve())
+        try:
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:
+            server.should_exit = True
+            await serving
+            raise
+    finally:
+        await api.close()

@@ -1,0 +1,426 @@
+"""The A2A methods: a2a-sdk's ``RequestHandler`` over the Kubernetes task store and watch.
+
+The SDK's routes (JSON-RPC and HTTP+JSON, with SSE for streams) call this handler; it decides
+who may do what (:mod:`~tiny_harness.a2a_gateway.policy`), then reads and writes through the
+versioned task store (:class:`~tiny_harness.a2a_gateway.store.KubeTaskStore`) and follows a task
+through the task event stream (:class:`~tiny_harness.a2a_gateway.stream.KubeTaskEventStream`).
+
+Why not the SDK's ``DefaultRequestHandler``: it runs the agent inside the serving process (an
+``AgentExecutor`` per task, held by an in-memory ``ActiveTask``) and persists the task state it
+computes from the agent's events. Here the agent runs in the operator, which is the only writer
+of task state, so every gateway replica is in the position the SDK's cluster design calls a
+"remote replica": it writes a request (a message, a cancel) and follows the task through the
+shared event stream. That is what this handler does for every call, so any replica can answer
+any call and nothing is kept between calls.
+
+How a send is followed: the stream shows the task as written, then each change a participant
+can see (state, sub-state, status text), and ends when the task ends or when it waits for a
+participant again after a turn has taken the message (its id is in a turn journal).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, MutableMapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskEventStream, TaskVersion
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from a2a.utils.proto_utils import validate_proto_required_fields
+from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
+from starlette.requests import Request
+
+from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMetrics, note
+from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
+from tiny_harness.a2a_gateway.policy import (
+    caller,
+    first_task_spec,
+    refuse_if_ended,
+    require_ending_role,
+    task_envelope,
+)
+from tiny_harness.a2a_gateway.rendering import (
+    is_interrupted,
+    is_terminal,
+    status_key,
+)
+from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
+from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.task import TaskStatus
+
+#: The ASGI request state, as the call context carries it to the handler (for metrics).
+REQUEST_STATE: Final = "tiny_harness.request_state"
+#: Tasks the gateway creates are named from their sender and first message id (UUID v5), so a
+#: retried first message finds the task it created instead of creating another.
+_TASK_NAMESPACE: Final = uuid.UUID("6b1c8f6e-2a4e-5d0b-9a57-0f6c3e3c1a10")
+#: How long CancelTask waits for the operator to apply the cancel before answering.
+CANCEL_WAIT_SECONDS: Final = 30.0
+
+
+class GatewayCallContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's call context, plus the request's ASGI state so the handler can report the A2A
+    method and outcome to the metrics middleware."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[REQUEST_STATE] = request.scope.setdefault("state", {})
+        return context
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A message written to a task, and the task as it was when the message was written."""
+
+    task: Task
+    version: TaskVersion
+    message_id: str
+    existed: bool
+
+
+def _request_state(context: ServerCallContext) -> MutableMapping[str, Any] | None:
+    state = context.state.get(REQUEST_STATE)
+    return state if isinstance(state, MutableMapping) else None
+
+
+def _stamped(message: Message, task_id: str, context_id: str) -> Message:
+    out = Message()
+    out.CopyFrom(message)
+    out.task_id = task_id
+    out.context_id = context_id
+    out.role = Role.ROLE_USER
+    return out
+
+
+class GatewayRequestHandler(RequestHandler):
+    """Every A2A method as reads, writes and watches of ``HarnessTask`` objects."""
+
+    def __init__(
+        self,
+        store: KubeTaskStore,
+        stream: TaskEventStream,
+        card: AgentCard,
+        metrics: GatewayMetrics,
+        *,
+        cancel_wait_seconds: float = CANCEL_WAIT_SECONDS,
+    ) -> None:
+        self._store = store
+        self._stream = stream
+        self._card = card
+        self._metrics = metrics
+        self._cancel_wait = cancel_wait_seconds
+
+    # -- instrumentation ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _observed(self, context: ServerCallContext, method: str) -> Iterator[None]:
+        state = _request_state(context)
+        note(state, **{METHOD_KEY: method})
+        try:
+            yield
+        except (GeneratorExit, asyncio.CancelledError):
+            note(state, **{OUTCOME_KEY: "cancelled"})
+            raise
+        except BaseException as exc:
+            note(state, **{OUTCOME_KEY: _outcome_of(exc)})
+            raise
+        note(state, **{OUTCOME_KEY: "ok"})
+
+    @contextlib.contextmanager
+    def _streaming(self, context: ServerCallContext, method: str) -> Iterator[None]:
+        gauge = self._metrics.open_streams.labels(method)
+        gauge.inc()
+        try:
+            with self._observed(context, method):
+                yield
+        finally:
+            gauge.dec()
+
+    # -- SendMessage, SendStreamingMessage ---------------------------------------------------
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """Write the message, wait until the task waits for a participant again or ends
+        (unless ``return_immediately``), and answer with the task and its history."""
+        with self._observed(context, "SendMessage"):
+            validate_proto_required_fields(params)
+            sent = await self._send(params, context)
+            if not params.configuration.return_immediately:
+                async for _ in self._follow(sent):
+                    pass
+            stored = await self._store.get(sent.task.id, context)
+            if stored is None:
+                raise TaskNotFoundError(message=f"task {sent.task.id!r} was deleted")
+            return apply_history_length(stored.task, params.configuration)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """Write the message, then stream the task: as written, then each visible change."""
+        with self._streaming(context, "SendStreamingMessage"):
+            validate_proto_required_fields(params)
+            sent = await self._send(params, context)
+            yield sent.task
+            async for event in self._follow(sent):
+                yield event
+
+    async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> _Sent:
+        participant = caller(context)
+        validate_history_length(params.configuration)
+        message = params.message
+        if message.role == Role.ROLE_AGENT:
+            raise InvalidParamsError(message="message.role: a client sends user messages only")
+        envelope = task_envelope(message)
+        # Parse (and refuse) the content before anything is read or written.
+        probe = message_spec(message.task_id or "new", message, participant)
+        if message.task_id:
+            if envelope is not None:
+                raise InvalidParamsError(
+                    message="a task envelope is accepted only on a task's first message; "
+                    "this message names an existing task"
+                )
+            return await self._append(message, participant, context, control=probe.control)
+        if probe.control is not None:
+            raise InvalidParamsError(
+                message="a control message must name its task in message.task_id"
+            )
+        task_id = str(uuid.uuid5(_TASK_NAMESPACE, f"{participant}\n{message.message_id}"))
+        context_id = message.context_id or task_id
+        spec = first_task_spec(envelope, participant, message)
+        task = task_to_a2a(task_id, context_id, spec, TaskStatus())
+        written = Task()
+        written.CopyFrom(task)
+        written.history.append(_stamped(message, task_id, context_id))
+        try:
+            version = await self._store.save(
+                written,
+                event=written,
+                prev=None,
+                prev_version=TaskVersion.MISSING,
+                context=context,
+            )
+        except ConcurrentTaskModificationError:
+            # The same first message again: the task it created answers it.
+            retry = _stamped(message, task_id, context_id)
+            return await self._append(retry, participant, context, control=None)
+        return _Sent(task, version, message.message_id, existed=False)
+
+    async def _append(
+        self,
+        message: Message,
+        participant: str,
+        context: ServerCallContext,
+        *,
+        control: str | None,
+    ) -> _Sent:
+        stored = await self._store.get_without_history(message.task_id, context)
+        if stored is None:
+            raise TaskNotFoundError(message=f"task {message.task_id!r} not found")
+        task = stored.task
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                message=f"message.context_id {message.context_id!r} is not the context of task "
+                f"{task.id!r} ({task.context_id!r})"
+            )
+        refuse_if_ended(task)
+        if control is not None:
+            require_ending_role(task, participant, control)
+        written = Task()
+        written.CopyFrom(task)
+        written.history.append(_stamped(message, task.id, task.context_id))
+        version = await self._store.save(
+            written, event=None, prev=task, prev_version=stored.version, context=context
+        )
+        # A message that was already stored (a retry) may have been taken long ago.
+        existed = not version.is_after(stored.version)
+        return _Sent(task, stored.version, message.message_id, existed=existed)
+
+    async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
+        """The visible changes of the task after the send, until it ends or waits for a
+        participant again having taken the message."""
+        if is_terminal(sent.task):
+            return
+        if (
+            sent.existed
+            and is_interrupted(sent.task)
+            and await self._store.taken(sent.task.id, sent.message_id)
+        ):
+            return
+        async for event in self._changes(sent.task, sent.version):
+            yield event
+            if is_terminal(event):
+                return
+            if is_interrupted(event) and await self._store.taken(sent.task.id, sent.message_id):
+                return
+
+    async def _changes(
+        self, task: Task, version: TaskVersion
+    ) -> AsyncIterator[TaskStatusUpdateEvent]:
+        """Each change of the task after ``version`` that a participant can see (state,
+        sub-state or status text differ from the last one seen, starting from ``task``)."""
+        last = status_key(task)
+        async with contextlib.aclosing(self._stream.subscribe(task.id, after=version)) as events:
+            async for versioned in events:
+                event = versioned.event
+                if not isinstance(event, TaskStatusUpdateEvent):
+                    continue
+                key = status_key(event)
+                if key == last and not is_terminal(event):
+                    continue
+                last = key
+                yield event
+
+    # -- GetTask, ListTasks, SubscribeToTask -------------------------------------------------
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        with self._observed(context, "GetTask"):
+            validate_proto_required_fields(params)
+            validate_history_length(params)
+            stored = await self._store.get(params.id, context)
+            if stored is None:
+                raise TaskNotFoundError(message=f"task {params.id!r} not found")
+            return apply_history_length(stored.task, params)
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        with self._observed(context, "ListTasks"):
+            validate_history_length(params)
+            if params.HasField("page_size"):
+                validate_page_size(params.page_size)
+            page = await self._store.list(params, context)
+            for task in page.tasks:
+                if not params.include_artifacts:
+                    task.ClearField("artifacts")
+            return page
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        """The task as it is now, then every visible change, until it ends."""
+        with self._streaming(context, "SubscribeToTask"):
+            validate_proto_required_fields(params)
+            stored = await self._store.get(params.id, context)
+            if stored is None:
+                raise TaskNotFoundError(message=f"task {params.id!r} not found")
+            refuse_if_ended(stored.task)
+            yield stored.task
+            async for event in self._changes(stored.task, stored.version):
+                yield event
+                if is_terminal(event):
+                    return
+
+    # -- CancelTask --------------------------------------------------------------------------
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        """Record a cancel request, wait (a bounded time) for the operator to cancel the task,
+        and answer with the task. A task still running when the wait ends is returned as it
+        is: the request stays recorded and the operator applies it."""
+        with self._observed(context, "CancelTask"):
+            validate_proto_required_fields(params)
+            participant = caller(context)
+            stored = await self._store.get_without_history(params.id, context)
+            if stored is None:
+                raise TaskNotFoundError(message=f"task {params.id!r} not found")
+            task = stored.task
+            refuse_if_ended(task, TaskNotCancelableError)
+            require_ending_role(task, participant, "cancel")
+            cancelled = Task()
+            cancelled.CopyFrom(task)
+            cancelled.status.state = TaskState.TASK_STATE_CANCELED
+            # A conflict means the task ended meanwhile; the read below says how.
+            with contextlib.suppress(ConcurrentTaskModificationError):
+                await self._store.save(
+                    cancelled,
+                    event=None,
+                    prev=task,
+                    prev_version=stored.version,
+                    context=context,
+                )
+            await self._until_ended(task, stored.version)
+            final = await self._store.get(params.id, context)
+            if final is None:
+                raise TaskNotFoundError(message=f"task {params.id!r} was deleted")
+            state = final.task.status.state
+            if is_terminal(final.task) and state != TaskState.TASK_STATE_CANCELED:
+                raise TaskNotCancelableError(
+                    message=f"the task ended as {TaskState.Name(state)} before it was cancelled"
+                )
+            return final.task
+
+    async def _until_ended(self, task: Task, version: TaskVersion) -> None:
+        """Wait (at most the cancel wait) until the task has ended."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._cancel_wait):
+                async for event in self._changes(task, version):
+                    if is_terminal(event):
+                        return
+
+    # -- what this agent does not offer ------------------------------------------------------
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        with self._observed(context, "CreateTaskPushNotificationConfig"):
+            raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        with self._observed(context, "GetTaskPushNotificationConfig"):
+            raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        with self._observed(context, "ListTaskPushNotificationConfigs"):
+            raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        with self._observed(context, "DeleteTaskPushNotificationConfig"):
+            raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        with self._observed(context, "GetExtendedAgentCard"):
+            raise UnsupportedOperationError(
+                message="this agent has no extended card; its public card is the whole card"
+            )

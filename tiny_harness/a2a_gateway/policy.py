@@ -1,0 +1,102 @@
+"""Who may do what to a task, decided before anything is written, with the SDK's error types.
+
+The operator checks the same rules again when it takes a message (it records a refused one in
+the journal), so these checks are what keeps a refusal from ever reaching the cluster, and what
+lets a client hear the refusal as an A2A error instead of a note in the history:
+
+- a caller who is not on a task is told it does not exist (the store's reads are scoped);
+- a watcher may not complete or cancel a task;
+- nothing is sent to a task that has ended: "the task is in a terminal state (TASK_STATE_...)";
+- a task envelope that sets a server-controlled field (lifecycle, model, reasoning_effort) is
+  refused whole, and on a first message no task is created.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from a2a.server.context import ServerCallContext
+from a2a.types import Message, Task, TaskState
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from pydantic import ValidationError
+
+from tiny_harness.a2a_gateway.identity import participant_of
+from tiny_harness.a2a_gateway.rendering import is_terminal, plain_metadata
+from tiny_harness.core.a2a_task import envelope_from_metadata, extension_from_a2a
+from tiny_harness.core.errors import (
+    InvalidTaskError,
+    ServerControlledFieldError,
+    TerminalTaskError,
+)
+from tiny_harness.core.task import TEXT_MAX, Participant, Role, TaskSpec, invalid_task_error
+
+#: Roles that may end a task (complete or cancel it).
+ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
+
+
+def caller(context: ServerCallContext) -> str:
+    """The participant making the call. The gateway's middleware refuses anonymous calls, so
+    this only fails when the handler is used without it."""
+    participant = participant_of(context)
+    if participant is None:
+        raise InvalidRequestError(message="the call names no participant")
+    return participant
+
+
+def refuse_if_ended(task: Task, error: type[A2AError] = UnsupportedOperationError) -> None:
+    """Refuse with ``error`` when the task has ended, naming its state."""
+    if is_terminal(task):
+        raise error(message=str(TerminalTaskError(TaskState.Name(task.status.state))))
+
+
+def require_ending_role(task: Task, participant: str, action: str) -> None:
+    """Refuse a participant who may not ``action`` (complete, cancel) the task: a watcher."""
+    role = extension_from_a2a(task).role_of(participant)
+    if role is None:
+        raise TaskNotFoundError(message=f"task {task.id!r} not found")
+    if role not in ENDING_ROLES:
+        raise UnsupportedOperationError(
+            message=f"a {role.value} may not {action} the task; ask its assignee or reporter"
+        )
+
+
+def task_envelope(message: Message) -> TaskSpec | None:
+    """The task envelope in the message's metadata, refused whole if it sets a server-controlled
+    field (UnsupportedOperationError) or is malformed (InvalidParamsError)."""
+    try:
+        return envelope_from_metadata(plain_metadata(message))
+    except ServerControlledFieldError as exc:
+        raise UnsupportedOperationError(message=str(exc)) from None
+    except InvalidTaskError as exc:
+        raise InvalidParamsError(message=str(exc)) from None
+
+
+def first_task_spec(envelope: TaskSpec | None, sender: str, message: Message) -> TaskSpec:
+    """The spec of the task a first message creates.
+
+    The sender always ends up on the task: as its assignee when nobody else is named, and as a
+    reporter when the envelope names participants without them (they asked for the work, and
+    keep access to it). Without an envelope the goal is the message's text.
+    """
+    if envelope is None:
+        text = "\n".join(p.text for p in message.parts if p.HasField("text")).strip()
+        return TaskSpec(
+            goal=text[:TEXT_MAX] or f"A conversation started by {sender}.",
+            participants=(Participant(id=sender, role=Role.ASSIGNEE),),
+        )
+    if not envelope.participants:
+        participants: tuple[Participant, ...] = (Participant(id=sender, role=Role.ASSIGNEE),)
+    elif envelope.role_of(sender) is None:
+        participants = (*envelope.participants, Participant(id=sender, role=Role.REPORTER))
+    else:
+        return envelope
+    try:
+        return TaskSpec.model_validate({**dict(envelope), "participants": participants})
+    except ValidationError as exc:
+        raise InvalidParamsError(message=str(invalid_task_error(exc))) from None

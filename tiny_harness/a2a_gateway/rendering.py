@@ -1,0 +1,204 @@
+"""How a stored task looks to an A2A client: ``HarnessTask`` objects rendered as A2A protocol
+objects, and inbound A2A messages read as ``HarnessMessage`` specs.
+
+The gateway keeps nothing, so every ``Task`` and ``TaskStatusUpdateEvent`` it sends is cut from
+an object the API server returned, through :func:`~tiny_harness.core.a2a_task.task_to_a2a`. The
+task's version is its ``resourceVersion``; its context id is an annotation written when the
+gateway created it (the task name otherwise); its last-update time is the latest write the API
+server recorded in ``managedFields``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from a2a.helpers.proto_helpers import get_data_parts
+from a2a.server.cluster import TaskVersion
+from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
+from a2a.utils.errors import InvalidParamsError
+from pydantic import ValidationError
+
+from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
+from tiny_harness.core.control import control_part
+from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
+from tiny_harness.core.task import TaskSpec, TaskStatus
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.names import PREFIX
+
+#: On a task the gateway created: the A2A context id the first message named (or chose).
+CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
+
+TERMINAL_STATES: Final = frozenset(state_to_a2a(s) for s in TaskState if s.is_terminal)
+INTERRUPTED_STATES: Final = frozenset(
+    state_to_a2a(s) for s in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
+)
+
+_STATUS_KEYS: Final = frozenset(
+    key for name, field in TaskStatus.model_fields.items() for key in (name, field.alias or name)
+)
+
+
+class ResourceVersion(TaskVersion):
+    """A task version that is a Kubernetes ``resourceVersion``.
+
+    The API conventions call it opaque, but every etcd-backed API server hands out etcd's
+    revision, a global counter; the SDK orders versions, so they are compared as integers.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, resource_version: str | int) -> None:
+        super().__init__(int(resource_version))
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._value)
+
+
+def task_version(obj: Obj) -> ResourceVersion:
+    """The version of a stored object: its resourceVersion."""
+    return ResourceVersion(obj["metadata"]["resourceVersion"])
+
+
+def context_id_of(obj: Obj) -> str:
+    annotations = obj["metadata"].get("annotations") or {}
+    return str(annotations.get(CONTEXT_ID_ANNOTATION) or obj["metadata"]["name"])
+
+
+def spec_of(obj: Obj) -> TaskSpec:
+    """The spec as the task model reads it. The API server's schema already holds a stored spec
+    to the model; a plan the operator rejected (a cycle) is left out rather than failing."""
+    raw = dict(obj.get("spec") or {})
+    try:
+        return TaskSpec.model_validate(raw)
+    except ValidationError:
+        raw.pop("plan", None)
+        return TaskSpec.model_validate(raw)
+
+
+def status_of(obj: Obj) -> TaskStatus:
+    """The status the operator wrote; keys a newer operator added are ignored, not refused."""
+    raw = obj.get("status") or {}
+    return TaskStatus.model_validate({k: v for k, v in raw.items() if k in _STATUS_KEYS})
+
+
+def updated_at(obj: Obj) -> dt.datetime | None:
+    """When the API server last recorded a write to the task (second resolution)."""
+    meta = obj["metadata"]
+    times = [e["time"] for e in meta.get("managedFields") or () if e.get("time")]
+    stamp = max(times, default=meta.get("creationTimestamp"))
+    if not stamp:
+        return None
+    return dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+
+
+def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
+    """The A2A ``Task`` a stored task is, with the given history."""
+    return task_to_a2a(
+        obj["metadata"]["name"],
+        context_id_of(obj),
+        spec_of(obj),
+        status_of(obj),
+        history=history,
+        timestamp=updated_at(obj),
+    )
+
+
+def status_event(task: Task) -> TaskStatusUpdateEvent:
+    """The status update a subscriber sees for ``task``: its status, and the sub-state under the
+    status extension key of the event's metadata."""
+    return TaskStatusUpdateEvent(
+        task_id=task.id,
+        context_id=task.context_id,
+        status=task.status,
+        metadata=status_metadata(sub_state_of(task.metadata)),
+    )
+
+
+def is_terminal(item: Task | TaskStatusUpdateEvent) -> bool:
+    """Whether the task has ended (completed, cancelled, failed or rejected)."""
+    return item.status.state in TERMINAL_STATES
+
+
+def is_interrupted(item: Task | TaskStatusUpdateEvent) -> bool:
+    """Whether the task waits for a participant (input or auth required)."""
+    return item.status.state in INTERRUPTED_STATES
+
+
+StatusKey = tuple[int, str | None, str]
+
+
+def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
+    """What a participant sees change: the state, the sub-state and the status text."""
+    text = "".join(p.text for p in item.status.message.parts)
+    return item.status.state, sub_state_of(item.metadata), text
+
+
+def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:
+    """One transcript entry as an A2A message."""
+    return Message(
+        message_id=entry.message_id,
+        task_id=task_id,
+        context_id=context_id,
+        role=Role.ROLE_USER if entry.role == "user" else Role.ROLE_AGENT,
+        parts=[Part(text=entry.text)],
+        metadata=dict(entry.metadata) or None,
+    )
+
+
+def pending_message(task_id: str, context_id: str, spec: MessageSpec) -> Message:
+    """A message sent but not yet taken by a turn, as the sender sent it."""
+    if spec.control == "complete":
+        parts = [control_part("complete")]
+    elif spec.control is not None:
+        parts = [Part(text=f"/{spec.control}")]
+    else:
+        parts = [_a2a_part(p) for p in spec.parts]
+    return Message(
+        message_id=spec.message_id,
+        task_id=task_id,
+        context_id=context_id,
+        role=Role.ROLE_USER,
+        parts=parts,
+        metadata=spec.metadata or None,
+    )
+
+
+def _a2a_part(part: MessagePart) -> Part:
+    if part.text is not None:
+        return Part(text=part.text)
+    out = Part(media_type=part.media_type or "")
+    out.data.struct_value.update(part.data or {})
+    return out
+
+
+def message_parts(message: Message) -> tuple[MessagePart, ...]:
+    """The parts of an inbound A2A message as the inbox stores them: text, or a JSON object
+    with its media type. Files (raw bytes, URLs) are refused, naming the part."""
+    parts: list[MessagePart] = []
+    for index, part in enumerate(message.parts):
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            parts.append(MessagePart(text=part.text))
+        elif kind == "data":
+            value = get_data_parts([part])[0]
+            if not isinstance(value, Mapping):
+                raise InvalidParamsError(
+                    message=f"message.parts[{index}]: a data part must hold a JSON object"
+                )
+            parts.append(MessagePart(data=dict(value), media_type=part.media_type or None))
+        else:
+            raise InvalidParamsError(
+                message=f"message.parts[{index}]: {kind or 'empty'} parts are not accepted; "
+                "send text, or JSON data with its media type"
+            )
+    return tuple(parts)
+
+
+def plain_metadata(message: Message) -> dict[str, Any]:
+    return metadata_dict(message.metadata) if message.HasField("metadata") else {}

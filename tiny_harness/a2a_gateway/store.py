@@ -1,0 +1,334 @@
+"""Kubernetes behind the SDK's versioned task store: ``HarnessTask`` objects read as A2A tasks,
+and the only writes a participant makes (a new task, a message, a cancel request) as objects.
+
+:class:`KubeTaskStore` implements a2a-sdk's :class:`~a2a.server.cluster.VersionedTaskStore`:
+
+- A task's version is its ``resourceVersion``. etcd revisions are global, so the version a write
+  returns also orders against every later change of the task.
+- Reads are scoped to the caller, as the SDK's own stores scope them to an owner: a task the
+  caller does not participate in is absent (``get`` returns None, ``list`` leaves it out).
+- The history is the turn journals folded into the transcript, followed by the messages sent
+  but not yet taken by a turn (see ``docs/design/messages-and-history.md``).
+- :meth:`KubeTaskStore.save` writes only what participants own; the task's state belongs to the
+  operator (status subresource, RBAC). It compares the task with the one it was derived from:
+
+  ============================  ============================================================
+  the write                     what is created
+  ============================  ============================================================
+  first write (version MISSING) the ``HarnessTask`` (spec from the task extension, context
+                                id annotation) and its first messages; the name already taken
+                                is a :class:`ConcurrentTaskModificationError`
+  user messages appended        one ``HarnessMessage`` each, named from the message id, so a
+                                retried send creates nothing new
+  the state moved to CANCELED   a cancel request (a ``HarnessMessage`` with control=cancel);
+                                the task already ended, or gone, is a
+                                :class:`ConcurrentTaskModificationError`, as the SDK specifies
+  anything else                 refused: only the operator changes a task's state
+  ============================  ============================================================
+
+  Appending a message does not compare versions: a message is its own object and never
+  conflicts with the operator's status writes, which is why messages are not kept on the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
+    StoredTask,
+    TaskVersion,
+    VersionedTaskStore,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.types import ListTasksRequest, ListTasksResponse, Message, Role, Task, TaskState
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import InvalidParamsError, InvalidRequestError, UnsupportedOperationError
+from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from tiny_harness.a2a_gateway.identity import participant_of
+from tiny_harness.a2a_gateway.rendering import (
+    CONTEXT_ID_ANNOTATION,
+    context_id_of,
+    history_message,
+    is_terminal,
+    message_parts,
+    pending_message,
+    plain_metadata,
+    render_task,
+    spec_of,
+    task_version,
+)
+from tiny_harness.core.a2a_task import extension_from_a2a
+from tiny_harness.core.control import control_of
+from tiny_harness.core.errors import (
+    InvalidEnvelopeError,
+    InvalidTaskError,
+    ServerControlledFieldError,
+    TaskNotFoundError,
+)
+from tiny_harness.core.history import acknowledged, transcript
+from tiny_harness.core.inbox import Control, MessageSpec
+from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
+from tiny_harness.kube.client import HarnessTasks, Obj, translate
+from tiny_harness.kube.journal import TurnRecords
+from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+
+log = logging.getLogger(__name__)
+
+OwnerResolver = Callable[[ServerCallContext], str | None]
+
+
+def _is_member(obj: Obj, participant: str | None) -> bool:
+    if participant is None:
+        return False
+    try:
+        return spec_of(obj).role_of(participant) is not None
+    except ValidationError:
+        return False
+
+
+def _sort_key(task: Task) -> tuple[bool, int, str]:
+    has = task.status.HasField("timestamp")
+    return has, task.status.timestamp.ToNanoseconds() if has else 0, task.id
+
+
+class KubeTaskStore(VersionedTaskStore):
+    """The ``HarnessTask`` objects of one namespace as an a2a-sdk versioned task store."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        namespace: str,
+        *,
+        owner_resolver: OwnerResolver = participant_of,
+    ) -> None:
+        self.namespace = namespace
+        self._objects = client.CustomObjectsApi(api)
+        self._tasks = HarnessTasks(api, namespace)
+        self._messages = HarnessMessages(api, namespace)
+        self._turns = TurnRecords(api, namespace)
+        self._owner = owner_resolver
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def _visible(self, task_id: str, context: ServerCallContext) -> Obj | None:
+        try:
+            obj = await self._tasks.get(task_id)
+        except TaskNotFoundError:
+            return None
+        return obj if _is_member(obj, self._owner(context)) else None
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        """The task with its history, or None when it does not exist or the caller is not on it."""
+        obj = await self._visible(task_id, context)
+        if obj is None:
+            return None
+        history = await self.history(obj)
+        return StoredTask(render_task(obj, history), task_version(obj))
+
+    async def get_without_history(
+        self, task_id: str, context: ServerCallContext
+    ) -> StoredTask | None:
+        """As :meth:`get`, with one read instead of three: for a caller about to write."""
+        obj = await self._visible(task_id, context)
+        if obj is None:
+            return None
+        return StoredTask(render_task(obj), task_version(obj))
+
+    async def history(self, obj: Obj) -> list[Message]:
+        """The conversation: the transcript of the turn journals, then the pending messages."""
+        name = obj["metadata"]["name"]
+        context_id = context_id_of(obj)
+        records, sent = await asyncio.gather(
+            self._turns.for_task(name), self._messages.for_task(name)
+        )
+        entries = [e for r in records for e in r.entries]
+        taken = acknowledged(entries)
+        return [history_message(name, context_id, m) for m in transcript(entries)] + [
+            pending_message(name, context_id, m.spec)
+            for m in sent
+            if m.spec.message_id not in taken
+        ]
+
+    async def taken(self, task_id: str, message_id: str) -> bool:
+        """Whether a turn has taken the message (its id is acknowledged in a journal)."""
+        records = await self._turns.for_task(task_id)
+        return message_id in acknowledged(e for r in records for e in r.entries)
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """The tasks the caller is on, newest change first, filtered and paged as A2A says."""
+        participant = self._owner(context)
+        tasks: list[Task] = []
+        objects: dict[str, Obj] = {}
+        for obj in await self._tasks.list():
+            if not _is_member(obj, participant):
+                continue
+            try:
+                task = render_task(obj)
+            except ValidationError as exc:
+                log.warning("task %s cannot be rendered: %s", obj["metadata"]["name"], exc)
+                continue
+            objects[task.id] = obj
+            tasks.append(task)
+        if params.context_id:
+            tasks = [t for t in tasks if t.context_id == params.context_id]
+        if params.status != TaskState.TASK_STATE_UNSPECIFIED:
+            tasks = [t for t in tasks if t.status.state == params.status]
+        if params.HasField("status_timestamp_after"):
+            after = params.status_timestamp_after.ToNanoseconds()
+            tasks = [
+                t
+                for t in tasks
+                if t.status.HasField("timestamp") and t.status.timestamp.ToNanoseconds() >= after
+            ]
+        tasks.sort(key=_sort_key, reverse=True)
+        start = 0
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                raise InvalidParamsError(message=f"invalid page token {params.page_token!r}")
+            start = next(
+                (i for i, t in enumerate(tasks) if _sort_key(t) < cursor.sort_key()), len(tasks)
+            )
+        size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+        page = tasks[start : start + size]
+        next_token = ""
+        if start + size < len(tasks):
+            has, stamp, last = _sort_key(page[-1])
+            next_token = encode_list_tasks_cursor(ListTasksCursor(stamp if has else None, last))
+        if params.HasField("history_length") and params.history_length > 0:
+            histories = await asyncio.gather(*(self.history(objects[t.id]) for t in page))
+            for task, history in zip(page, histories, strict=True):
+                task.history.extend(history)
+        return ListTasksResponse(
+            tasks=page, next_page_token=next_token, page_size=size, total_size=len(tasks)
+        )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def save(
+        self,
+        task: Task,
+        *,
+        event: Event | None,
+        prev: Task | None,
+        prev_version: TaskVersion,
+        context: ServerCallContext,
+    ) -> TaskVersion:
+        """Write what a participant owns of ``task`` (see the module docstring)."""
+        sender = self._owner(context)
+        if sender is None:
+            raise InvalidRequestError(message="a write needs a participant identity")
+        if prev is None or prev_version.is_missing:
+            return await self._create(task, sender)
+        if task.status.state == TaskState.TASK_STATE_CANCELED != prev.status.state:
+            return await self._request_cancel(task.id, sender)
+        if task.status.state != prev.status.state or task.metadata != prev.metadata:
+            raise UnsupportedOperationError(
+                message="a task's state is written by the operator only; send a message, a "
+                "control message or CancelTask instead"
+            )
+        known = {m.message_id for m in prev.history}
+        added = [m for m in task.history if m.message_id not in known]
+        if not added:
+            return prev_version
+        specs = [message_spec(task.id, m, sender) for m in added]
+        return await self._send(specs, await self._uid(task.id))
+
+    async def _create(self, task: Task, sender: str) -> TaskVersion:
+        try:
+            extension = extension_from_a2a(task)
+        except InvalidTaskError as exc:
+            raise InvalidParamsError(message=str(exc)) from None
+        controlled = [f for f in SERVER_CONTROLLED_FIELDS if getattr(extension, f) is not None]
+        if controlled:
+            raise UnsupportedOperationError(message=str(ServerControlledFieldError(controlled)))
+        spec = TaskSpec.model_validate(extension.model_dump(include=set(TaskSpec.model_fields)))
+        messages = [
+            message_spec(task.id, m, sender) for m in task.history if m.role == Role.ROLE_USER
+        ]
+        created = await self._create_object(task.id, task.context_id, spec)
+        version = task_version(created)
+        await self._send(messages, created["metadata"]["uid"])
+        return version
+
+    async def _create_object(self, name: str, context_id: str, spec: TaskSpec) -> Obj:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": name, "annotations": {CONTEXT_ID_ANNOTATION: context_id}},
+            "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+        }
+        try:
+            created = await self._objects.create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, body
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                raise ConcurrentTaskModificationError(name) from None
+            raise translate(exc, name) from None
+        return cast(Obj, created)
+
+    async def _uid(self, task_id: str) -> str:
+        return str((await self._tasks.get(task_id))["metadata"]["uid"])
+
+    async def _send(self, specs: Sequence[MessageSpec], task_uid: str) -> TaskVersion:
+        version = TaskVersion.MISSING
+        for spec in specs:
+            stored = await self._messages.send(spec, task_uid=task_uid)
+            version = TaskVersion(int(stored.resource_version))
+        return version
+
+    async def _request_cancel(self, task_id: str, sender: str) -> TaskVersion:
+        try:
+            obj = await self._tasks.get(task_id)
+        except TaskNotFoundError:
+            raise ConcurrentTaskModificationError(task_id) from None
+        if is_terminal(render_task(obj)):
+            raise ConcurrentTaskModificationError(task_id)
+        spec = MessageSpec(
+            task=task_id,
+            message_id=f"cancel-{uuid.uuid4().hex}",
+            sender=sender,
+            control="cancel",
+        )
+        return await self._send([spec], obj["metadata"]["uid"])
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        raise UnsupportedOperationError(
+            message="the gateway does not delete tasks; an administrator deletes one with "
+            f"kubectl delete {PLURAL} {task_id}"
+        )
+
+
+def message_spec(task_id: str, message: Message, sender: str) -> MessageSpec:
+    """The inbox message an A2A message becomes; a control message carries no parts.
+
+    Raises :class:`InvalidParamsError` naming what to fix.
+    """
+    try:
+        envelope = control_of(message)
+    except InvalidEnvelopeError as exc:
+        raise InvalidParamsError(message=str(exc)) from None
+    control: Control | None = envelope.action if envelope is not None else None
+    try:
+        return MessageSpec(
+            task=task_id,
+            message_id=message.message_id,
+            sender=sender,
+            parts=() if control else message_parts(message),
+            control=control,
+            metadata=plain_metadata(message),
+        )
+    except ValidationError as exc:
+        raise InvalidParamsError(message=str(invalid_task_error(exc, prefix="message"))) from None

@@ -1,0 +1,88 @@
+"""A watch on a ``HarnessTask`` as the SDK's task event stream.
+
+a2a-sdk's :class:`~a2a.server.cluster.TaskEventStream` is how one replica hears about changes
+another replica made. Here no gateway replica makes them: the operator does, by writing the
+task's status, and the API server already delivers every committed write to whoever watches.
+So :meth:`KubeTaskEventStream.subscribe` is a watch from the version the subscriber read, each
+change rendered as a ``TaskStatusUpdateEvent`` at its ``resourceVersion``, and ``publish`` and
+``destroy`` have nothing to do. Any number of gateway replicas see the same events in the same
+order, with nothing shared between them but the API server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+from a2a.server.cluster import TaskEventStream, TaskVersion, VersionedEvent
+from kubernetes_asyncio import client
+
+from tiny_harness.a2a_gateway.rendering import (
+    ResourceVersion,
+    render_task,
+    status_event,
+    task_version,
+)
+from tiny_harness.core.errors import TaskNotFoundError
+from tiny_harness.kube.client import HarnessTasks
+from tiny_harness.kube.names import PLURAL
+from tiny_harness.kube.watching import WatchExpiredError, watch_object
+
+
+class KubeTaskEventStream(TaskEventStream):
+    """Task events from the API server's watch, for the tasks of one namespace.
+
+    Authorization is the reader's: subscribe only after a scoped read of the task (the request
+    handler reads it through :class:`~tiny_harness.a2a_gateway.store.KubeTaskStore`).
+    """
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self._api = api
+        self._tasks = HarnessTasks(api, namespace)
+        self.namespace = namespace
+
+    async def publish(self, task_id: str, event: VersionedEvent) -> None:
+        """Nothing to do: the operator's status write is the publication, and the API server
+        delivers it to every replica's watch."""
+
+    async def subscribe(
+        self, task_id: str, *, after: TaskVersion
+    ) -> AsyncGenerator[VersionedEvent, None]:
+        """One event per committed change of the task after ``after``, in commit order. Ends
+        when the task is deleted. From ``TaskVersion.MISSING``, the task as it is now comes
+        first."""
+        version = after
+        if not isinstance(version, ResourceVersion):
+            try:
+                obj = await self._tasks.get(task_id)
+            except TaskNotFoundError:
+                return
+            version = task_version(obj)
+            yield VersionedEvent(status_event(render_task(obj)), version)
+        while True:
+            try:
+                async for change in watch_object(
+                    self._api,
+                    self.namespace,
+                    PLURAL,
+                    task_id,
+                    resource_version=version.resource_version,
+                ):
+                    if change.type == "DELETED":
+                        return
+                    version = task_version(change.object)
+                    yield VersionedEvent(status_event(render_task(change.object)), version)
+                return  # pragma: no cover - watch_object only ends when closed
+            except WatchExpiredError:
+                # The history since `version` was compacted: read the task as it is now and
+                # watch on from there. Intermediate states are lost; the current one is not.
+                try:
+                    obj = await self._tasks.get(task_id)
+                except TaskNotFoundError:
+                    return
+                current = task_version(obj)
+                if current.is_after(version):
+                    version = current
+                    yield VersionedEvent(status_event(render_task(obj)), version)
+
+    async def destroy(self, task_id: str) -> None:
+        """Nothing to release: a subscription's watch ends with its subscriber."""

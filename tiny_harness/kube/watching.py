@@ -1,0 +1,108 @@
+"""Watching one object: every change the API server commits to it, from a resourceVersion on.
+
+A process that keeps no state of its own (the A2A gateway) learns that another process (the
+operator) changed a task by watching it. This module is the one place that speaks the watch
+protocol for our resources: it starts the watch at a given ``resourceVersion`` (so nothing
+committed after a read is missed), resumes it where it stopped when the server ends it, and
+turns a ``410 Gone`` into :class:`WatchExpiredError` so the caller re-reads and starts again.
+
+Long-lived watches hold an HTTP connection each, so they run on a client of their own
+(:func:`watch_client`): they can never use up the connections that short requests need.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Final, Literal, cast
+
+from kubernetes_asyncio import client
+
+from tiny_harness.core.errors import HarnessError
+from tiny_harness.kube.client import KubeError, Obj
+from tiny_harness.kube.names import GROUP, VERSION
+
+#: How long the API server keeps one watch request open before we resume it.
+SERVER_TIMEOUT_SECONDS: Final = 290
+
+WatchType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+class WatchExpiredError(HarnessError):
+    """The resourceVersion the watch started from is too old (410 Gone): re-read the object
+    and watch again from the version read."""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One committed change: its type and the whole object as it is after the change."""
+
+    type: WatchType
+    object: Obj
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.object["metadata"]["resourceVersion"])
+
+
+def watch_client(api: client.ApiClient) -> client.ApiClient:
+    """A client with the same identity and server as ``api`` and no connection limit, for
+    watches only. Close it when done, as any ApiClient."""
+    configuration = copy.copy(api.configuration)
+    configuration.connection_pool_maxsize = None
+    return client.ApiClient(configuration=configuration)
+
+
+async def watch_object(
+    api: client.ApiClient,
+    namespace: str,
+    plural: str,
+    name: str,
+    *,
+    resource_version: str,
+) -> AsyncIterator[WatchEvent]:
+    """Every change to the object ``name`` committed after ``resource_version``, in order.
+
+    Runs until the caller stops iterating (closing the generator closes the connection).
+    Raises :class:`WatchExpiredError` when the server no longer has history that old, and
+    :class:`~tiny_harness.kube.client.KubeError` when it refuses the watch.
+    """
+    objects = client.CustomObjectsApi(api)
+    version = resource_version
+    while True:
+        response = await objects.list_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            plural,
+            field_selector=f"metadata.name={name}",
+            watch=True,
+            allow_watch_bookmarks=True,
+            resource_version=version,
+            timeout_seconds=SERVER_TIMEOUT_SECONDS,
+            _preload_content=False,
+        )
+        try:
+            if response.status == 410:
+                raise WatchExpiredError(f"resourceVersion {version} of {name} is too old")
+            if response.status >= 300:
+                raise KubeError(int(response.status), (await response.text())[:500])
+            async for line in response.content:
+                if not line.strip():
+                    continue
+                event = cast(dict[str, Any], json.loads(line))
+                kind = event.get("type")
+                obj = cast(Obj, event.get("object") or {})
+                if kind == "ERROR":
+                    code = int(obj.get("code") or 0)
+                    if code == 410:
+                        raise WatchExpiredError(str(obj.get("message") or "410 Gone"))
+                    raise KubeError(code, str(obj.get("message") or obj))
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                if kind in ("ADDED", "MODIFIED", "DELETED"):
+                    yield WatchEvent(cast(WatchType, kind), obj)
+        finally:
+            response.close()
+        # The server ended this request (its timeout): resume from the last version seen.
