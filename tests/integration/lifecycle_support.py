@@ -74,11 +74,11 @@ class Tasks:
         state: str,
         *,
         sub_state: str | None = None,
-        timeout: float = 30.0,
+        within: float = 30.0,
         turn: int | None = None,
     ) -> dict[str, Any]:
         """Poll until the task is in ``state`` (and sub-state, and at least ``turn``)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         last: dict[str, Any] = {}
         while time.monotonic() < deadline:
             last = await self.status(task)
@@ -90,17 +90,17 @@ class Tasks:
             ):
                 return last
             await asyncio.sleep(0.05)
-        raise AssertionError(f"{task} did not reach {state}/{sub_state} in {timeout}s: {last}")
+        raise AssertionError(f"{task} did not reach {state}/{sub_state} in {within}s: {last}")
 
     async def transcript(self, task: str) -> list[TranscriptMessage]:
         records = await self.records.for_task(task)
         return transcript(e for r in records for e in r.entries)
 
     async def wait_agent_message(
-        self, task: str, contains: str, timeout: float = 30.0
+        self, task: str, contains: str, within: float = 30.0
     ) -> TranscriptMessage:
         """Poll the transcript until an agent message containing ``contains`` appears."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             for m in await self.transcript(task):
                 if m.role == "agent" and contains in m.text:

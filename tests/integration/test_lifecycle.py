@@ -60,7 +60,8 @@ async def test_a_reply_leaves_the_conversation_awaiting_the_next_message_and_a_s
     requests = await model_server.control.requests()
     assert len(requests) == 2
     # The second turn's request carries the whole conversation so far.
-    assert "Hi!" in inputs(requests[1]) and "Hello Alice." in inputs(requests[1])
+    assert "Hi!" in inputs(requests[1])
+    assert "Hello Alice." in inputs(requests[1])
     said = [(m.role, m.text) for m in await tasks.transcript("chat")]
     assert said == [
         ("user", "Hi!"),
@@ -108,7 +109,8 @@ async def test_a_delegated_sub_task_completes_on_its_own_and_wakes_its_parent(
     # ended during the turn, or in a turn it woke.
     parent_requests = [r for r in await model_server.control.requests() if of_task(r, "parent")]
     noted = [r for r in parent_requests if f"Note: sub-task {name}" in inputs(r)]
-    assert noted and noted[-1] is parent_requests[-1]
+    assert noted
+    assert noted[-1] is parent_requests[-1]
     assert "Count to three." in inputs(parent_requests[-1])
 
 
@@ -280,7 +282,7 @@ async def test_a_turn_killed_after_a_checkpointed_tool_result_finishes_without_r
     await model_server.control.script([{"type": "text", "text": "Recorded."}])
     operator(env=env, tools=tools)
 
-    status = await tasks.wait("durable", "TASK_STATE_INPUT_REQUIRED", turn=1, timeout=40)
+    status = await tasks.wait("durable", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
     assert status["message"] == "Recorded."
     assert ledger.read_text().count("once") == 1
     requests = await model_server.control.requests()
@@ -344,8 +346,11 @@ async def test_metrics_count_the_turns_a_conversation_caused(
     await tasks.send("counted", "Two.")
     await tasks.wait("counted", "TASK_STATE_INPUT_REQUIRED", turn=2)
 
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        text = resp.read().decode()
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            return str(resp.read().decode())
+
+    text = await asyncio.to_thread(scrape)
 
     def value(prefix: str) -> float:
         for line in text.splitlines():
