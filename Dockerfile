@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# The tiny-harness image: one image for the operator and the gateway, entrypoint `tiny-harness`
+# (the chart runs `tiny-harness operator ...` and `tiny-harness gateway ...`).
+#
+# This repository's CI has no Docker engine, so this file is not built there. To build it and
+# load it into kind (see docs/design/install.md):
+#   docker build -t tiny-harness:dev .
+#   kind load docker-image tiny-harness:dev --name tiny-harness
+#   helm install ... --set image.repository=tiny-harness --set image.tag=dev
+
+# Builder: build the wheel from the source and install it, with its dependencies, into a
+# virtual environment that the runtime stage copies whole.
+FROM python:3.11-slim AS builder
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY tiny_harness ./tiny_harness
+RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
+ && python -m venv /opt/tiny-harness \
+ && /opt/tiny-harness/bin/pip install /wheels/*.whl \
+ && /opt/tiny-harness/bin/tiny-harness --help >/dev/null
+
+# Runtime: the same base (so the venv's interpreter links stay valid), no build tools, no
+# source tree, a fixed non-root uid that the chart's securityContext also names (10001). The
+# root filesystem can be read-only: bytecode was compiled at install time, and /tmp is the only
+# writable path the chart mounts.
+FROM python:3.11-slim AS runtime
+RUN groupadd --system --gid 10001 tiny-harness \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+    --shell /usr/sbin/nologin tiny-harness
+COPY --from=builder /opt/tiny-harness /opt/tiny-harness
+ENV PATH=/opt/tiny-harness/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+USER 10001:10001
+# The gateway's port (A2A, /healthz, /metrics); the operator's liveness and metrics ports are
+# 8080 and 9090 in the chart.
+EXPOSE 8080 9090
+ENTRYPOINT ["tiny-harness"]
+CMD ["--help"]

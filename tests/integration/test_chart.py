@@ -1,0 +1,421 @@
+"""The Helm chart: it lints and renders, refuses wrong values by name, passes the API server's
+own validation and restricted Pod Security, and its RBAC is exactly what its README says and
+enough for the operator to run tasks, checked on the real authorizer of the local control plane
+with tokens minted for the chart's ServiceAccounts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.integration.chart_support import (
+    CHART,
+    RELEASE,
+    Helm,
+    build_helm,
+    can_i,
+    documented,
+    find,
+    granted,
+    permission_table,
+    service_account_kubeconfig,
+    settings_file,
+)
+from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.core.settings import Settings
+from tiny_harness.kube.client import connect
+from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.models.config import parse_provider_settings
+
+EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
+OPERATOR_SA = f"{RELEASE}-operator"
+GATEWAY_SA = f"{RELEASE}-gateway"
+
+#: Value sets the chart must render and lint cleanly with ("{ns}" is the test's namespace).
+CONFIGURATIONS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "namespaced": {"watchNamespace": "{ns}"},
+    "everything-on": {
+        "watchNamespace": "{ns}",
+        "gateway.participantIdentity": "tokenreview",
+        "gateway.service.type": "NodePort",
+        "gateway.service.nodePort": 30080,
+        "networkPolicy.enabled": True,
+        "serviceMonitor.enabled": True,
+        "model.existingSecret": "model-keys",
+    },
+    "anthropic": {
+        "model.provider": "anthropic",
+        "model.model": "claude-sonnet-4-5",
+        "model.reasoningEffort": "medium",
+    },
+    "openai-compatible": {
+        "model.model": "qwen3",
+        "model.models": ["qwen3", "llama4"],
+        "model.baseUrl": "http://vllm.models.svc:8000/v1",
+        "model.api": "chat",
+        "model.contextWindowTokens": 32768,
+    },
+}
+
+
+def values_for(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        k: v.format(ns=namespace) if isinstance(v, str) else v
+        for k, v in CONFIGURATIONS[name].items()
+    }
+
+
+@pytest.fixture(scope="session")
+def helm(tmp_path_factory: pytest.TempPathFactory) -> Helm:
+    return Helm(build_helm(), tmp_path_factory.mktemp("helm-home"))
+
+
+@dataclass(frozen=True)
+class Release:
+    """An installed release and kubeconfigs for its two ServiceAccounts."""
+
+    operator: Path
+    gateway: Path
+
+
+@pytest.fixture
+def install(
+    helm: Helm, kubeconfig: Path, namespace: str, tmp_path: Path
+) -> Iterator[Callable[[dict[str, Any]], Release]]:
+    """``helm install`` the chart for real into the test's namespace (uninstalled afterwards,
+    which also removes its cluster-scoped RBAC)."""
+    installed: list[bool] = []
+
+    def install_(values: dict[str, Any]) -> Release:
+        helm.install(kubeconfig, namespace, values)
+        installed.append(True)
+        return Release(
+            operator=service_account_kubeconfig(
+                kubeconfig, namespace, OPERATOR_SA, tmp_path / "operator.kubeconfig"
+            ),
+            gateway=service_account_kubeconfig(
+                kubeconfig, namespace, GATEWAY_SA, tmp_path / "gateway.kubeconfig"
+            ),
+        )
+
+    yield install_
+    if installed:
+        helm.uninstall(kubeconfig, namespace)
+
+
+# -- Rendering ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("configuration", list(CONFIGURATIONS))
+def test_chart_lints_and_renders_without_error(helm: Helm, configuration: str) -> None:
+    values = values_for(configuration, "tiny-harness")
+
+    lint = helm.lint(values)
+    docs = helm.render("tiny-harness", values)
+
+    assert "0 chart(s) failed" in lint.stdout
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "ServiceAccount", "ConfigMap", "Service"} <= kinds
+    assert "CustomResourceDefinition" not in kinds  # --skip-crds: the fixture installs them
+    assert "Secret" not in kinds
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"operator.replicas": -1}, "/operator/replicas"),
+        ({"model.apiKey": "sk-inline-secret"}, "'apiKey' not allowed"),
+        ({"openai": {"api_key": "sk-inline-secret"}}, "'openai' not allowed"),
+        ({"gateway.participantIdentity": "jwt"}, "/gateway/participantIdentity"),
+        ({"model.provider": "azure"}, "/model/provider"),
+        ({"watchNamespace": "Not_A_Namespace"}, "/watchNamespace"),
+        ({"model.existingSecret": "Bad Secret"}, "/model/existingSecret"),
+        ({"watchNamespace": "work", "gateway.namespace": "other"}, "gateway.namespace"),
+        ({"operator.metrics.port": 8080}, "operator.metrics.port"),
+    ],
+    ids=[
+        "negative-replicas",
+        "inline-api-key",
+        "inline-provider-key",
+        "unknown-identity-mode",
+        "unknown-provider",
+        "bad-namespace",
+        "bad-secret-name",
+        "gateway-outside-watched-namespace",
+        "metrics-on-health-port",
+    ],
+)
+def test_a_wrong_value_fails_with_a_message_naming_it(
+    helm: Helm, values: dict[str, Any], named: str
+) -> None:
+    result = helm.template("tiny-harness", values, check=False)
+
+    assert result.returncode != 0
+    assert named in result.stderr
+    assert "sk-inline-secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "configuration", ["defaults", "namespaced", "anthropic", "openai-compatible"]
+)
+def test_settings_file_is_one_the_harness_accepts(helm: Helm, configuration: str) -> None:
+    values = values_for(configuration, "tiny-harness")
+
+    raw = settings_file(helm.render("tiny-harness", values))
+    settings = Settings.parse(raw)
+    provider = parse_provider_settings(settings.provider, settings.provider_section)
+
+    assert settings.provider == values.get("model.provider", "openai")
+    assert provider.model == values.get("model.model", "gpt-5-mini")
+    assert provider.base_url == values.get("model.baseUrl")
+    assert settings.operator.namespaces == (("tiny-harness",) if "watchNamespace" in values else ())
+    assert settings.gateway.bind == "0.0.0.0:8080"
+    assert settings.gateway.namespace == "tiny-harness"
+
+
+def test_model_api_key_reaches_only_the_operator_and_only_from_the_existing_secret(
+    helm: Helm,
+) -> None:
+    docs = helm.render(
+        "tiny-harness", {"model.existingSecret": "model-keys", "model.existingSecretKey": "key"}
+    )
+
+    operator = find(docs, "Deployment", "-operator")["spec"]["template"]["spec"]
+    gateway = find(docs, "Deployment", "-gateway")["spec"]["template"]["spec"]
+    key_env = next(e for e in operator["containers"][0]["env"] if e["name"] == "OPENAI_API_KEY")
+    assert key_env == {
+        "name": "OPENAI_API_KEY",
+        "valueFrom": {"secretKeyRef": {"name": "model-keys", "key": "key"}},
+    }
+    assert "API_KEY" not in yaml.safe_dump(gateway)
+    assert settings_file(docs)["openai"]["api_key_env"] == "OPENAI_API_KEY"
+
+
+def test_namespaced_mode_grants_nothing_cluster_wide_and_scopes_the_operator(
+    helm: Helm,
+) -> None:
+    docs = helm.render("tiny-harness", {"watchNamespace": "work"})
+
+    kinds = {d["kind"] for d in docs}
+    assert "ClusterRole" not in kinds
+    assert "ClusterRoleBinding" not in kinds
+    assert {d["metadata"]["namespace"] for d in docs if d["kind"] in ("Role", "RoleBinding")} == {
+        "work"
+    }
+    args = find(docs, "Deployment", "-operator")["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
+    assert args[args.index("--namespace") + 1] == "work"
+    assert args[args.index("--liveness") + 1] == "http://0.0.0.0:8080/healthz"
+    assert args[args.index("--config") + 1] == "/etc/tiny-harness/config.toml"
+
+
+# -- The API server's validation and Pod Security ------------------------------------------------
+
+
+@pytest.mark.parametrize("configuration", ["defaults", "namespaced"])
+def test_rendered_manifests_pass_server_side_dry_run_under_restricted_pod_security(
+    helm: Helm, kubectl: Kubectl, namespace: str, configuration: str
+) -> None:
+    kubectl.run(
+        "label", "namespace", namespace,
+        "pod-security.kubernetes.io/enforce=restricted",
+        "pod-security.kubernetes.io/warn=restricted",
+    )  # fmt: skip
+    values = {**values_for(configuration, namespace), "networkPolicy.enabled": True}
+    manifests = helm.template(namespace, values).stdout
+
+    result = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=manifests, check=False)
+
+    assert result.returncode == 0, result.stderr
+    assert "Warning" not in result.stderr, result.stderr
+    # The namespace does check: a pod template that is not restricted draws the warning.
+    loose = find(list(yaml.safe_load_all(manifests)), "Deployment", "-operator")
+    loose["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {}
+    checked = kubectl.run(
+        "apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(loose), check=False
+    )
+    assert "would violate PodSecurity" in checked.stderr
+
+
+# -- RBAC on the real authorizer -----------------------------------------------------------------
+
+
+def operator_values(namespace: str, model_server: ModelServer) -> dict[str, Any]:
+    """Namespaced mode, with the model pointed at the scripted server and no metrics port
+    (the operator runs as a local process here, not in a pod)."""
+    return {
+        "watchNamespace": namespace,
+        "model.model": "scripted-model",
+        "model.baseUrl": f"{model_server.url}/v1",
+        "model.apiKeyEnv": "TINY_HARNESS_TEST_MODEL_KEY",
+        "operator.metrics.enabled": False,
+    }
+
+
+def task_status(kubectl: Kubectl) -> dict[str, Any]:
+    return dict(kubectl.get_json("ht", "hello-harness").get("status") or {})
+
+
+async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_mode(
+    install: Callable[[dict[str, Any]], Release],
+    kubectl: Kubectl,
+    namespace: str,
+    model_server: ModelServer,
+    tmp_path: Path,
+) -> None:
+    release = install(operator_values(namespace, model_server))
+    # The operator reads the very settings file the chart rendered into its ConfigMap.
+    config = tmp_path / "config.toml"
+    config.write_text(kubectl.get_json("configmap", f"{RELEASE}-settings")["data"]["config.toml"])
+    operator = OperatorProcess(release.operator, namespace, tmp_path, config, "chart-op").start()
+    try:
+        assert kubectl.apply(EXAMPLE).returncode == 0
+
+        parked = wait_for(
+            lambda: (s := task_status(kubectl)).get("state") == "TASK_STATE_INPUT_REQUIRED" and s,
+            timeout=60,
+            what="the operator to initialise and park the example task",
+        )
+        assert parked["subState"] == "awaiting-next-message"
+        wait_for(
+            lambda: [
+                e
+                for e in kubectl.get_json("events")["items"]
+                if e["involvedObject"]["name"] == "hello-harness" and e["reason"] == "Initialised"
+            ],
+            what="the operator's Initialised event",
+        )
+
+        # A participant's message, written with the gateway's ServiceAccount.
+        api = await connect(release.gateway)
+        try:
+            await HarnessMessages(api, namespace).send(
+                MessageSpec(
+                    task="hello-harness",
+                    message_id="m-chart-1",
+                    sender="alice",
+                    parts=(MessagePart(text="What do you do?"),),
+                )
+            )
+        finally:
+            await api.close()
+
+        answered = wait_for(
+            lambda: (
+                (s := task_status(kubectl)).get("turn", 0) >= 1
+                and s.get("state") == "TASK_STATE_INPUT_REQUIRED"
+                and not s.get("runner")
+                and s
+            ),
+            timeout=60,
+            what="the operator to take a turn on the message",
+        )
+        assert answered["subState"] == "awaiting-next-message"
+        assert len(await model_server.control.requests()) == 1
+        assert kubectl.get_json("harnessturns")["items"], "the turn journal was not written"
+    finally:
+        operator.stop()
+    log = operator.log()
+    assert "Forbidden" not in log, log[-3000:]
+    assert " 403" not in log, log[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("who", "verb", "resource", "subresource"),
+    [
+        ("gateway", "patch", "harnesstasks", "status"),
+        ("gateway", "update", "harnesstasks", "status"),
+        ("gateway", "create", "harnessturns", ""),
+        ("gateway", "delete", "harnesstasks", ""),
+        ("gateway", "get", "secrets", ""),
+        ("gateway", "create", "tokenreviews", ""),
+        ("operator", "get", "secrets", ""),
+        ("operator", "list", "secrets", ""),
+        ("operator", "delete", "harnesstasks", ""),
+        ("operator", "create", "harnessmessages", ""),
+        ("operator", "list", "namespaces", ""),
+        ("operator", "create", "pods", ""),
+    ],
+)
+def test_service_accounts_are_denied_what_they_must_not_do(
+    install: Callable[[dict[str, Any]], Release],
+    namespace: str,
+    who: str,
+    verb: str,
+    resource: str,
+    subresource: str,
+) -> None:
+    release = install({"watchNamespace": namespace})
+
+    identity = release.gateway if who == "gateway" else release.operator
+
+    assert not can_i(identity, namespace, verb, resource, subresource)
+    assert can_i(identity, namespace, "watch", "harnesstasks")  # the identity itself works
+
+
+def test_gateway_cannot_write_task_status_and_operator_cannot_read_secrets(
+    install: Callable[[dict[str, Any]], Release], kubectl: Kubectl, namespace: str
+) -> None:
+    release = install({"watchNamespace": namespace})
+    kubectl.apply(EXAMPLE)
+    kubectl.run("create", "secret", "generic", "model-keys", "--from-literal=api-key=sk-x")
+    as_gateway = Kubectl(release.gateway, namespace)
+    as_operator = Kubectl(release.operator, namespace)
+
+    patched = as_gateway.run(
+        "patch", "ht", "hello-harness", "--subresource=status", "--type=merge",
+        "-p", '{"status": {"state": "TASK_STATE_COMPLETED"}}', check=False,
+    )  # fmt: skip
+    read = as_operator.run("get", "secret", "model-keys", "-o", "yaml", check=False)
+
+    assert patched.returncode != 0
+    assert "forbidden" in patched.stderr.lower()
+    assert "harnesstasks/status" in patched.stderr
+    assert task_status(kubectl).get("state") != "TASK_STATE_COMPLETED"
+    assert read.returncode != 0
+    assert "forbidden" in read.stderr.lower()
+    assert "sk-x" not in read.stdout
+    # ... while what each needs works with the same credentials.
+    assert as_gateway.run("get", "ht", "hello-harness", check=False).returncode == 0
+    assert as_operator.run("get", "hmsg", check=False).returncode == 0
+    # ... and only in the watched namespace.
+    assert not can_i(release.operator, "default", "list", "harnesstasks")
+    assert not can_i(release.gateway, "default", "create", "harnesstasks")
+
+
+@pytest.mark.parametrize(
+    ("mode", "identity"),
+    [("namespaced", "header"), ("cluster", "tokenreview")],
+)
+def test_granted_permissions_are_exactly_the_readme_table(
+    install: Callable[[dict[str, Any]], Release], namespace: str, mode: str, identity: str
+) -> None:
+    values: dict[str, Any] = {"gateway.participantIdentity": identity}
+    if mode == "namespaced":
+        values["watchNamespace"] = namespace
+    release = install(values)
+
+    for service_account, kubeconfig in (
+        (OPERATOR_SA, release.operator),
+        (GATEWAY_SA, release.gateway),
+    ):
+        expected = documented(service_account, cluster_mode=mode == "cluster", identity=identity)
+        assert granted(kubeconfig, namespace) == expected, (
+            f"{service_account}: the API server's grants differ from {CHART}/README.md"
+        )
+
+
+def test_readme_table_never_grants_the_gateway_task_status() -> None:
+    rows = permission_table()
+
+    assert {r.service_account for r in rows} == {OPERATOR_SA, GATEWAY_SA}
+    assert [r for r in rows if r.service_account == GATEWAY_SA and "status" in r.resource] == []
