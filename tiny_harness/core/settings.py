@@ -88,6 +88,9 @@ class OperatorSettings(_Section):
         default=(),
         description="Import paths (module:attribute) of tool lists to offer the model.",
     )
+    plugin_dirs: tuple[str, ...] = Field(
+        default=(), description="Plugin folders (hooks.json, commands.json) to load at start."
+    )
 
     @property
     def replica_identity(self) -> str:

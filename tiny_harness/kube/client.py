@@ -35,14 +35,29 @@ async def connect(kubeconfig: Path | None = None, context: str | None = None) ->
     """An API client for the given kubeconfig, ``$KUBECONFIG``, or the in-cluster identity."""
     if kubeconfig is None and _in_cluster():
         config.load_incluster_config()
-        return client.ApiClient()
+        return _without_env_lookups(client.ApiClient())
     cfg = client.Configuration()
     await config.load_kube_config(
         config_file=str(kubeconfig) if kubeconfig else None,
         context=context,
         client_configuration=cfg,
     )
-    return client.ApiClient(configuration=cfg)
+    return _without_env_lookups(client.ApiClient(configuration=cfg))
+
+
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def _without_env_lookups(api: client.ApiClient) -> client.ApiClient:
+    """The generated client's aiohttp session reads ~/.netrc and the proxy variables on every
+    request (``trust_env``), a large share of a small request's CPU. With no proxy configured
+    there is nothing to find, so switch it off."""
+    import os
+
+    if not any(os.environ.get(v) for v in _PROXY_VARS):
+        session = api.rest_client.pool_manager
+        session._trust_env = False
+    return api
 
 
 def _in_cluster() -> bool:

@@ -8,6 +8,7 @@ that adds to the entries list, so a checkpoint is one small write however long t
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
@@ -54,6 +55,24 @@ class TurnRecord:
             history=HistoryDelta.model_validate(history) if history else None,
             size=len(json.dumps(spec)),
         )
+
+
+_PARSED: OrderedDict[tuple[str, str, str], TurnRecord] = OrderedDict()
+_PARSED_MAX: Final = 20_000
+
+
+def _parsed(obj: Obj) -> TurnRecord:
+    """A record parsed once per version: a long conversation's older turns never change, so
+    re-validating them on every pass would make each turn cost more than the last."""
+    meta = obj["metadata"]
+    key = (meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", ""))
+    record = _PARSED.get(key)
+    if record is None:
+        record = TurnRecord.of(obj)
+        _PARSED[key] = record
+        if len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
+    return record
 
 
 def record_name(task: str, turn: int, chunk: int = 0) -> str:
@@ -132,7 +151,17 @@ class TurnRecords:
                 GROUP, VERSION, self.namespace, TURN_PLURAL, body
             )
         except ApiException as exc:
-            raise translate(exc, name) from None
+            if exc.status != 409:
+                raise translate(exc, name) from None
+            # Someone (a command's reply during the turn) created the chunk first: append.
+            try:
+                existing = await self._api.get_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, TURN_PLURAL, name
+                )
+            except ApiException as again:
+                raise translate(again, name) from None
+            record = TurnRecord.of(cast(Obj, existing))
+            return await self._patch(record, entries, history, len(json.dumps(entries)))
         return TurnRecord.of(cast(Obj, obj))
 
     async def _patch(

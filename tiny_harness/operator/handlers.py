@@ -30,11 +30,15 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     ) -> None:
         if namespace is None:
             return
+        parent = (body.spec.get("parent") or {}).get("taskId")
         if event.get("type") == "DELETED":
             runtime.metrics.task_state(namespace, name, None)
+            if parent:
+                runtime.saw_child(namespace, parent, name, gone=True)
             return
+        if parent:
+            runtime.saw_child(namespace, parent, name)
         runtime.poke(namespace, name, body.metadata.get("resourceVersion"))
-        parent = (body.spec.get("parent") or {}).get("taskId")
         if parent:
             runtime.poke(namespace, parent)
 

@@ -15,10 +15,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.history import HistoryDelta, history_delta, replay_history
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
-from tiny_harness.core.states import TaskState
+from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, TaskLink, TaskSpec
 from tiny_harness.core.turn import (
     DrainEntry,
@@ -33,7 +34,7 @@ from tiny_harness.core.turn import (
 from tiny_harness.kube.client import ConflictError
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.labels import label_value
-from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.names import PARENT_LABEL
 from tiny_harness.operator.children import pending_news, rows_of
 
@@ -74,6 +75,8 @@ class OperatorTurnHost:
             model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
         )
         self.has_children = bool(snap.children)
+        # The pass that started the turn has just listed the inbox: the first drain uses it.
+        self.prefetched: list[StoredMessage] | None = list(snap.pending)
 
     # -- TurnHost ----------------------------------------------------------------------------
 
@@ -84,14 +87,20 @@ class OperatorTurnHost:
         return self.task_settings
 
     async def drain(self) -> Sequence[InboundMessage]:
-        messages = await self.w.messages.for_task(self.w.name)
+        if self.prefetched is not None:
+            messages, self.prefetched = self.prefetched, None
+        else:
+            messages = await self.w.messages.for_task(self.w.name)
+        registry = self.w.rt.commands.registry
         items = [
             InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
             for m in messages
-            if m.spec.message_id not in self.acked and m.spec.control is None
+            if m.spec.message_id not in self.acked
+            and m.spec.control is None
+            and parse_command(m.spec, registry) is None
         ]
         if self.has_children:
-            items.extend(pending_news(await self.w.children_of(), self.acked))
+            items.extend(pending_news(await self.w.children_of(force=True), self.acked))
         return items
 
     async def checkpoint(self, entry: JournalEntry) -> None:
@@ -107,7 +116,6 @@ class OperatorTurnHost:
 
     async def spawn(self, intent: SpawnIntent) -> str:
         await self.flush()
-        parent = self.snap.obj
         name = child_name(self.w.name, intent.id)
         spec = TaskSpec(
             goal=intent.goal,
@@ -115,45 +123,10 @@ class OperatorTurnHost:
             participants=self.snap.spec.participants,
             parent=TaskLink(task_id=self.w.name),
         )
-        try:
-            child = await self.w.tasks.create(
-                name,
-                spec.model_dump(mode="json", by_alias=True, exclude_none=True),
-                labels={PARENT_LABEL: label_value(self.w.name)},
-                owner=parent,
-            )
-        except ConflictError:
-            child = await self.w.tasks.get(name)
-        else:
-            self.w.rt.metrics.subtasks_spawned.inc()
         self.has_children = True
-        if not (child.get("status") or {}).get("state"):
-            # The child inherits the parent's model and effort; the parent's operator sets them
-            # now so the child's first turn already uses them.
-            status: dict[str, Any] = {
-                "state": TaskState.SUBMITTED.value,
-                "lifecycle": intent.lifecycle.value,
-                "model": self.task_settings.model,
-                "reasoningEffort": self.task_settings.reasoning_effort,
-                "observedGeneration": child["metadata"].get("generation"),
-            }
-            await self.w.tasks.patch_status(
-                name,
-                {k: v for k, v in status.items() if v is not None},
-                resource_version=child["metadata"]["resourceVersion"],
-            )
-        if intent.lifecycle is Lifecycle.DELEGATED:
-            brief = intent.goal + (f"\n\n{intent.description}" if intent.description else "")
-            await HarnessMessages(self.w.rt.api, self.w.namespace).send(
-                MessageSpec(
-                    task=name,
-                    message_id="brief",
-                    sender=f"task:{self.w.name}",
-                    parts=(MessagePart(text=brief),),
-                ),
-                task_uid=child["metadata"]["uid"],
-            )
-        return name
+        return await create_child(
+            self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings
+        )
 
     async def emit(self, message_id: str, text: str) -> None:
         # The text is already in the model response's checkpoint, which the transcript reads.
@@ -165,7 +138,7 @@ class OperatorTurnHost:
             self.ended = True
         else:
             await self.flush()
-        children = await self.w.children_of() if self.has_children else []
+        children = await self.w.children_of(force=True) if self.has_children else []
         rows = rows_of(children, self.acked)
         patch: dict[str, Any] = {
             "state": outcome.state.value,
@@ -203,3 +176,55 @@ class OperatorTurnHost:
         after = replay_history(self.history_before, [*self.entries, *self.buffer])
         await self.flush(history=history_delta(self.history_before, after))
         self.ended = True
+
+
+async def create_child(
+    worker: TaskWorker,
+    parent: dict[str, Any],
+    name: str,
+    spec: TaskSpec,
+    lifecycle: Lifecycle,
+    settings: TaskSettings,
+) -> str:
+    """Create a child task (once: a repeated call finds it), initialise it with the parent's
+    model and effort, and give a delegated child its brief. A conversation child starts parked
+    for its first message, without a model call."""
+    try:
+        child = await worker.tasks.create(
+            name,
+            spec.model_dump(mode="json", by_alias=True, exclude_none=True),
+            labels={PARENT_LABEL: label_value(worker.name)},
+            owner=parent,
+        )
+    except ConflictError:
+        child = await worker.tasks.get(name)
+    else:
+        worker.rt.metrics.subtasks_spawned.inc()
+    worker.rt.saw_child(worker.namespace, worker.name, name)
+    if not (child.get("status") or {}).get("state"):
+        delegated = lifecycle is Lifecycle.DELEGATED
+        status: dict[str, Any] = {
+            "state": (TaskState.SUBMITTED if delegated else TaskState.INPUT_REQUIRED).value,
+            "subState": None if delegated else SubState.AWAITING_NEXT_MESSAGE.value,
+            "lifecycle": lifecycle.value,
+            "model": settings.model,
+            "reasoningEffort": settings.reasoning_effort,
+            "observedGeneration": child["metadata"].get("generation"),
+        }
+        await worker.tasks.patch_status(
+            name,
+            {k: v for k, v in status.items() if v is not None},
+            resource_version=child["metadata"]["resourceVersion"],
+        )
+    if lifecycle is Lifecycle.DELEGATED:
+        brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
+        await HarnessMessages(worker.rt.api, worker.namespace).send(
+            MessageSpec(
+                task=name,
+                message_id="brief",
+                sender=f"task:{worker.name}",
+                parts=(MessagePart(text=brief),),
+            ),
+            task_uid=child["metadata"]["uid"],
+        )
+    return name

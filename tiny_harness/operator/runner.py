@@ -15,7 +15,9 @@ from pathlib import Path
 
 import kopf
 
+from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.loop import CoreLoop, LoopConfig
 from tiny_harness.core.settings import Settings
 from tiny_harness.core.tools import Tool, ToolRegistry
@@ -63,14 +65,20 @@ async def run_operator(
     if settings.operator.metrics_bind:
         metrics.serve(settings.operator.metrics_bind)
         log.info("metrics on http://%s/metrics", settings.operator.metrics_bind)
+    commands = build_command_registry(
+        catalog, plugin_dirs=[Path(p) for p in settings.operator.plugin_dirs]
+    )
+    for line in commands.report.lines():
+        log.info("plugins: %s", line)
     loop = CoreLoop(
         MeteredAdapter(adapter, metrics),
         catalog,
         load_tools(settings.operator.tools),
         config=LoopConfig(max_model_calls=settings.operator.max_model_calls),
+        completion_override=completion_override(commands.runner),
     )
     api = await connect(kubeconfig)
-    runtime = Runtime(api, loop, catalog, settings.operator, metrics)
+    runtime = Runtime(api, loop, catalog, settings.operator, metrics, commands=commands)
     watched = tuple(namespaces) or settings.operator.namespaces
     log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
     try:

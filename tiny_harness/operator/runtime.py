@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import Any
 
 import kopf
 from kubernetes_asyncio import client
 
 from tiny_harness.core.catalog import ModelCatalog
-from tiny_harness.core.loop import CompletionOverride, CoreLoop
+from tiny_harness.core.commands.setup import BuiltCommands, build_command_registry
+from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.worker import TaskWorker
@@ -34,7 +36,7 @@ class Runtime:
         settings: OperatorSettings,
         metrics: OperatorMetrics,
         *,
-        completion_override: CompletionOverride | None = None,
+        commands: BuiltCommands | None = None,
     ) -> None:
         self.api = api
         self.loop = loop
@@ -42,15 +44,16 @@ class Runtime:
         self.settings = settings
         self.metrics = metrics
         self.identity = settings.replica_identity
-        self.completion_override = completion_override
+        self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
-        self._written: dict[Key, str] = {}
+        self._written: dict[Key, deque[str]] = {}
+        self._children: dict[Key, set[str]] = {}
 
     def poke(self, namespace: str, name: str, resource_version: str | None = None) -> None:
         """Something about this task changed. An event for the version this operator wrote
         itself is not news and is ignored."""
         key = (namespace, name)
-        if resource_version is not None and self._written.get(key) == resource_version:
+        if resource_version is not None and resource_version in self._written.get(key, ()):
             return
         running = self._workers.get(key)
         if running is not None and not running[1].done():
@@ -67,7 +70,21 @@ class Runtime:
         task.add_done_callback(forget)
 
     def written(self, namespace: str, name: str, resource_version: str) -> None:
-        self._written[(namespace, name)] = resource_version
+        """Remember versions this operator wrote, so their watch events are not news. A few
+        are kept: events can arrive after the next write already happened."""
+        self._written.setdefault((namespace, name), deque(maxlen=8)).append(resource_version)
+
+    def saw_child(self, namespace: str, parent: str, child: str, *, gone: bool = False) -> None:
+        """Index of children by parent, fed by task events, so a task without children never
+        lists them."""
+        children = self._children.setdefault((namespace, parent), set())
+        if gone:
+            children.discard(child)
+        else:
+            children.add(child)
+
+    def has_children(self, namespace: str, name: str) -> bool:
+        return bool(self._children.get((namespace, name)))
 
     def wake_later(self, namespace: str, name: str, delay: float) -> None:
         asyncio.get_running_loop().call_later(delay, self.poke, namespace, name)

@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from tiny_harness.core.commands.context import TaskSnapshot
+from tiny_harness.core.commands.parse import CommandCall, parse_command
+from tiny_harness.core.commands.run import run_command
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
     AckEntry,
@@ -31,33 +34,39 @@ from tiny_harness.core.history import (
     apply_delta,
     replay_history,
 )
+from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     Lifecycle,
+    Participant,
     Role,
     Runner,
     SubTaskRow,
     TaskExtension,
+    TaskLink,
     TaskSpec,
     TaskStatus,
 )
-from tiny_harness.core.turn import JournalEntry, TurnInput
+from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
 from tiny_harness.kube.client import ConflictError, HarnessTasks, Obj
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.names import PARENT_LABEL
 from tiny_harness.operator.children import pending_news, rows_of
-from tiny_harness.operator.host import OperatorTurnHost
+from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
 from tiny_harness.operator.initialise import initialise
 
 if TYPE_CHECKING:
     from tiny_harness.operator.runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+#: The agent's own participant id, as the assignee of a participant's /sub-task.
+AGENT_ID = "tiny-harness"
 
 #: Roles that may complete or cancel a task (a watcher only follows it).
 ENDING_ROLES = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
@@ -125,6 +134,7 @@ class TaskWorker:
         self.poked = asyncio.Event()
         self.lock = asyncio.Lock()
         self.rv: str | None = None
+        self.poked_during_turn = False
 
     # -- the pass loop ---------------------------------------------------------------------
 
@@ -170,8 +180,11 @@ class TaskWorker:
         )
         return Snapshot(obj, records, messages, children)
 
-    async def children_of(self) -> list[Obj]:
-        return await self.tasks.list(label_selector=f"{PARENT_LABEL}={label_value(self.name)}")
+    async def children_of(self, *, force: bool = False) -> list[Obj]:
+        if not force and not self.rt.has_children(self.namespace, self.name):
+            return []
+        children = await self.tasks.list(label_selector=f"{PARENT_LABEL}={label_value(self.name)}")
+        return [c for c in children if (c["spec"].get("parent") or {}).get("taskId") == self.name]
 
     async def reconcile(self) -> bool:
         """One pass. True when it changed something and another pass should follow."""
@@ -208,6 +221,13 @@ class TaskWorker:
         if controls:
             await self.control(snap, controls[0])
             return True
+        registry = self.rt.commands.registry
+        for m in snap.pending:
+            call = parse_command(m.spec, registry)
+            if call is not None:
+                await self.command(snap, m, call)
+                return True
+            break  # an ordinary message comes first: the turn takes it, commands wait
         ordinary = [m for m in snap.pending if m.spec.control is None]
         news = pending_news(snap.children, snap.acked)
         open_turn = runner is not None
@@ -226,8 +246,7 @@ class TaskWorker:
                 if snap.rows != status.sub_tasks:
                     await self.write_status({"subTasks": _rows_json(snap.rows)})
                 return False
-        await self.turn(snap, resume=open_turn)
-        return True
+        return await self.turn(snap, resume=open_turn)
 
     # -- status writes ---------------------------------------------------------------------
 
@@ -362,7 +381,9 @@ class TaskWorker:
             await self.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
             return
         decision = decide_completion(
-            snap.extension(), requested_by=sender, override=self.rt.completion_override
+            snap.extension(),
+            requested_by=sender,
+            override=completion_override(self.rt.commands.runner, sender),
         )
         if decision.complete:
             await self.write_status(
@@ -399,8 +420,74 @@ class TaskWorker:
             }
         )
 
+    # -- commands ----------------------------------------------------------------------------
+
+    async def command(
+        self,
+        snap: Snapshot,
+        message: StoredMessage,
+        call: CommandCall,
+        host: OperatorTurnHost | None = None,
+    ) -> None:
+        """Run a participant's command: no model call and no state change. Its intents are
+        applied here, in order: settings, then the spawn, then the reply."""
+        spec = message.spec
+        result = await run_command(
+            self.rt.commands.runner,
+            call,
+            sender=spec.sender,
+            role=snap.spec.role_of(spec.sender),
+            snapshot=TaskSnapshot.of(
+                self.name, snap.spec, snap.status.model_copy(update={"sub_tasks": snap.rows})
+            ),
+            catalog=self.rt.catalog,
+        )
+        metadata: dict[str, Any] = {"command": call.name}
+        reply = result.reply
+        if result.settings is not None:
+            await self.write_status(
+                {
+                    "model": result.settings.model,
+                    "reasoningEffort": result.settings.reasoning_effort,
+                },
+                leased=host is not None,
+            )
+            if host is not None:
+                host.task_settings = result.settings
+        if result.spawn is not None:
+            child = await create_child(
+                self,
+                snap.obj,
+                child_name(self.name, f"command/{spec.message_id}"),
+                TaskSpec(
+                    goal=result.spawn.goal,
+                    participants=(
+                        Participant(id=spec.sender, role=Role.REPORTER),
+                        Participant(id=AGENT_ID, role=Role.ASSIGNEE),
+                    ),
+                    parent=TaskLink(task_id=self.name),
+                ),
+                Lifecycle.CONVERSATION,
+                TaskSettings(
+                    model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
+                ),
+            )
+            reply = f"{reply}\nCreated sub-task {child}"
+            metadata["task_ref"] = child
+        turn = host.turn if host is not None else snap.status.turn
+        await self.records.append(
+            self.name,
+            turn,
+            (
+                _ack(message),
+                NoticeEntry(id=f"cmd-{spec.message_id}", text=reply, metadata=metadata),
+            ),
+            last=None,
+            owner_uid=snap.obj["metadata"]["uid"],
+        )
+
     async def cancel_children(self, snap: Snapshot) -> None:
-        for child in snap.children:
+        for child in await self.children_of(force=True):
             state = (child.get("status") or {}).get("state")
             if state and TaskState(state).is_terminal:
                 continue
@@ -417,7 +504,9 @@ class TaskWorker:
 
     # -- turns -------------------------------------------------------------------------------
 
-    async def turn(self, snap: Snapshot, *, resume: bool) -> None:
+    async def turn(self, snap: Snapshot, *, resume: bool) -> bool:
+        """Run (or resume) a turn. True when something arrived during it that the turn may
+        not have seen, so another pass should look."""
         status = snap.status
         number = status.turn if resume else status.turn + 1
         await self.write_status(
@@ -448,6 +537,7 @@ class TaskWorker:
             journal=journal,
         )
         self.rt.metrics.turns_started.inc()
+        self.poked_during_turn = False
         started = time.perf_counter()
         runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
         renew = asyncio.create_task(self.renew_lease(host))
@@ -461,7 +551,7 @@ class TaskWorker:
             # then the next pass handles the control message.
             await host.close_cut_turn()
             self.rt.metrics.turns_finished.labels(outcome="cut").inc()
-            return
+            return True
         finally:
             renew.cancel()
             watch.cancel()
@@ -470,6 +560,7 @@ class TaskWorker:
                     await t
             self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
         self.rt.metrics.turns_finished.labels(outcome=outcome.kind.value).inc()
+        return self.poked_during_turn or outcome.kind.value == "waiting_for_subtasks"
 
     async def renew_lease(self, host: object) -> None:
         period = self.rt.settings.lease_seconds / 3
@@ -485,6 +576,7 @@ class TaskWorker:
         while True:
             await self.poked.wait()
             self.poked.clear()
+            self.poked_during_turn = True
             try:
                 snap = await self.read()
             except Exception:
@@ -501,6 +593,14 @@ class TaskWorker:
                 if role in ENDING_ROLES or (parent and m.spec.sender == f"task:{parent}"):
                     runner.cancel()
                     return
+            registry = self.rt.commands.registry
+            for m in snap.pending:
+                if m.spec.message_id in host.acked:
+                    continue
+                call = parse_command(m.spec, registry)
+                if call is not None:
+                    await self.command(snap, m, call, host)
+                    host.acked.add(m.spec.message_id)
             if snap.rows != snap.status.sub_tasks:
                 await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
 
