@@ -46,6 +46,7 @@ test: lint typecheck imports pytest
 generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
 	$(BIN)/python -m tiny_harness.core.schemas --write
+	$(BIN)/python -m tiny_harness.core.commands.plugin_schemas --write
 
 bench: install controlplane
 	@for b in tests/bench/bench_*.py; do echo "== $$b"; PATH="$(CONTROLPLANE):$$PATH" $(BIN)/python $$b || exit 1; done

@@ -197,6 +197,31 @@ async def run(cluster: LocalCluster, op_pid: int, turns: int, parked_total: int)
     await api.close()
 
 
+def start_operator(cluster: LocalCluster, config: Path, liveness: str) -> subprocess.Popen[bytes]:
+    subprocess.run(
+        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", "create", "ns", NS],
+        check=True,
+        capture_output=True,
+    )
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tiny_harness.cli.main",
+            "operator",
+            "-n",
+            NS,
+            "--config",
+            str(config),
+            "--liveness",
+            liveness,
+        ],
+        env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "BENCH_KEY": "x"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def main_async(args: argparse.Namespace) -> None:
     async with ScriptedModelServer() as model:
         with LocalCluster(crds=REPO_ROOT / "crds") as cluster, tempfile.TemporaryDirectory() as tmp:
@@ -206,29 +231,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 f'base_url = "{model.openai_base_url}"\napi_key_env = "BENCH_KEY"\n'
                 "[operator]\nlease_seconds = 15\n"
             )
-            subprocess.run(
-                ["kubectl", f"--kubeconfig={cluster.kubeconfig}", "create", "ns", NS],
-                check=True,
-                capture_output=True,
-            )
             liveness = "http://127.0.0.1:18732/healthz"
-            op = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tiny_harness.cli.main",
-                    "operator",
-                    "-n",
-                    NS,
-                    "--config",
-                    str(config),
-                    "--liveness",
-                    liveness,
-                ],
-                env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "BENCH_KEY": "x"},
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            op = start_operator(cluster, config, liveness)
             try:
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline:
