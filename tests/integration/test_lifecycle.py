@@ -350,13 +350,20 @@ async def test_metrics_count_the_turns_a_conversation_caused(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
             return str(resp.read().decode())
 
-    text = await asyncio.to_thread(scrape)
-
     def value(prefix: str) -> float:
         for line in text.splitlines():
             if line.startswith(prefix):
                 return float(line.rsplit(" ", 1)[1])
         raise AssertionError(f"{prefix} not in /metrics")
+
+    # The counters move just after the status write the test saw: poll briefly.
+    finished = 'tiny_harness_turns_finished_total{outcome="waiting_for_message"}'
+    deadline = time.monotonic() + 10
+    while True:
+        text = await asyncio.to_thread(scrape)
+        if (finished in text and value(finished) >= 2) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.05)
 
     assert value("tiny_harness_turns_started_total") == 2
     assert value('tiny_harness_turns_finished_total{outcome="waiting_for_message"}') == 2

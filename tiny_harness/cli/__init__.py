@@ -1,1 +1,2 @@
-"""Command-line entry points: ``tiny-harness`` (and, later, ``kubectl-harness``)."""
+"""Command-line entry points: ``tiny-harness`` (cluster, operator, gateway) and
+``kubectl-harness`` (the ``kubectl harness`` plugin for participants)."""

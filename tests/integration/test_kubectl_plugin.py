@@ -1,0 +1,495 @@
+"""``kubectl harness`` as a user runs it: the plugin as a subprocess against the real control
+plane, with a real operator answering through the scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.integration.lifecycle_support import Tasks
+from tiny_harness.kube.crd import REPO_ROOT
+
+pytestmark = pytest.mark.controlplane
+
+#: The local cluster's admin, as the API server names it (its client certificate's CN).
+ADMIN = "tiny-harness-admin"
+PLUGIN = [sys.executable, "-m", "tiny_harness.cli.kubectl_plugin"]
+
+
+class Harness:
+    """``kubectl harness`` against the local cluster, in the test's namespace."""
+
+    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+
+    def argv(
+        self, *args: str, participant: str | None = "alice", namespaced: bool = True
+    ) -> list[str]:
+        argv = [*PLUGIN, *args, f"--kubeconfig={self.kubeconfig}"]
+        if namespaced:
+            argv += ["-n", self.namespace]
+        if participant is not None:
+            argv += ["--as-participant", participant]
+        return argv
+
+    async def run(
+        self, *args: str, participant: str | None = "alice", namespaced: bool = True, **kw: Any
+    ) -> subprocess.CompletedProcess[str]:
+        argv = self.argv(*args, participant=participant, namespaced=namespaced)
+        return await asyncio.to_thread(_run, argv, **kw)
+
+
+def _run(
+    argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=REPO_ROOT,
+    )
+
+
+class Follower:
+    """A ``kubectl harness watch`` running in the background, its output collected by line."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO_ROOT
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def saw(self, text: str) -> bool:
+        if any(text in line for line in self.lines):
+            return True
+        if self.proc.poll() is not None:
+            self._reader.join(timeout=5)
+            if not any(text in line for line in self.lines):
+                assert self.proc.stderr is not None
+                raise AssertionError(
+                    f"watch exited ({self.proc.returncode}) without printing {text!r}: "
+                    f"{self.lines} {self.proc.stderr.read()}"
+                )
+        return any(text in line for line in self.lines)
+
+    def said(self) -> list[str]:
+        """What it printed, without the time stamps."""
+        self._reader.join(timeout=5)
+        return [line.split("  ", 1)[1] for line in self.lines]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+
+@pytest.fixture
+def harness(kubeconfig: Path, namespace: str) -> Harness:
+    return Harness(kubeconfig, namespace)
+
+
+@pytest.fixture
+def tasks(api: Any, namespace: str) -> Tasks:
+    return Tasks(api, namespace)
+
+
+@pytest.fixture
+def followers() -> Iterator[list[Follower]]:
+    started: list[Follower] = []
+    yield started
+    for follower in started:
+        follower.stop()
+
+
+def not_found(name: str) -> str:
+    return f'Error from server (NotFound): harnesstasks "{name}" not found'
+
+
+def kubeconfig_in(namespace: str, source: Path, target: Path) -> Path:
+    """A copy of the kubeconfig ``source`` whose contexts default to ``namespace``."""
+    config = yaml.safe_load(source.read_text())
+    for context in config["contexts"]:
+        context["context"]["namespace"] = namespace
+    target.write_text(yaml.safe_dump(config))
+    return target
+
+
+async def settled(tasks: Tasks, parent: str, children: int, within: float = 60) -> dict[str, Any]:
+    """The parent's status once its children have ended and it has read their results."""
+    deadline = time.monotonic() + within
+    while True:
+        status = await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED", within=within)
+        rows = status.get("subTasks", [])
+        if len(rows) == children and all(
+            r["state"] == "TASK_STATE_COMPLETED" and not r.get("resultUnread") for r in rows
+        ):
+            return status
+        assert time.monotonic() < deadline, f"{parent}'s children never settled: {rows}"
+        await asyncio.sleep(0.05)
+
+
+async def test_list_shows_sub_tasks_under_their_parent_with_state_and_sub_state(
+    harness: Harness, tasks: Tasks, operator: Any
+) -> None:
+    operator()
+    await tasks.create("parent")
+    await tasks.create("other")
+    await tasks.create_child("parent", "parent-a", "Do a.")
+    await tasks.create_child("parent", "parent-b", "Do b.")
+    await tasks.create_child("parent-a", "parent-a-1", "Do a.1.")
+    for name in ("parent-a", "parent-b", "parent-a-1"):
+        await tasks.wait(name, "TASK_STATE_COMPLETED", within=60)
+    await settled(tasks, "parent", children=2)
+    await tasks.wait("other", "TASK_STATE_INPUT_REQUIRED")
+
+    listed = await harness.run("list")
+
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "AGE"]
+    rows = [line.split()[:5] for line in lines[1:]]
+    assert rows == [
+        ["other", "INPUT_REQUIRED", "awaiting-next-message", "conversation", "assignee"],
+        ["parent", "INPUT_REQUIRED", "awaiting-next-message", "conversation", "assignee"],
+        ["├─", "parent-a", "COMPLETED", "-", "delegated"],
+        ["│", "└─", "parent-a-1", "COMPLETED", "-"],
+        ["└─", "parent-b", "COMPLETED", "-", "delegated"],
+    ]
+
+
+async def test_kubectl_finds_the_plugin_on_path(
+    harness: Harness, tasks: Tasks, tmp_path: Path
+) -> None:
+    await tasks.create("found")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "kubectl-harness"
+    wrapper.write_text(f'#!/bin/sh\nexec {shlex.join(PLUGIN)} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+    found = await asyncio.to_thread(
+        _run,
+        [
+            "kubectl",
+            "harness",
+            "list",
+            f"--kubeconfig={harness.kubeconfig}",
+            "-n",
+            harness.namespace,
+            "--as-participant",
+            "alice",
+        ],
+        env=env,
+    )
+
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[1].split()[:2] == ["found", "SUBMITTED"]
+
+
+async def test_send_prints_the_message_id_and_with_wait_the_operators_reply(
+    harness: Harness, tasks: Tasks, operator: Any, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Hello Alice."}])
+    operator()
+    await tasks.create("chat")
+    await tasks.wait("chat", "TASK_STATE_INPUT_REQUIRED")
+
+    sent = await harness.run("send", "chat", "Hi", "there!", "--wait")
+
+    assert sent.returncode == 0, sent.stderr
+    message_id, reply = sent.stdout.splitlines()
+    assert reply == "Hello Alice."
+    [said, answered] = await tasks.transcript("chat")
+    assert (said.role, said.message_id, said.sender, said.text) == (
+        "user",
+        message_id,
+        "alice",
+        "Hi there!",
+    )
+    assert (answered.role, answered.text) == ("agent", "Hello Alice.")
+
+
+async def test_send_reads_a_message_of_several_lines_from_stdin(
+    harness: Harness, tasks: Tasks
+) -> None:
+    await tasks.create("piped")
+
+    sent = await harness.run("send", "piped", "-", stdin="First line.\nSecond line.\n")
+
+    assert sent.returncode == 0, sent.stderr
+    [message] = await tasks.messages.for_task("piped")
+    assert message.spec.message_id == sent.stdout.strip()
+    assert message.spec.text == "First line.\nSecond line.\n"
+
+
+async def test_get_shows_the_task_its_plan_sub_tasks_and_last_messages(
+    harness: Harness, tasks: Tasks, operator: Any, model_server: ModelServer
+) -> None:
+    operator()
+    plan = {"steps": [{"name": "draft"}, {"name": "review", "dependencies": ["draft"]}]}
+    await tasks.create("described", goal="Write the summary.", plan=plan)
+    await tasks.create_child("described", "described-kid", "Help.")
+    turn = (await settled(tasks, "described", children=1))["turn"]
+    await model_server.control.script(
+        [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}]
+    )
+    await tasks.send("described", "First.")
+    await tasks.wait("described", "TASK_STATE_INPUT_REQUIRED", turn=turn + 1)
+    await tasks.send("described", "Second.")
+    await tasks.wait("described", "TASK_STATE_INPUT_REQUIRED", turn=turn + 2)
+
+    got = await harness.run("get", "described", "--history", "3")
+
+    assert got.returncode == 0, got.stderr
+    text = got.stdout
+    assert "Goal:" in text
+    assert "Write the summary." in text
+    assert "alice (assignee), bob (watcher)" in text
+    assert "INPUT_REQUIRED (awaiting-next-message)" in text
+    assert "scripted-model" in text
+    assert "Plan: 0/2 steps done, current step: draft" in text
+    assert "[>] draft" in text
+    assert "[ ] review (after draft)" in text
+    assert "Sub-tasks:" in text
+    assert "described-kid" in text.split("Sub-tasks:")[1]
+    assert "Transcript (last 3 of " in text
+    transcript = text.split("Transcript (last 3 of ")[1].splitlines()[1:]
+    assert [line.strip() for line in transcript] == ["agent: One.", "alice: Second.", "agent: Two."]
+
+
+async def test_complete_ends_the_task(harness: Harness, tasks: Tasks, operator: Any) -> None:
+    operator()
+    await tasks.create("finish")
+    await tasks.wait("finish", "TASK_STATE_INPUT_REQUIRED")
+
+    done = await harness.run("complete", "finish")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "harnesstask/finish completed"
+    status = await tasks.status("finish")
+    assert (status["state"], status["message"]) == ("TASK_STATE_COMPLETED", "completed by alice")
+
+
+async def test_cancel_ends_the_task(harness: Harness, tasks: Tasks, operator: Any) -> None:
+    operator()
+    await tasks.create("drop")
+    await tasks.wait("drop", "TASK_STATE_INPUT_REQUIRED")
+
+    dropped = await harness.run("cancel", "drop")
+
+    assert dropped.returncode == 0, dropped.stderr
+    assert dropped.stdout.strip() == "harnesstask/drop cancelled"
+    status = await tasks.status("drop")
+    assert (status["state"], status["message"]) == ("TASK_STATE_CANCELED", "cancelled by alice")
+
+
+async def test_a_watchers_complete_is_refused_and_nothing_is_sent(
+    harness: Harness, tasks: Tasks, kubectl: Kubectl
+) -> None:
+    await tasks.create("followed")
+
+    refused = await harness.run("complete", "followed", participant="bob")
+
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "Error: bob is a watcher on followed and may not complete it"
+    assert kubectl.get_json("harnessmessages")["items"] == []
+
+
+async def test_a_non_member_is_told_the_task_does_not_exist(
+    harness: Harness, tasks: Tasks, kubectl: Kubectl
+) -> None:
+    await tasks.create("private")
+
+    for args in (("get", "private"), ("send", "private", "Let me in."), ("watch", "private")):
+        refused = await harness.run(*args, participant="mallory")
+        assert refused.returncode == 1, args
+        assert refused.stderr.strip() == not_found("private"), args
+    missing = await harness.run("get", "no-such-task", participant="mallory")
+    assert missing.stderr.strip() == not_found("no-such-task")
+    assert kubectl.get_json("harnessmessages")["items"] == []
+
+
+async def test_a_terminal_task_refuses_a_message_naming_its_state(
+    harness: Harness, tasks: Tasks, operator: Any, kubectl: Kubectl
+) -> None:
+    operator()
+    await tasks.create("over")
+    await tasks.wait("over", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.control("over", "complete")
+    await tasks.wait("over", "TASK_STATE_COMPLETED")
+    before = len(kubectl.get_json("harnessmessages")["items"])
+
+    refused = await harness.run("send", "over", "Anyone there?")
+
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        "Error: the task is in a terminal state (TASK_STATE_COMPLETED)"
+    )
+    assert len(kubectl.get_json("harnessmessages")["items"]) == before
+
+
+async def test_the_kubeconfig_contexts_namespace_is_used_without_n(
+    harness: Harness, tasks: Tasks, kubeconfig: Path, tmp_path: Path
+) -> None:
+    await tasks.create("here")
+    elsewhere = Harness(
+        kubeconfig_in(harness.namespace, kubeconfig, tmp_path / "kubeconfig"), harness.namespace
+    )
+
+    listed = await elsewhere.run("list", namespaced=False)
+    in_default = await elsewhere.run("list", "-n", "default", namespaced=False)
+
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == ["NAME", "here"]
+    assert in_default.returncode == 0, in_default.stderr
+    assert in_default.stdout == ""
+    assert "No tasks found for participant alice in the default namespace" in in_default.stderr
+
+
+async def test_the_kubernetes_user_is_the_participant_unless_as_participant_is_given(
+    harness: Harness, tasks: Tasks
+) -> None:
+    await tasks.create(
+        "admins",
+        participants=[{"id": ADMIN, "role": "assignee"}, {"id": "alice", "role": "watcher"}],
+    )
+    await tasks.create("alices")
+
+    sent = await harness.run("send", "admins", "From the admin.", participant=None)
+    hidden = await harness.run("get", "alices", participant=None)
+    as_alice = await harness.run("get", "alices", "--history", "0", participant="alice")
+
+    assert sent.returncode == 0, sent.stderr
+    [message] = await tasks.messages.for_task("admins")
+    assert (message.spec.message_id, message.spec.sender) == (sent.stdout.strip(), ADMIN)
+    assert hidden.returncode == 1
+    assert hidden.stderr.strip() == not_found("alices")
+    assert as_alice.returncode == 0, as_alice.stderr
+
+
+def needs_commands() -> None:
+    if not (REPO_ROOT / "tiny_harness" / "core" / "commands").exists():
+        pytest.skip("needs the command registry (tiny_harness/core/commands), not yet merged")
+
+
+async def test_cmd_status_prints_the_operators_reply(
+    harness: Harness, tasks: Tasks, operator: Any
+) -> None:
+    needs_commands()
+    operator()
+    await tasks.create("asked")
+    await tasks.wait("asked", "TASK_STATE_INPUT_REQUIRED")
+
+    answered = await harness.run("cmd", "asked", "/status")
+
+    assert answered.returncode == 0, answered.stderr
+    replies = [m for m in await tasks.transcript("asked") if m.metadata.get("command") == "status"]
+    assert [r.text.strip() for r in replies] == [answered.stdout.strip()]
+    assert "asked" in answered.stdout
+
+
+async def test_a_refused_command_is_an_error(
+    harness: Harness, tasks: Tasks, operator: Any, model_server: ModelServer
+) -> None:
+    needs_commands()
+    operator()
+    await tasks.create("guarded")
+    await tasks.wait("guarded", "TASK_STATE_INPUT_REQUIRED")
+
+    refused = await harness.run("cmd", "guarded", "/model", "scripted-large", participant="bob")
+
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("Error: refused: ")
+    assert (await tasks.status("guarded"))["model"] == "scripted-model"
+    assert await model_server.control.requests() == []
+
+
+async def test_an_unregistered_command_is_reported_as_reaching_the_model(
+    harness: Harness, tasks: Tasks, operator: Any
+) -> None:
+    needs_commands()
+    operator()
+    await tasks.create("typo")
+    await tasks.wait("typo", "TASK_STATE_INPUT_REQUIRED")
+
+    unknown = await harness.run("cmd", "typo", "/stauts")
+
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith(
+        "Error: /stauts is not a command the operator runs: it reached the model"
+    )
+
+
+async def test_commands_lists_the_built_in_commands(harness: Harness) -> None:
+    listed = await harness.run("commands", participant=None, namespaced=False)
+
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
+    assert {"/model", "/effort", "/sub-task", "/status"} <= set(names)
+
+
+async def test_usage_errors_exit_with_2(harness: Harness) -> None:
+    no_slash = await harness.run("cmd", "t", "status")
+    no_task = await harness.run("send")
+
+    assert no_slash.returncode == 2
+    assert "'status' is not a command" in no_slash.stderr
+    assert no_task.returncode == 2
+
+
+async def test_watch_prints_state_changes_and_replies_and_exits_when_the_task_completes(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    model_server: ModelServer,
+    followers: list[Follower],
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Watching you."}])
+    op: OperatorProcess = operator()
+    await tasks.create("watched")
+    await tasks.wait("watched", "TASK_STATE_INPUT_REQUIRED")
+    follower = Follower(harness.argv("watch", "watched"))
+    followers.append(follower)
+    wait_for(
+        lambda: follower.saw("watched: INPUT_REQUIRED (awaiting-next-message)"),
+        timeout=60,
+        what="watch to print the current state",
+    )
+
+    await tasks.send("watched", "Are you there?")
+    wait_for(lambda: follower.saw("agent: Watching you."), timeout=60, what="the reply")
+    completed = await harness.run("complete", "watched")
+
+    assert completed.returncode == 0, completed.stderr + op.log()[-2000:]
+    assert follower.proc.wait(timeout=60) == 0
+    said = follower.said()
+    assert said[0] == "watched: INPUT_REQUIRED (awaiting-next-message)"
+    assert "alice: Are you there?" in said
+    assert "watched: WORKING" in said
+    assert said.index("alice: Are you there?") < said.index("agent: Watching you.")
+    assert said[-1] == "watched: COMPLETED - completed by alice"

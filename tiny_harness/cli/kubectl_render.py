@@ -1,0 +1,303 @@
+"""How ``kubectl harness`` prints tasks: plain functions from stored objects to text.
+
+Nothing here talks to the API, so every layout (the task tree, ``get``'s description, a
+transcript line, a ``watch`` line) can be read and tested on its own. Layouts follow kubectl's:
+upper-case column headers, columns padded with three spaces, ``-`` for an empty cell, ages as
+``kubectl get`` shows them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
+from tiny_harness.core.command_spec import CommandSpec
+from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Lifecycle, SubTaskRow
+from tiny_harness.kube.client import Obj
+
+_STATE_PREFIX: Final = "TASK_STATE_"
+_GAP: Final = "   "
+
+
+def short_state(state: TaskState | str) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` as ``INPUT_REQUIRED``."""
+    return str(state).removeprefix(_STATE_PREFIX)
+
+
+def state_text(state: TaskState | str, sub_state: str | None) -> str:
+    """The state with its sub-state, as one phrase: ``INPUT_REQUIRED (awaiting-answer)``."""
+    return short_state(state) + (f" ({sub_state})" if sub_state else "")
+
+
+def _parse_time(stamp: str | None) -> dt.datetime | None:
+    if not stamp:
+        return None
+    try:
+        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def age(stamp: str | None, now: dt.datetime) -> str:
+    """How long ago ``stamp`` was, the way ``kubectl get`` writes an AGE."""
+    then = _parse_time(stamp)
+    if then is None:
+        return "<unknown>"
+    seconds = max(0, int((now - then).total_seconds()))
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return f"{seconds}s"
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if hours < 3:
+        return f"{minutes}m"
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if days < 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    if days < 365 * 2:
+        return f"{days}d"
+    return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Columns padded to their widest cell, as ``kubectl get`` prints them."""
+    lines = [list(header), *(list(r) for r in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join(
+        _GAP.join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+# -- list: the task tree ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TreeRow:
+    """One task in the tree, with the prefix that draws its branch."""
+
+    prefix: str
+    obj: Obj
+
+
+def _parent_of(obj: Obj) -> str | None:
+    parent = (obj.get("spec") or {}).get("parent") or {}
+    if parent.get("agent"):
+        return None  # a task on another agent is not in this list
+    task_id = parent.get("taskId")
+    return str(task_id) if task_id else None
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return str(meta.get("namespace", "")), str(meta["name"])
+
+
+def task_tree(objs: Iterable[Obj]) -> list[TreeRow]:
+    """Tasks ordered as a tree: each child under its parent (``spec.parent.taskId`` in the same
+    namespace), by name as ``kubectl get`` orders them; a child whose parent is not listed is a
+    root."""
+    items = sorted(objs, key=_key)
+    present = {(o["metadata"].get("namespace", ""), name_of(o)) for o in items}
+    children: dict[tuple[str, str], list[Obj]] = {}
+    roots: list[Obj] = []
+    for obj in items:
+        namespace = obj["metadata"].get("namespace", "")
+        parent = _parent_of(obj)
+        if parent is not None and (namespace, parent) in present and parent != name_of(obj):
+            children.setdefault((namespace, parent), []).append(obj)
+        else:
+            roots.append(obj)
+    rows: list[TreeRow] = []
+    seen: set[tuple[str, str]] = set()
+
+    def walk(obj: Obj, lead: str, branch: str) -> None:
+        key = (obj["metadata"].get("namespace", ""), name_of(obj))
+        if key in seen:
+            return
+        seen.add(key)
+        rows.append(TreeRow(lead + branch, obj))
+        kids = children.get(key, [])
+        below = lead + ("" if not branch else "   " if branch == "└─ " else "│  ")
+        for index, kid in enumerate(kids):
+            walk(kid, below, "└─ " if index == len(kids) - 1 else "├─ ")
+
+    for root in roots:
+        walk(root, "", "")
+    # A parent loop (never written by the operator) would leave tasks unvisited: list them too.
+    for obj in items:
+        if (obj["metadata"].get("namespace", ""), name_of(obj)) not in seen:
+            walk(obj, "", "")
+    return rows
+
+
+def lifecycle_of(obj: Obj) -> str:
+    status = status_of(obj)
+    if status.lifecycle is not None:
+        return status.lifecycle.value
+    return (Lifecycle.DELEGATED if _parent_of(obj) else Lifecycle.CONVERSATION).value
+
+
+def task_list(
+    objs: Iterable[Obj], participant: str, now: dt.datetime, *, namespaces: bool = False
+) -> str:
+    """The ``list`` table: the tree with state, sub-state, lifecycle, your role and age."""
+    header = ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "AGE"]
+    if namespaces:
+        header.insert(0, "NAMESPACE")
+    rows: list[list[str]] = []
+    for row in task_tree(objs):
+        obj = row.obj
+        status = status_of(obj)
+        role = role_of(obj, participant)
+        cells = [
+            row.prefix + name_of(obj),
+            short_state(state_of(obj)),
+            status.sub_state or "-",
+            lifecycle_of(obj),
+            role.value if role is not None else "-",
+            age(obj["metadata"].get("creationTimestamp"), now),
+        ]
+        if namespaces:
+            cells.insert(0, str(obj["metadata"].get("namespace", "")))
+        rows.append(cells)
+    return table(header, rows)
+
+
+# -- get: one task described -----------------------------------------------------------------
+
+
+def _indent(text: str, by: str) -> str:
+    return "\n".join(by + line if line else line for line in text.splitlines())
+
+
+def message_text(said: TranscriptMessage, *, pending: bool = False) -> str:
+    """``who: text``, continuation lines indented under the text."""
+    who = (said.sender or "someone") if said.role == "user" else "agent"
+    lead = f"{who}: " + ("(not yet read) " if pending else "")
+    lines = said.text.splitlines() or [""]
+    pad = " " * len(f"{who}: ")
+    return "\n".join([lead + lines[0], *(pad + line if line else "" for line in lines[1:])])
+
+
+def _sub_task_rows(rows: Sequence[SubTaskRow]) -> str:
+    return table(
+        ["TASK", "STATE", "SUB-STATE", "GOAL"],
+        (
+            [
+                r.task_id + (f" (on {r.agent})" if r.agent else ""),
+                short_state(r.state) + (" (result unread)" if r.result_unread else ""),
+                r.sub_state or "-",
+                _first_line(r.goal, 60),
+            ]
+            for r in rows
+        ),
+    )
+
+
+def _first_line(text: str, width: int) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "-"
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def describe(obj: Obj, conversation: Sequence[Said], history: int, now: dt.datetime) -> str:
+    """What ``get`` prints: the task as ``kubectl describe`` would, and its last messages."""
+    spec = spec_of(obj)
+    status = status_of(obj)
+    meta = obj["metadata"]
+    fields: list[tuple[str, str]] = [
+        ("Name", meta["name"]),
+        ("Namespace", str(meta.get("namespace", ""))),
+        ("Age", age(meta.get("creationTimestamp"), now)),
+    ]
+    if spec is not None and spec.name:
+        fields.append(("Title", spec.name))
+    fields.append(("Goal", spec.goal if spec is not None else "-"))
+    if spec is not None and spec.description:
+        fields.append(("Description", spec.description))
+    if spec is not None and spec.parent is not None:
+        parent = spec.parent.task_id + (f" (on {spec.parent.agent})" if spec.parent.agent else "")
+        fields.append(("Parent", parent))
+    participants = ", ".join(f"{p.id} ({p.role.value})" for p in spec.participants) if spec else ""
+    fields += [
+        ("Participants", participants or "-"),
+        ("State", state_text(state_of(obj), status.sub_state)),
+        ("Lifecycle", lifecycle_of(obj)),
+        ("Model", status.model or "-"),
+        ("Effort", status.reasoning_effort or "provider default"),
+        ("Turn", str(status.turn)),
+    ]
+    if status.runner is not None:
+        fields.append(("Running on", status.runner.holder))
+    if status.message:
+        fields.append(("Status message", status.message))
+    width = max(len(k) for k, _ in fields) + 2
+    out = [f"{key + ':':<{width}}{_indent(value, ' ' * width).lstrip()}" for key, value in fields]
+    if spec is not None and spec.acceptance_criteria:
+        out.append("Acceptance criteria:")
+        out += [f"  - {c}" for c in spec.acceptance_criteria]
+    plan = status.plan or (spec.plan if spec is not None else None)
+    if plan is not None and plan.steps:
+        current = plan.current_step()
+        out.append(
+            f"Plan: {plan.progress} steps done"
+            + (f", current step: {current.name}" if current else "")
+        )
+        for step in plan.steps:
+            mark = "x" if step.done else ">" if current and step.name == current.name else " "
+            after = f" (after {', '.join(step.dependencies)})" if step.dependencies else ""
+            out.append(f"  [{mark}] {step.name}{after}")
+    if status.sub_tasks:
+        out.append("Sub-tasks:")
+        out.append(_indent(_sub_task_rows(status.sub_tasks), "  "))
+    if history > 0:
+        out.append(_transcript(conversation, history))
+    return "\n".join(out)
+
+
+def _transcript(conversation: Sequence[Said], history: int) -> str:
+    if not conversation:
+        return "Transcript: no messages yet"
+    shown = conversation[-history:]
+    total = len(conversation)
+    count = f"last {len(shown)} of {total}" if len(shown) < total else f"{total} in all"
+    lines = [f"Transcript ({count}):"]
+    lines += [_indent(message_text(s.message, pending=s.pending), "  ") for s in shown]
+    return "\n".join(lines)
+
+
+# -- watch -----------------------------------------------------------------------------------
+
+
+def clock(now: dt.datetime) -> str:
+    return now.astimezone().strftime("%H:%M:%S")
+
+
+def watch_line(now: dt.datetime, text: str) -> str:
+    """One line of ``watch`` output, stamped with the local time; continuation lines indented."""
+    stamp = clock(now)
+    lines = text.splitlines() or [""]
+    pad = " " * (len(stamp) + 2)
+    return "\n".join([f"{stamp}  {lines[0]}", *(pad + line for line in lines[1:])])
+
+
+def row_change(row: SubTaskRow) -> str:
+    return f"sub-task {row.task_id}: {state_text(row.state, row.sub_state)}"
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+def command_table(commands: Iterable[CommandSpec]) -> str:
+    return table(
+        ["COMMAND", "ARGUMENTS", "DESCRIPTION"],
+        ([f"/{c.name}", c.argument_hint or "-", c.description] for c in commands),
+    )

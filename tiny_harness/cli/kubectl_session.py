@@ -1,0 +1,427 @@
+"""Where ``kubectl harness`` runs, who runs it, and what it may do to a task.
+
+kubectl's plugins get no help from kubectl: this module reads the kubeconfig as kubectl does
+(``--kubeconfig``, ``--context``, the context's namespace), asks the API server who the user is
+(SelfSubjectReview), and makes the gateway's checks before anything is written:
+
+- a task the participant is not on is reported as not found, exactly as a missing one;
+- a watcher may not complete or cancel a task;
+- nothing is sent to a task that has ended.
+
+The operator makes the same checks again when it takes a message; these ones only let the user
+hear a refusal at once, as an error, instead of as a note in the transcript. Waiting for the
+operator's answer (a reply, a command's reply, the outcome of a control) is polling: messages
+and turn records are separate objects, and a command's reply changes no task status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TypeVar, cast
+
+from kubernetes_asyncio import client, config
+from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from tiny_harness.core.errors import (
+    HarnessError,
+    NotPermittedError,
+    TaskNotFoundError,
+    TerminalTaskError,
+)
+from tiny_harness.core.history import (
+    AckEntry,
+    NoticeEntry,
+    TranscriptMessage,
+    acknowledged,
+    transcript,
+)
+from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Role, TaskSpec, TaskStatus, invalid_task_error
+from tiny_harness.core.turn import DrainEntry
+from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, translate
+from tiny_harness.kube.journal import TurnRecord, TurnRecords
+from tiny_harness.kube.messages import HarnessMessages, StoredMessage
+from tiny_harness.kube.names import GROUP, PLURAL, VERSION
+from tiny_harness.operator.worker import ENDING_ROLES
+
+#: Where a pod finds its own namespace, as kubectl reads it in a cluster.
+SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+#: How often a wait re-reads the task and its records.
+POLL_SECONDS: Final = 0.25
+
+T = TypeVar("T")
+
+_STATUS_KEYS: Final = frozenset(
+    key for name, field in TaskStatus.model_fields.items() for key in (name, field.alias or name)
+)
+
+
+class KubeconfigError(HarnessError):
+    """The kubeconfig cannot be used (missing, unknown context); kubectl says ``error: ...``."""
+
+
+class TimedOutError(HarnessError):
+    """The operator did not answer within the deadline; what was sent stays sent."""
+
+
+# -- where and who ---------------------------------------------------------------------------
+
+
+def _in_cluster(kubeconfig: Path | None) -> bool:
+    return (
+        kubeconfig is None
+        and "KUBERNETES_SERVICE_HOST" in os.environ
+        and "KUBECONFIG" not in os.environ
+    )
+
+
+def current_namespace(kubeconfig: Path | None, context: str | None) -> str:
+    """The namespace kubectl would use without ``-n``: the context's, else ``default``."""
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise KubeconfigError(f"stat {kubeconfig}: no such file")
+    if _in_cluster(kubeconfig):
+        try:
+            return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+        except OSError:
+            return "default"
+    try:
+        contexts, current = config.list_kube_config_contexts(
+            str(kubeconfig) if kubeconfig is not None else None
+        )
+    except (config.ConfigException, OSError) as exc:
+        raise KubeconfigError(str(exc)) from None
+    if context is not None:
+        chosen = next((c for c in contexts or () if c.get("name") == context), None)
+        if chosen is None:
+            raise KubeconfigError(f'context "{context}" does not exist')
+    else:
+        chosen = current
+    namespace = ((chosen or {}).get("context") or {}).get("namespace")
+    return str(namespace or "default")
+
+
+async def open_api(kubeconfig: Path | None, context: str | None) -> client.ApiClient:
+    """An API client for the kubeconfig and context kubectl would use."""
+    try:
+        return await connect(kubeconfig, context)
+    except (config.ConfigException, OSError) as exc:
+        raise KubeconfigError(str(exc)) from None
+
+
+async def who_am_i(api: client.ApiClient) -> str:
+    """The Kubernetes user name the API server sees (``kubectl auth whoami``)."""
+    try:
+        review = await client.AuthenticationV1Api(api).create_self_subject_review(
+            client.V1SelfSubjectReview()
+        )
+    except ApiException as exc:
+        raise HarnessError(
+            f"cannot tell who you are: the SelfSubjectReview failed ({exc.status} {exc.reason}); "
+            "name yourself with --as-participant ID"
+        ) from None
+    user = review.status.user_info if review.status is not None else None
+    username = str(user.username or "") if user is not None else ""
+    if not username:
+        raise HarnessError(
+            "the API server did not name your user; name yourself with --as-participant ID"
+        )
+    return username
+
+
+# -- reading a task --------------------------------------------------------------------------
+
+
+def spec_of(obj: Obj) -> TaskSpec | None:
+    """The spec as the task model reads it; a plan the operator rejected is left out."""
+    raw = dict(obj.get("spec") or {})
+    try:
+        return TaskSpec.model_validate(raw)
+    except ValidationError:
+        raw.pop("plan", None)
+    try:
+        return TaskSpec.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def status_of(obj: Obj) -> TaskStatus:
+    """The status the operator wrote; keys a newer operator added are ignored."""
+    raw = obj.get("status") or {}
+    try:
+        return TaskStatus.model_validate({k: v for k, v in raw.items() if k in _STATUS_KEYS})
+    except ValidationError:
+        return TaskStatus(state=state_of(obj))
+
+
+def state_of(obj: Obj) -> TaskState:
+    """The task's A2A state; submitted until the operator has written one."""
+    raw = (obj.get("status") or {}).get("state")
+    try:
+        return TaskState(raw) if raw else TaskState.SUBMITTED
+    except ValueError:
+        return TaskState.SUBMITTED
+
+
+def role_of(obj: Obj, participant: str) -> Role | None:
+    """The participant's role on the task, or None when they are not on it."""
+    for p in (obj.get("spec") or {}).get("participants") or ():
+        if p.get("id") == participant:
+            try:
+                return Role(p.get("role"))
+            except ValueError:
+                return None
+    return None
+
+
+def name_of(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of the conversation; ``pending`` when no turn has taken it yet."""
+
+    message: TranscriptMessage
+    pending: bool = False
+
+
+def taken_in(records: Iterable[TurnRecord], message_id: str) -> int | None:
+    """The turn whose journal took the message, or None while it waits in the inbox."""
+    for record in records:
+        for entry in record.entries:
+            if isinstance(entry, DrainEntry) and any(m.id == message_id for m in entry.messages):
+                return record.turn
+            if isinstance(entry, AckEntry) and entry.message_id == message_id:
+                return record.turn
+    return None
+
+
+def drained(records: Iterable[TurnRecord], message_id: str) -> bool:
+    """Whether a turn gave the message to the model (a command is answered without it)."""
+    return any(
+        isinstance(entry, DrainEntry) and any(m.id == message_id for m in entry.messages)
+        for record in records
+        for entry in record.entries
+    )
+
+
+def said_after(messages: Sequence[TranscriptMessage], message_id: str) -> list[TranscriptMessage]:
+    """The agent's messages after the user message ``message_id`` in the transcript."""
+    for index, message in enumerate(messages):
+        if message.role == "user" and message.message_id == message_id:
+            return [m for m in messages[index + 1 :] if m.role == "agent"]
+    return []
+
+
+def refusal_of(records: Iterable[TurnRecord], message_id: str) -> str | None:
+    """The operator's reason for refusing the message, if it refused it."""
+    for record in records:
+        for entry in record.entries:
+            if isinstance(entry, NoticeEntry) and entry.metadata.get("refused") == message_id:
+                return entry.text
+    return None
+
+
+def _pending_text(spec: MessageSpec) -> str:
+    return spec.text if spec.control is None else f"/{spec.control}"
+
+
+# -- the session -----------------------------------------------------------------------------
+
+
+class Session:
+    """One participant's view of the tasks of one namespace."""
+
+    def __init__(self, api: client.ApiClient, namespace: str, participant: str) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.participant = participant
+        self.tasks = HarnessTasks(api, namespace)
+        self.messages = HarnessMessages(api, namespace)
+        self.records = TurnRecords(api, namespace)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def visible(self, name: str) -> Obj:
+        """The task, or :class:`TaskNotFoundError` when it is missing or the participant is not
+        on it (the two are told apart by no one, as the gateway does)."""
+        obj = await self.tasks.get(name)
+        if role_of(obj, self.participant) is None:
+            raise TaskNotFoundError(name)
+        return obj
+
+    async def listed(self, all_namespaces: bool = False) -> list[Obj]:
+        """The tasks the participant is on, in this namespace or in all of them."""
+        if all_namespaces:
+            items = await _list_all_namespaces(self.api)
+        else:
+            items = await self.tasks.list()
+        return [o for o in items if role_of(o, self.participant) is not None]
+
+    async def conversation(self, name: str) -> list[Said]:
+        """The transcript of the task's turns, then the messages no turn has taken yet."""
+        records, sent = await asyncio.gather(
+            self.records.for_task(name), self.messages.for_task(name)
+        )
+        entries = [e for r in records for e in r.entries]
+        taken = acknowledged(entries)
+        out = [Said(m) for m in transcript(entries)]
+        out += [
+            Said(
+                TranscriptMessage(
+                    role="user",
+                    message_id=m.spec.message_id,
+                    text=_pending_text(m.spec),
+                    sender=m.spec.sender,
+                ),
+                pending=True,
+            )
+            for m in sent
+            if m.spec.message_id not in taken
+        ]
+        return out
+
+    # -- writes ------------------------------------------------------------------------------
+
+    async def writable(self, name: str) -> Obj:
+        """The task, if the participant may send to it: on it, and the task has not ended."""
+        obj = await self.visible(name)
+        state = state_of(obj)
+        if state.is_terminal:
+            raise TerminalTaskError(state.value)
+        return obj
+
+    async def endable(self, name: str, action: Control) -> Obj:
+        """The task, if the participant may ``action`` it: not a watcher, and it has not ended."""
+        obj = await self.visible(name)
+        role = role_of(obj, self.participant)
+        if role not in ENDING_ROLES:
+            what = role.value if role is not None else "participant"
+            raise NotPermittedError(
+                f"{self.participant} is a {what} on {name} and may not {action} it"
+            )
+        state = state_of(obj)
+        if state.is_terminal:
+            raise TerminalTaskError(state.value)
+        return obj
+
+    async def send_text(self, obj: Obj, text: str) -> StoredMessage:
+        try:
+            spec = MessageSpec(
+                task=name_of(obj),
+                message_id=str(uuid.uuid4()),
+                sender=self.participant,
+                parts=(MessagePart(text=text),),
+            )
+        except ValidationError as exc:
+            raise invalid_task_error(exc, prefix="message") from None
+        return await self.messages.send(spec, task_uid=obj["metadata"]["uid"])
+
+    async def send_control(self, obj: Obj, action: Control) -> StoredMessage:
+        spec = MessageSpec(
+            task=name_of(obj),
+            message_id=f"{action}-{uuid.uuid4().hex}",
+            sender=self.participant,
+            control=action,
+        )
+        return await self.messages.send(spec, task_uid=obj["metadata"]["uid"])
+
+    # -- waiting for the operator ------------------------------------------------------------
+
+    async def replies(self, name: str, message_id: str, within: float) -> list[TranscriptMessage]:
+        """The agent's messages answering ``message_id``, once the turn that took it has ended
+        (a command or a refusal is answered outside any turn, at once)."""
+
+        async def probe() -> list[TranscriptMessage] | None:
+            # The status first: a turn's journal is complete before the write that ends it.
+            status = status_of(await self.tasks.get(name))
+            records = await self.records.for_task(name)
+            turn = taken_in(records, message_id)
+            if turn is None:
+                return None
+            if status.turn == turn and status.runner is not None:
+                return None
+            if status.turn < turn:
+                return None
+            entries = [e for r in records if r.turn <= turn for e in r.entries]
+            return said_after(transcript(entries), message_id)
+
+        return await _poll(probe, within, f"a reply to message {message_id}")
+
+    async def command_reply(
+        self, name: str, message_id: str, command: str, within: float
+    ) -> TranscriptMessage:
+        """The agent's reply to the command sent as ``message_id``."""
+
+        async def probe() -> TranscriptMessage | None:
+            records = await self.records.for_task(name)
+            refused = refusal_of(records, message_id)
+            if refused is not None:
+                raise HarnessError(refused)
+            if drained(records, message_id):
+                raise HarnessError(
+                    f"/{command} is not a command the operator runs: it reached the model as an "
+                    "ordinary message (kubectl harness commands lists the built-in ones)"
+                )
+            after = said_after(transcript(e for r in records for e in r.entries), message_id)
+            return next((m for m in after if m.metadata.get("command") == command), None)
+
+        return await _poll(probe, within, f"the reply to /{command}")
+
+    async def outcome(self, name: str, message_id: str, within: float) -> TaskState:
+        """The state the task ended in after the control ``message_id``; the operator's reason
+        as an error when it refused the request."""
+
+        async def probe() -> TaskState | None:
+            refused = refusal_of(await self.records.for_task(name), message_id)
+            if refused is not None:
+                raise NotPermittedError(refused)
+            state = state_of(await self.tasks.get(name))
+            return state if state.is_terminal else None
+
+        return await _poll(probe, within, "the operator to act on the request")
+
+
+async def _poll(probe: Callable[[], Awaitable[T | None]], within: float, what: str) -> T:
+    deadline = time.monotonic() + within
+    while True:
+        found = await probe()
+        if found is not None:
+            return found
+        if time.monotonic() >= deadline:
+            raise TimedOutError(
+                f"timed out after {within:g}s waiting for {what}; what was sent stays sent and "
+                "the operator may still act on it (is it running?)"
+            )
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _list_all_namespaces(api: client.ApiClient) -> list[Obj]:
+    # HarnessTasks is per namespace; -A needs the cluster-wide list of the same resource.
+    try:
+        result = await client.CustomObjectsApi(api).list_cluster_custom_object(
+            GROUP, VERSION, PLURAL
+        )
+    except ApiException as exc:
+        raise translate(exc) from None
+    return cast(list[Obj], result["items"])
+
+
+__all__ = [
+    "KubeError",
+    "KubeconfigError",
+    "Said",
+    "Session",
+    "TimedOutError",
+    "current_namespace",
+    "open_api",
+    "who_am_i",
+]
