@@ -44,13 +44,12 @@ from tiny_harness.core.history import (
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Role, TaskSpec, TaskStatus, invalid_task_error
+from tiny_harness.core.task import ENDING_ROLES, Role, TaskSpec, TaskStatus, invalid_task_error
 from tiny_harness.core.turn import DrainEntry
 from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.names import GROUP, PLURAL, VERSION
-from tiny_harness.operator.worker import ENDING_ROLES
 
 #: Where a pod finds its own namespace, as kubectl reads it in a cluster.
 SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")

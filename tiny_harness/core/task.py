@@ -40,6 +40,10 @@ class Role(StrEnum):
     ADMIN = "admin"
 
 
+#: Roles that may complete or cancel a task; a watcher only follows it.
+ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
+
+
 class Lifecycle(StrEnum):
     """How a task ends: a conversation waits for its participants, a delegated task decides."""
 

@@ -40,6 +40,7 @@ from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
+    ENDING_ROLES,
     Lifecycle,
     Participant,
     Role,
@@ -67,9 +68,6 @@ log = logging.getLogger(__name__)
 
 #: The agent's own participant id, as the assignee of a participant's /sub-task.
 AGENT_ID = "tiny-harness"
-
-#: Roles that may complete or cancel a task (a watcher only follows it).
-ENDING_ROLES = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
 
 
 def now_rfc3339() -> str:
