@@ -1,4 +1,4 @@
-"""``tiny-harness``: start a local cluster, run the operator, and (soon) the gateway.
+"""``tiny-harness``: start a local cluster, run the operator and the A2A gateway.
 
 Exit codes: 0 success, 1 a start-up failure, 2 bad usage or configuration, 130 interrupted.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from tiny_harness.a2a_gateway.app import serve_gateway
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
@@ -76,6 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
 
+    gw = sub.add_parser(
+        "gateway",
+        help="serve the A2A gateway for the tasks of one namespace",
+        description="Serve A2A (JSON-RPC, HTTP+JSON, SSE) over the HarnessTask resources. "
+        "Bind address, base URL, namespace, identity mode and limits come from [gateway].",
+    )
+    gw.add_argument("--kubeconfig", type=Path, help="kubeconfig to use (default: $KUBECONFIG)")
+    gw.add_argument(
+        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
+    )
+    gw.add_argument("--bind", help="HOST:PORT to listen on (overrides gateway.bind)")
+
     sub.add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
     return parser
 
@@ -108,6 +121,13 @@ def main(argv: list[str] | None = None) -> int:
                     liveness_endpoint=args.liveness,
                 )
             )
+        if args.command == "gateway":
+            settings = Settings.load(args.config)
+            if args.bind:
+                settings = settings.model_copy(
+                    update={"gateway": settings.gateway.model_copy(update={"bind": args.bind})}
+                )
+            return _run(serve_gateway(settings, args.kubeconfig))
         if args.command == "up":
             return _up(args.data_dir.expanduser(), args.config)
     except ConfigError as exc:
@@ -176,8 +196,16 @@ async def _serve_all(settings: Settings, kubeconfig: Path) -> None:
                 "answers every turn with 'Done.'.",
                 file=sys.stderr,
             )
+    print(
+        f"The A2A gateway serves namespace {settings.gateway.namespace} at "
+        f"{settings.gateway.url} (agent card: {settings.gateway.url}/.well-known/agent-card.json)",
+        file=sys.stderr,
+    )
     try:
-        await run_operator(settings, kubeconfig=kubeconfig)
+        await asyncio.gather(
+            run_operator(settings, kubeconfig=kubeconfig),
+            serve_gateway(settings, kubeconfig),
+        )
     finally:
         if demo is not None:
             await demo.stop()

@@ -297,6 +297,7 @@ class LocalCluster:
 def apply_crds(admin: AdminHttp, directory: Path, timeout: float = 30.0) -> list[str]:
     """Server-side apply every CRD in ``directory`` and wait until each is established."""
     names: list[str] = []
+    served: list[str] = []
     for path in sorted(directory.glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if not doc:
@@ -314,11 +315,20 @@ def apply_crds(admin: AdminHttp, directory: Path, timeout: float = 30.0) -> list
                     f"applying {path.name} failed ({resp.status}): {resp.body.decode()[:500]}"
                 )
             names.append(name)
+            spec = doc["spec"]
+            for version in spec["versions"]:
+                served.append(f"/apis/{spec['group']}/{version['name']}/{spec['names']['plural']}")
     deadline = time.monotonic() + timeout
     for name in names:
         while not _established(admin, name):
             if time.monotonic() > deadline:
                 raise ClusterError(f"the CRD {name} was not established within {timeout:.0f}s")
+            time.sleep(0.05)
+    # Established is not yet servable: until its storage is initialised a list gets 429.
+    for url in served:
+        while admin.request("GET", f"{url}?limit=1").status != 200:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{url} was not served within {timeout:.0f}s")
             time.sleep(0.05)
     return names
 
