@@ -14,10 +14,8 @@ and check them (exit status 1, listing the stale files) with ``--check``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +30,7 @@ from tiny_harness.core.extensions import (
     TASK_EXT_KEY,
     TASK_EXT_URI,
 )
+from tiny_harness.core.generated import GeneratedSet
 from tiny_harness.core.status_ext import StatusExtensionData
 from tiny_harness.core.task import TaskExtension
 
@@ -130,47 +129,15 @@ def generated_files() -> dict[str, str]:
     return {entry.filename: render(generate(entry)) for entry in EXTENSION_SCHEMAS}
 
 
-def stale_files(directory: Path = DEFAULT_DIR) -> list[str]:
-    """The schema files in ``directory`` that are missing or differ from the generated text."""
-    stale = []
-    for name, text in generated_files().items():
-        path = directory / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            stale.append(name)
-    return stale
-
-
-def write_files(directory: Path = DEFAULT_DIR) -> list[Path]:
-    """(Re)write every schema file in ``directory``; returns the paths that changed."""
-    directory.mkdir(parents=True, exist_ok=True)
-    changed = []
-    for name in stale_files(directory):
-        path = directory / name
-        path.write_text(generated_files()[name], encoding="utf-8")
-        changed.append(path)
-    return changed
-
-
-def main(argv: Sequence[str] | None = None, *, out: Callable[[str], None] = print) -> int:
-    """``python -m tiny_harness.core.schemas (--write | --check) [--dir DIR]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m tiny_harness.core.schemas",
-        description="Generate or check the A2A extension JSON Schemas under docs/a2a/ext/.",
-    )
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite the schema files")
-    mode.add_argument("--check", action="store_true", help="exit 1 if a schema file is stale")
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="the schema directory")
-    args = parser.parse_args(argv)
-    directory: Path = args.dir
-    if args.write:
-        for path in write_files(directory):
-            out(f"wrote {path}")
-        return 0
-    stale = stale_files(directory)
-    for name in stale:
-        out(f"stale: {directory / name} (run: python -m tiny_harness.core.schemas --write)")
-    return 1 if stale else 0
+GENERATED: Final = GeneratedSet(
+    module="tiny_harness.core.schemas",
+    description="Generate or check the A2A extension JSON Schemas under docs/a2a/ext/.",
+    default_dir=DEFAULT_DIR,
+    files=generated_files,
+)
+stale_files = GENERATED.stale
+write_files = GENERATED.write
+main = GENERATED.main
 
 
 if __name__ == "__main__":
