@@ -22,14 +22,17 @@ from anthropic.types import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.retry import CallContext, RetryPolicy
 
 #: The API requires ``max_tokens``; used when neither the request nor the settings set one.
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
 
 
-class AnthropicMessagesAdapter:
+class AnthropicMessagesAdapter(RetryingAdapter[AsyncAnthropic, Message]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Messages API."""
+
+    default_context = CallContext("anthropic", "ANTHROPIC_API_KEY", "anthropic")
 
     def __init__(
         self,
@@ -40,24 +43,13 @@ class AnthropicMessagesAdapter:
         retry_policy: RetryPolicy | None = None,
         context: CallContext | None = None,
     ) -> None:
-        self._client = client
-        self._default_model = default_model
-        self._max_output_tokens = max_output_tokens
-        self._retry_policy = retry_policy or RetryPolicy()
-        self._context = context or CallContext("anthropic", "ANTHROPIC_API_KEY", "anthropic")
-
-    @property
-    def default_model(self) -> str:
-        return self._default_model
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        message = await call_with_retries(
-            lambda: self._create(request), policy=self._retry_policy, context=self._context
+        super().__init__(
+            client, default_model=default_model, retry_policy=retry_policy, context=context
         )
-        return parse_message(message)
+        self._max_output_tokens = max_output_tokens
 
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _parse(self, raw: Message) -> LLMResponse:
+        return parse_message(raw)
 
     async def _create(self, request: LLMRequest) -> Message:
         # Effort goes in `output_config` and nothing else changes with it (no `thinking`

@@ -15,37 +15,17 @@ from openai.types.chat import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.retry import CallContext
 
 
-class OpenAIChatAdapter:
+class OpenAIChatAdapter(RetryingAdapter[AsyncOpenAI, ChatCompletion]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over Chat Completions."""
 
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        *,
-        default_model: str,
-        retry_policy: RetryPolicy | None = None,
-        context: CallContext | None = None,
-    ) -> None:
-        self._client = client
-        self._default_model = default_model
-        self._retry_policy = retry_policy or RetryPolicy()
-        self._context = context or CallContext("openai chat", "OPENAI_API_KEY", "openai")
+    default_context = CallContext("openai chat", "OPENAI_API_KEY", "openai")
 
-    @property
-    def default_model(self) -> str:
-        return self._default_model
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        completion = await call_with_retries(
-            lambda: self._create(request), policy=self._retry_policy, context=self._context
-        )
-        return parse_completion(completion)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _parse(self, raw: ChatCompletion) -> LLMResponse:
+        return parse_completion(raw)
 
     async def _create(self, request: LLMRequest) -> ChatCompletion:
         # `omit` keeps unset keys out of the body, so an unset effort changes no byte of it.

@@ -10,37 +10,17 @@ from openai import AsyncOpenAI, omit
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.retry import CallContext
 
 
-class OpenAIResponsesAdapter:
+class OpenAIResponsesAdapter(RetryingAdapter[AsyncOpenAI, Response]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Responses API."""
 
-    def __init__(
-        self,
-        client: AsyncOpenAI,
-        *,
-        default_model: str,
-        retry_policy: RetryPolicy | None = None,
-        context: CallContext | None = None,
-    ) -> None:
-        self._client = client
-        self._default_model = default_model
-        self._retry_policy = retry_policy or RetryPolicy()
-        self._context = context or CallContext("openai responses", "OPENAI_API_KEY", "openai")
+    default_context = CallContext("openai responses", "OPENAI_API_KEY", "openai")
 
-    @property
-    def default_model(self) -> str:
-        return self._default_model
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        response = await call_with_retries(
-            lambda: self._create(request), policy=self._retry_policy, context=self._context
-        )
-        return parse_response(response)
-
-    async def aclose(self) -> None:
-        await self._client.close()
+    def _parse(self, raw: Response) -> LLMResponse:
+        return parse_response(raw)
 
     async def _create(self, request: LLMRequest) -> Response:
         # Every optional parameter is `omit` when unset, so the SDK leaves the key out of the

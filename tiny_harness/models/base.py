@@ -1,0 +1,56 @@
+"""What every adapter shares: a provider client, a default model, bounded retries, closing.
+
+Each provider module only says how to build its request and how to read its answer
+(``_create`` and ``_parse``); the retry loop, the default model and the client's lifetime
+live here once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Generic, TypeVar
+
+from tiny_harness.core.llm import LLMRequest, LLMResponse
+from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+
+Raw = TypeVar("Raw")
+Client = TypeVar("Client")
+
+
+class RetryingAdapter(Generic[Client, Raw]):
+    """A :class:`~tiny_harness.core.llm.ModelAdapter` that retries transient failures."""
+
+    #: The context errors are reported in (API name, key variable, settings section).
+    default_context: ClassVar[CallContext]
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        default_model: str,
+        retry_policy: RetryPolicy | None = None,
+        context: CallContext | None = None,
+    ) -> None:
+        self._client = client
+        self._default_model = default_model
+        self._retry_policy = retry_policy or RetryPolicy()
+        self._context = context or self.default_context
+
+    @property
+    def default_model(self) -> str:
+        return self._default_model
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        raw = await call_with_retries(
+            lambda: self._create(request), policy=self._retry_policy, context=self._context
+        )
+        return self._parse(raw)
+
+    async def aclose(self) -> None:
+        client: Any = self._client
+        await client.close()
+
+    async def _create(self, request: LLMRequest) -> Raw:
+        raise NotImplementedError
+
+    def _parse(self, raw: Raw) -> LLMResponse:
+        raise NotImplementedError
