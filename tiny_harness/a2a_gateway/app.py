@@ -29,7 +29,13 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from tiny_harness.a2a_gateway.card import JSONRPC_PATH, REST_PREFIX, SCHEMA_PATH, build_agent_card
+from tiny_harness.a2a_gateway.card import (
+    JSONRPC_PATH,
+    REST_PREFIX,
+    SCHEMA_PATH,
+    build_agent_card,
+    registered_commands,
+)
 from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
 from tiny_harness.a2a_gateway.identity import (
     RequireParticipant,
@@ -82,7 +88,6 @@ def build_app(
     handler = GatewayRequestHandler(
         KubeTaskStore(api, settings.namespace),
         KubeTaskEventStream(watches, settings.namespace),
-        card,
         metrics,
     )
     contexts = GatewayCallContextBuilder()
@@ -136,12 +141,15 @@ async def serve_gateway(
     settings: Settings,
     kubeconfig: Path | None,
     *,
-    commands: Sequence[CommandSpec] = (),
+    commands: Sequence[CommandSpec] | None = None,
 ) -> None:
     """Serve the gateway on ``settings.gateway.bind`` until cancelled, then stop gracefully
-    (open streams get a few seconds to end)."""
+    (open streams get a few seconds to end). The card advertises ``commands``, by default
+    every command the operator registers with the same settings."""
     gateway = settings.gateway
     host, port = gateway.bind_address
+    if commands is None:
+        commands = registered_commands(settings)
     api = await connect(kubeconfig)
     try:
         app = build_app(gateway, api, commands=commands)
@@ -154,6 +162,9 @@ async def serve_gateway(
                 access_log=False,
                 lifespan="on",
                 timeout_graceful_shutdown=3,
+                # Longer than the idle timeout of the load balancers in front of a Service, so
+                # the gateway never closes a kept-alive connection a client is about to reuse.
+                timeout_keep_alive=75,
             )
         )
         log.info(

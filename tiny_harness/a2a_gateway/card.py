@@ -10,13 +10,16 @@ description links its JSON Schema, which the gateway serves under :data:`SCHEMA_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Final
 
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
 from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
 
 from tiny_harness import __version__
+from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.command_spec import CommandSpec, commands_params
+from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.extensions import (
     COMMANDS_EXT_URI,
     EVENT_MEDIA_TYPE,
@@ -25,6 +28,7 @@ from tiny_harness.core.extensions import (
     TASK_EXT_KEY,
     TASK_EXT_URI,
 )
+from tiny_harness.core.settings import Settings
 
 JSONRPC_PATH: Final = "/"
 REST_PREFIX: Final = "/rest"
@@ -37,6 +41,17 @@ DESCRIPTION: Final = (
     "participants); the agent answers and waits for the next message, and a participant ends "
     "the task with a control message or CancelTask."
 )
+
+
+def registered_commands(settings: Settings) -> tuple[CommandSpec, ...]:
+    """The commands the operator registers with the same settings: the built-ins, then those of
+    the plugin folders in ``operator.plugin_dirs``. The gateway never runs one, so the model
+    catalog the built-ins answer from is a stand-in."""
+    stand_in = ModelCatalog(default="(operator)", selectable=("(operator)",))
+    built = build_command_registry(
+        stand_in, plugin_dirs=[Path(p) for p in settings.operator.plugin_dirs]
+    )
+    return built.registry.specs
 
 
 def _extension(

@@ -131,14 +131,12 @@ class GatewayRequestHandler(RequestHandler):
         self,
         store: KubeTaskStore,
         stream: TaskEventStream,
-        card: AgentCard,
         metrics: GatewayMetrics,
         *,
         cancel_wait_seconds: float = CANCEL_WAIT_SECONDS,
     ) -> None:
         self._store = store
         self._stream = stream
-        self._card = card
         self._metrics = metrics
         self._cancel_wait = cancel_wait_seconds
 

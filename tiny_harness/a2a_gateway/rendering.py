@@ -2,10 +2,10 @@
 objects, and inbound A2A messages read as ``HarnessMessage`` specs.
 
 The gateway keeps nothing, so every ``Task`` and ``TaskStatusUpdateEvent`` it sends is cut from
-an object the API server returned, through :func:`~tiny_harness.core.a2a_task.task_to_a2a`. The
-task's version is its ``resourceVersion``; its context id is an annotation written when the
-gateway created it (the task name otherwise); its last-update time is the latest write the API
-server recorded in ``managedFields``.
+an object the API server returned, through :func:`~tiny_harness.core.a2a_task.task_to_a2a`.
+Versions are ``resourceVersion`` values (:class:`ResourceVersion`); a task's context id is an
+annotation written when the gateway created it (the task name otherwise); its last-update time
+is the latest write the API server recorded in ``managedFields``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class ResourceVersion(TaskVersion):
 
 
 def task_version(obj: Obj) -> ResourceVersion:
-    """The version of a stored object: its resourceVersion."""
+    """The version an object last changed at: its resourceVersion."""
     return ResourceVersion(obj["metadata"]["resourceVersion"])
 
 

@@ -3,8 +3,10 @@ and the only writes a participant makes (a new task, a message, a cancel request
 
 :class:`KubeTaskStore` implements a2a-sdk's :class:`~a2a.server.cluster.VersionedTaskStore`:
 
-- A task's version is its ``resourceVersion``. etcd revisions are global, so the version a write
-  returns also orders against every later change of the task.
+- A version is a ``resourceVersion``: a task read here carries the one it was read at (a list
+  of that one task), so a watch from it misses nothing after the read and is never refused as
+  too old, however long ago the task last changed. etcd revisions are global, so the version a
+  write returns also orders against every later change of the task.
 - Reads are scoped to the caller, as the SDK's own stores scope them to an owner: a task the
   caller does not participate in is absent (``get`` returns None, ``list`` leaves it out).
 - The history is the turn journals folded into the transcript, followed by the messages sent
@@ -57,6 +59,7 @@ from pydantic import ValidationError
 from tiny_harness.a2a_gateway.identity import participant_of
 from tiny_harness.a2a_gateway.rendering import (
     CONTEXT_ID_ANNOTATION,
+    ResourceVersion,
     context_id_of,
     history_message,
     is_terminal,
@@ -82,6 +85,7 @@ from tiny_harness.kube.client import HarnessTasks, Obj, translate
 from tiny_harness.kube.journal import TurnRecords
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from tiny_harness.kube.watching import read_for_watch
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +117,7 @@ class KubeTaskStore(VersionedTaskStore):
         owner_resolver: OwnerResolver = participant_of,
     ) -> None:
         self.namespace = namespace
+        self._api = api
         self._objects = client.CustomObjectsApi(api)
         self._tasks = HarnessTasks(api, namespace)
         self._messages = HarnessMessages(api, namespace)
@@ -121,29 +126,36 @@ class KubeTaskStore(VersionedTaskStore):
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def _visible(self, task_id: str, context: ServerCallContext) -> Obj | None:
-        try:
-            obj = await self._tasks.get(task_id)
-        except TaskNotFoundError:
+    async def _visible(
+        self, task_id: str, context: ServerCallContext
+    ) -> tuple[Obj, ResourceVersion] | None:
+        obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
+        if obj is None or not _is_member(obj, self._owner(context)):
             return None
-        return obj if _is_member(obj, self._owner(context)) else None
+        return obj, ResourceVersion(read_at)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
-        """The task with its history, or None when it does not exist or the caller is not on it."""
-        obj = await self._visible(task_id, context)
-        if obj is None:
+        """The task with its history, or None when it does not exist or the caller is not on it.
+
+        The version is the one the task was read at: every later change of the task is after
+        it, so a subscriber watching from it misses nothing.
+        """
+        found = await self._visible(task_id, context)
+        if found is None:
             return None
+        obj, version = found
         history = await self.history(obj)
-        return StoredTask(render_task(obj, history), task_version(obj))
+        return StoredTask(render_task(obj, history), version)
 
     async def get_without_history(
         self, task_id: str, context: ServerCallContext
     ) -> StoredTask | None:
         """As :meth:`get`, with one read instead of three: for a caller about to write."""
-        obj = await self._visible(task_id, context)
-        if obj is None:
+        found = await self._visible(task_id, context)
+        if found is None:
             return None
-        return StoredTask(render_task(obj), task_version(obj))
+        obj, version = found
+        return StoredTask(render_task(obj), version)
 
     async def history(self, obj: Obj) -> list[Message]:
         """The conversation: the transcript of the turn journals, then the pending messages."""
@@ -286,7 +298,7 @@ class KubeTaskStore(VersionedTaskStore):
         version = TaskVersion.MISSING
         for spec in specs:
             stored = await self._messages.send(spec, task_uid=task_uid)
-            version = TaskVersion(int(stored.resource_version))
+            version = ResourceVersion(stored.resource_version)
         return version
 
     async def _request_cancel(self, task_id: str, sender: str) -> TaskVersion:

@@ -22,10 +22,8 @@ from tiny_harness.a2a_gateway.rendering import (
     status_event,
     task_version,
 )
-from tiny_harness.core.errors import TaskNotFoundError
-from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.kube.names import PLURAL
-from tiny_harness.kube.watching import WatchExpiredError, watch_object
+from tiny_harness.kube.watching import WatchExpiredError, read_for_watch, watch_object
 
 
 class KubeTaskEventStream(TaskEventStream):
@@ -37,7 +35,6 @@ class KubeTaskEventStream(TaskEventStream):
 
     def __init__(self, api: client.ApiClient, namespace: str) -> None:
         self._api = api
-        self._tasks = HarnessTasks(api, namespace)
         self.namespace = namespace
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
@@ -52,12 +49,11 @@ class KubeTaskEventStream(TaskEventStream):
         first."""
         version = after
         if not isinstance(version, ResourceVersion):
-            try:
-                obj = await self._tasks.get(task_id)
-            except TaskNotFoundError:
+            obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
+            if obj is None:
                 return
-            version = task_version(obj)
-            yield VersionedEvent(status_event(render_task(obj)), version)
+            version = ResourceVersion(read_at)
+            yield VersionedEvent(status_event(render_task(obj)), task_version(obj))
         while True:
             try:
                 async for change in watch_object(
@@ -73,16 +69,14 @@ class KubeTaskEventStream(TaskEventStream):
                     yield VersionedEvent(status_event(render_task(change.object)), version)
                 return  # pragma: no cover - watch_object only ends when closed
             except WatchExpiredError:
-                # The history since `version` was compacted: read the task as it is now and
-                # watch on from there. Intermediate states are lost; the current one is not.
-                try:
-                    obj = await self._tasks.get(task_id)
-                except TaskNotFoundError:
+                # The history since `version` is gone: read the task as it is now and watch on
+                # from the read. Intermediate states are lost; the current one is not.
+                obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
+                if obj is None:
                     return
-                current = task_version(obj)
-                if current.is_after(version):
-                    version = current
-                    yield VersionedEvent(status_event(render_task(obj)), version)
+                if task_version(obj).is_after(version):
+                    yield VersionedEvent(status_event(render_task(obj)), task_version(obj))
+                version = ResourceVersion(read_at)
 
     async def destroy(self, task_id: str) -> None:
         """Nothing to release: a subscription's watch ends with its subscriber."""

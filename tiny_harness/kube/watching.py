@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.errors import HarnessError
-from tiny_harness.kube.client import KubeError, Obj
+from tiny_harness.kube.client import KubeError, Obj, translate
 from tiny_harness.kube.names import GROUP, VERSION
 
 #: How long the API server keeps one watch request open before we resume it.
@@ -45,6 +46,26 @@ class WatchEvent:
     @property
     def resource_version(self) -> str:
         return str(self.object["metadata"]["resourceVersion"])
+
+
+async def read_for_watch(
+    api: client.ApiClient, namespace: str, plural: str, name: str
+) -> tuple[Obj | None, str]:
+    """The object ``name`` (None when it does not exist) and the resourceVersion the read was
+    made at, from which a watch misses nothing that happened after the read.
+
+    An object's own resourceVersion is when it last changed, which can be older than the
+    history the API server keeps for watches (a task parked for minutes); a watch from it is
+    refused with 410 Gone. The version of a list is the read's own, so it always is recent.
+    """
+    try:
+        listed = await client.CustomObjectsApi(api).list_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, field_selector=f"metadata.name={name}"
+        )
+    except ApiException as exc:
+        raise translate(exc, name) from None
+    items = cast(list[Obj], listed.get("items") or [])
+    return (items[0] if items else None), str(listed["metadata"]["resourceVersion"])
 
 
 def watch_client(api: client.ApiClient) -> client.ApiClient:

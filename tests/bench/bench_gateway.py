@@ -1,0 +1,375 @@
+"""Benchmark: what the A2A gateway adds to a participant's write, measured against the same write
+made directly on the Kubernetes API in the same run.
+
+Everything real: a local control plane, the operator and a gateway as processes, the scripted
+model answering at once. Two figures, each with its direct-API baseline:
+
+- latency: SendStreamingMessage (a first message, which creates a task) to the first stream
+  event, against creating the same HarnessTask and HarnessMessage directly; p50 and p99 over
+  ``--messages`` sends, gateway and direct alternating, each turn let finish before the next
+  measurement. Target: the gateway adds ≤ 5 ms at p50.
+- throughput: ``--clients`` concurrent clients, each sending messages to its own task for
+  ``--seconds`` (a gateway send counts at its first stream event), against as many direct
+  writers creating HarnessMessages.
+
+Prints figures and asserts nothing.
+
+    python tests/bench/bench_gateway.py [--messages 200] [--clients 50] [--seconds 5]
+
+``--clients 0`` skips the throughput figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.types import Message, Part, Role, SendMessageRequest
+from kubernetes_asyncio import client as k8s
+
+from tiny_harness.a2a_gateway.rendering import CONTEXT_ID_ANNOTATION
+from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.devcluster import LocalCluster
+from tiny_harness.kube.client import HarnessTasks, connect
+from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+
+NAMESPACE = "bench"
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"{what} did not become healthy")
+
+
+@contextlib.contextmanager
+def processes(kubeconfig: Path, workdir: Path) -> Iterator[str]:
+    """The scripted model, the operator and a gateway; yields the gateway's URL."""
+    started: list[subprocess.Popen[bytes]] = []
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "BENCH_MODEL_KEY": "bench"}
+    try:
+        model = subprocess.Popen(
+            [sys.executable, "-m", "tiny_harness.testing.model_server", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(model)
+        assert model.stdout is not None
+        model_url = model.stdout.readline().decode().strip()
+        port = free_port()
+        config = workdir / "config.toml"
+        config.write_text(
+            "\n".join(
+                [
+                    'provider = "openai"',
+                    "[openai]",
+                    'model = "scripted-model"',
+                    f'base_url = "{model_url}/v1"',
+                    'api_key_env = "BENCH_MODEL_KEY"',
+                    "[gateway]",
+                    f'bind = "127.0.0.1:{port}"',
+                    f'namespace = "{NAMESPACE}"',
+                    "rate_limit_per_minute = 100000000",
+                ]
+            )
+            + "\n"
+        )
+        liveness = f"http://127.0.0.1:{free_port()}/healthz"
+        operator = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tiny_harness.cli.main",
+                "operator",
+                "-n",
+                NAMESPACE,
+                "--config",
+                str(config),
+                "--liveness",
+                liveness,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(operator)
+        gateway_log = (workdir / "gateway.log").open("wb")
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)],
+            env=env,
+            stdout=gateway_log,
+            stderr=subprocess.STDOUT,
+        )
+        started.append(gateway)
+        wait_healthy(liveness, operator, "the operator")
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(f"{url}/healthz", gateway, "the gateway")
+        yield url
+    finally:
+        for proc in reversed(started):
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=15)
+        log = workdir / "gateway.log"
+        if os.environ.get("BENCH_GATEWAY_LOG") and log.exists():
+            sys.stderr.write(log.read_text(errors="replace")[-6000:])
+
+
+async def a2a_client(url: str, participant: str) -> tuple[Client, httpx.AsyncClient]:
+    http = httpx.AsyncClient(
+        headers={"X-Participant-Id": participant},
+        timeout=60,
+        limits=httpx.Limits(max_connections=4),
+    )
+    factory = ClientFactory(
+        ClientConfig(httpx_client=http, supported_protocol_bindings=["JSONRPC"])
+    )
+    return await factory.create_from_url(url), http
+
+
+def message(text: str, task_id: str = "") -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()), task_id=task_id, role=Role.ROLE_USER, parts=[Part(text=text)]
+    )
+
+
+async def first_event(a2a: Client, msg: Message) -> str:
+    """Send over SendStreamingMessage and stop at the first event; the task id it names."""
+    async with contextlib.aclosing(a2a.send_message(SendMessageRequest(message=msg))) as events:
+        event = await anext(events)
+    return str(event.task.id if event.HasField("task") else event.status_update.task_id)
+
+
+class Direct:
+    """The same writes the gateway makes, made directly on the API."""
+
+    def __init__(self, api: Any) -> None:
+        self.objects = k8s.CustomObjectsApi(api)
+        self.messages = HarnessMessages(api, NAMESPACE)
+
+    async def start_task(self, participant: str, text: str) -> tuple[str, str]:
+        name = str(uuid.uuid4())
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": name, "annotations": {CONTEXT_ID_ANNOTATION: name}},
+            "spec": {"goal": text, "participants": [{"id": participant, "role": "assignee"}]},
+        }
+        created = await self.objects.create_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, PLURAL, body
+        )
+        await self.send(name, participant, text, created["metadata"]["uid"])
+        return name, created["metadata"]["uid"]
+
+    async def send(self, task: str, participant: str, text: str, uid: str) -> None:
+        spec = MessageSpec(
+            task=task,
+            message_id=str(uuid.uuid4()),
+            sender=participant,
+            parts=(MessagePart(text=text),),
+        )
+        await self.messages.send(spec, task_uid=uid)
+
+
+def gateway_mean_ms(url: str, method: str) -> float:
+    """The gateway's own mean time to first byte for ``method``, from its /metrics."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        for kind in ("sum", "count"):
+            prefix = f'tiny_harness_gateway_request_seconds_{kind}{{method="{method}"}} '
+            if line.startswith(prefix):
+                values[kind] = float(line[len(prefix) :])
+    return 1000 * values.get("sum", 0.0) / max(values.get("count", 1.0), 1.0)
+
+
+async def timed(action: Callable[[], Awaitable[object]]) -> float:
+    t0 = time.perf_counter()
+    await action()
+    return time.perf_counter() - t0
+
+
+async def bench_latency(
+    url: str, api: Any, count: int
+) -> tuple[list[float], list[float], list[float]]:
+    """Gateway sends, direct writes and bare HTTP round trips to the gateway, interleaved.
+
+    Each send is timed to its first stream event (each direct write to its last write), and
+    then its turn is let finish before the next measurement, so that every figure is taken on
+    a quiet system rather than behind the operator's backlog.
+    """
+    direct = Direct(api)
+    tasks = HarnessTasks(api, NAMESPACE)
+    a2a, http = await a2a_client(url, "latency")
+    gateway_s: list[float] = []
+    direct_s: list[float] = []
+    hop_s: list[float] = []
+
+    async def via_gateway(text: str) -> float:
+        t0 = time.perf_counter()
+        stream = a2a.send_message(SendMessageRequest(message=message(text)))
+        async with contextlib.aclosing(stream) as events:
+            await anext(events)
+            elapsed = time.perf_counter() - t0
+            async for _ in events:  # the stream ends when the turn has answered
+                pass
+        return elapsed
+
+    async def via_api(text: str) -> float:
+        t0 = time.perf_counter()
+        name, _ = await direct.start_task("latency", text)
+        elapsed = time.perf_counter() - t0
+        for _ in range(6000):  # the turn answers within a minute, or the bench is broken
+            status = (await tasks.get(name)).get("status") or {}
+            if status.get("state") == "TASK_STATE_INPUT_REQUIRED":
+                break
+            await asyncio.sleep(0.01)
+        return elapsed
+
+    for i in range(5):  # warm both paths (connections, imports, caches)
+        await via_gateway(f"warm {i}")
+        await via_api(f"warm {i}")
+    for i in range(count):
+        gateway_s.append(await via_gateway(f"gateway {i}"))
+        direct_s.append(await via_api(f"direct {i}"))
+        hop_s.append(await timed(lambda: http.get(f"{url}/healthz")))
+    await a2a.close()
+    await http.aclose()
+    return gateway_s, direct_s, hop_s
+
+
+async def bench_throughput(url: str, api: Any, clients: int, seconds: float) -> tuple[float, float]:
+    direct = Direct(api)
+    people = [f"client-{i}" for i in range(clients)]
+    tasks = [await direct.start_task(p, "Ready.") for p in people]
+    connections = [await a2a_client(url, p) for p in people]
+
+    async def run(send: Callable[[int], Awaitable[object]]) -> float:
+        stop = time.perf_counter() + seconds
+        done = 0
+
+        async def one(i: int) -> None:
+            nonlocal done
+            while time.perf_counter() < stop:
+                await send(i)
+                done += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(clients)))
+        return done / (time.perf_counter() - t0)
+
+    async def via_gateway(i: int) -> None:
+        await first_event(connections[i][0], message("More.", tasks[i][0]))
+
+    async def via_api(i: int) -> None:
+        await direct.send(tasks[i][0], people[i], "More.", tasks[i][1])
+
+    rates: dict[str, list[float]] = {"gateway": [], "direct": []}
+    for _ in range(2):  # alternate, so drift (operator backlog, etcd size) hits both alike
+        rates["direct"].append(await run(via_api))
+        rates["gateway"].append(await run(via_gateway))
+    for a2a, http in connections:
+        await a2a.close()
+        await http.aclose()
+    return statistics.mean(rates["gateway"]), statistics.mean(rates["direct"])
+
+
+async def bench(url: str, kubeconfig: Path, args: argparse.Namespace) -> None:
+    api = await connect(kubeconfig)
+    try:
+        gateway_s, direct_s, hop_s = await bench_latency(url, api, args.messages)
+        g = [x * 1000 for x in gateway_s]
+        d = [x * 1000 for x in direct_s]
+        h = [x * 1000 for x in hop_s]
+        inside = gateway_mean_ms(url, "SendStreamingMessage")
+        added = percentile(g, 50) - percentile(d, 50)
+        paired = statistics.median(a - b for a, b in zip(g, d, strict=True))
+        print(
+            f"first message → first stream event over {len(g)} sends:\n"
+            f"  gateway  p50 {percentile(g, 50):6.2f} ms  p99 {percentile(g, 99):6.2f} ms\n"
+            f"  direct   p50 {percentile(d, 50):6.2f} ms  p99 {percentile(d, 99):6.2f} ms "
+            "(create HarnessTask + HarnessMessage)\n"
+            f"  inside the gateway, request to first byte (mean, from its metrics): {inside:.2f} ms"
+            f" (its two API writes included)\n"
+            f"  direct mean {statistics.mean(d):.2f} ms\n"
+            f"  a bare HTTP round trip to the gateway (GET /healthz): "
+            f"p50 {percentile(h, 50):.2f} ms\n"
+            f"  median of the paired differences (each send next to its direct write): "
+            f"{paired:.2f} ms\n"
+            f"  the gateway adds {added:.2f} ms at p50 "
+            f"(ratio {percentile(g, 50) / percentile(d, 50):.2f}); "
+            f"target ≤ 5 ms: {'met' if added <= 5 else 'NOT met'}"
+        )
+        if args.clients == 0:
+            return
+        gateway_rate, direct_rate = await bench_throughput(url, api, args.clients, args.seconds)
+        print(
+            f"messages per second, {args.clients} concurrent clients, {args.seconds:.0f} s twice:\n"
+            f"  gateway {gateway_rate:8.1f}/s (SendStreamingMessage to the first event)\n"
+            f"  direct  {direct_rate:8.1f}/s (create HarnessMessage)\n"
+            f"  gateway / direct = {gateway_rate / direct_rate:.2f}"
+        )
+        tasks = await HarnessTasks(api, NAMESPACE).list()
+        print(f"({len(tasks)} tasks in the namespace at the end; the operator ran throughout)")
+    finally:
+        await api.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    with (
+        LocalCluster(crds=REPO_ROOT / "crds") as cluster,
+        tempfile.TemporaryDirectory() as workdir,
+    ):
+        subprocess.run(
+            ["kubectl", f"--kubeconfig={cluster.kubeconfig}", "create", "namespace", NAMESPACE],
+            check=True,
+            capture_output=True,
+        )
+        with processes(cluster.kubeconfig, Path(workdir)) as url:
+            asyncio.run(bench(url, cluster.kubeconfig, args))
+
+
+if __name__ == "__main__":
+    main()

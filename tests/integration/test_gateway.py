@@ -1,0 +1,416 @@
+"""The A2A gateway end to end: an a2a-sdk client, over JSON-RPC and over HTTP+JSON, talking to
+gateway processes that run with the chart's RBAC, the real operator, a real control plane and
+the scripted model server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from a2a.types import StreamResponse, TaskState
+from a2a.utils.errors import TaskNotFoundError
+
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.integration.gateway_support import (
+    JSONRPC,
+    REST,
+    TRANSPORTS,
+    GatewayProcess,
+    Replicas,
+    Users,
+    eventually,
+    kubectl,
+    parse_metrics,
+    said,
+    states,
+    sub_state,
+    task_id_of,
+    text_message,
+)
+from tiny_harness.a2a_gateway.rendering import ResourceVersion
+from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.core.command_spec import commands_from_params
+from tiny_harness.core.commands.builtins import BUILTIN_SPECS
+from tiny_harness.core.extensions import (
+    COMMANDS_EXT_URI,
+    STATUS_EXT_KEY,
+    STATUS_EXT_URI,
+    TASK_EXT_KEY,
+    TASK_EXT_URI,
+)
+from tiny_harness.kube.client import HarnessTasks
+from tiny_harness.kube.watching import watch_client
+
+pytestmark = pytest.mark.controlplane
+
+Gateway = Callable[..., GatewayProcess]
+Operator = Callable[..., OperatorProcess]
+
+
+@pytest.fixture
+def gateway(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Replicas]:
+    """Gateway replicas as the chart's ServiceAccount; keyword arguments are [gateway] settings."""
+    replicas = Replicas(kubeconfig, namespace, tmp_path)
+    yield replicas
+    replicas.stop()
+
+
+@pytest.fixture
+async def users() -> AsyncIterator[Users]:
+    opened = Users()
+    yield opened
+    await opened.close()
+
+
+async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_extensions(
+    gateway: Replicas,
+) -> None:
+    replica = gateway()
+
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(f"{replica.url}/.well-known/agent-card.json")).json()
+        schemas = {
+            name: (await http.get(f"{replica.url}/a2a/ext/{name}.json")).json()
+            for name in ("task", "status", "commands")
+        }
+
+    assert card["name"] == "tiny-harness"
+    assert card["description"]
+    assert card["skills"]
+    assert card["capabilities"]["streaming"] is True
+    assert {i["protocolBinding"] for i in card["supportedInterfaces"]} == {JSONRPC, REST}
+    extensions = {e["uri"]: e for e in card["capabilities"]["extensions"]}
+    assert set(extensions) == {TASK_EXT_URI, STATUS_EXT_URI, COMMANDS_EXT_URI}
+    for ext in extensions.values():
+        assert ext.get("required", False) is False
+        assert ext["description"]
+    advertised = commands_from_params(extensions[COMMANDS_EXT_URI]["params"])
+    assert advertised == BUILTIN_SPECS
+    assert {c.argument_hint for c in advertised} >= {"[<model>]", "<description>"}
+    assert schemas["task"]["$id"] == f"{TASK_EXT_URI}.json"
+    assert schemas["status"]["$id"] == f"{STATUS_EXT_URI}.json"
+    assert f"{replica.url}/a2a/ext/status.json" in extensions[STATUS_EXT_URI]["description"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_whole_conversation_through_the_gateway(
+    transport: str,
+    gateway: Replicas,
+    users: Users,
+    operator: Operator,
+    model_server: ModelServer,
+    kubectl: Kubectl,
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "Hello Alice."}, {"type": "text", "text": "Two is 2."}]
+    )
+    operator()
+    replica = gateway()
+    alice = await users(replica.url, "alice", transport=transport)
+
+    first = await alice.send("Hi!")
+    task_id = task_id_of(first)
+
+    assert states(first)[-2:] == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+    assert sub_state(first[-1]) == "awaiting-next-message"
+    assert first[-1].status_update.status.message.parts[0].text == "Hello Alice."
+
+    second = await alice.send("And two?", task_id=task_id)
+
+    assert states(second) == [
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+    ]
+    assert sub_state(second[-1]) == "awaiting-next-message"
+
+    done = await alice.complete(task_id)
+
+    assert states(done)[-1] == "TASK_STATE_COMPLETED"
+    assert done[-1].status_update.status.message.parts[0].text == "completed by alice"
+    task = await alice.get(task_id)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert said(task) == [
+        ("user", "Hi!"),
+        ("agent", "Hello Alice."),
+        ("user", "And two?"),
+        ("agent", "Two is 2."),
+        ("user", "/complete"),
+    ]
+    assert (await alice.get(task_id, history_length=2)).history[0].parts[0].text == "Two is 2."
+    assert STATUS_EXT_KEY not in task.metadata
+    assert dict(task.metadata[TASK_EXT_KEY]["participants"][0]) == {
+        "id": "alice",
+        "role": "assignee",
+    }
+    # kubectl shows the task the A2A client created, in the same state.
+    rows = kubectl.run("get", "ht").stdout.splitlines()
+    assert rows[1].split()[:2] == [task_id, "TASK_STATE_COMPLETED"]
+
+
+async def test_the_sub_state_is_in_the_task_metadata_while_the_task_is_parked(
+    gateway: Replicas,
+    users: Users,
+    operator: Operator,
+    model_server: ModelServer,
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Noted."}])
+    operator()
+    alice = await users(gateway().url, "alice")
+
+    task_id = task_id_of(await alice.send("Remember the milk."))
+    task = await alice.get(task_id)
+
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert json.loads(json.dumps(dict(task.metadata[STATUS_EXT_KEY]))) == {
+        "sub_state": "awaiting-next-message"
+    }
+
+
+async def test_send_message_without_streaming_answers_with_the_parked_task_and_its_history(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Hello Alice."}])
+    operator()
+    alice = await users(gateway().url, "alice", transport=REST, streaming=False)
+
+    (answer,) = await alice.send("Hi!")
+
+    assert answer.task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert said(answer.task) == [("user", "Hi!"), ("agent", "Hello Alice.")]
+
+
+async def test_a_task_envelope_sets_the_goal_and_people_and_the_sender_joins_as_reporter(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer, kubectl: Kubectl
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "On it."}])
+    operator()
+    url = gateway().url
+    alice = await users(url, "alice")
+    envelope = {
+        "goal": "Plan the offsite.",
+        "acceptance_criteria": ["A venue is booked."],
+        "participants": [
+            {"id": "carol", "role": "assignee"},
+            {"id": "bob", "role": "watcher"},
+        ],
+    }
+
+    task_id = task_id_of(await alice.send("Let's plan it.", envelope=envelope))
+
+    spec = kubectl.get_json("ht", task_id)["spec"]
+    assert spec["goal"] == "Plan the offsite."
+    assert spec["acceptanceCriteria"] == ["A venue is booked."]
+    assert spec["participants"] == [
+        {"id": "carol", "role": "assignee"},
+        {"id": "bob", "role": "watcher"},
+        {"id": "alice", "role": "reporter"},
+    ]
+    bob = await users(url, "bob", transport=REST)
+    assert (await bob.get(task_id)).id == task_id
+
+
+async def test_list_tasks_shows_a_participant_only_the_tasks_they_are_on(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}]
+    )
+    operator()
+    url = gateway().url
+    alice = await users(url, "alice")
+    dave = await users(url, "dave", transport=REST)
+    mine = task_id_of(await alice.send("Task one."))
+    theirs = task_id_of(await dave.send("Task two."))
+
+    alice_sees = await alice.list()
+    dave_sees = await dave.list(history_length=5)
+    eve_sees = await (await users(url, "eve")).list()
+
+    assert [t.id for t in alice_sees.tasks] == [mine]
+    assert [t.id for t in dave_sees.tasks] == [theirs]
+    assert said(dave_sees.tasks[0]) == [("user", "Task two."), ("agent", "Two.")]
+    assert list(eve_sees.tasks) == []
+
+
+async def test_subscribe_shows_the_current_state_then_every_change_and_ends_when_the_task_ends(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "Hello."}, {"type": "text", "text": "Again."}]
+    )
+    operator()
+    url = gateway().url
+    alice = await users(url, "alice")
+    task_id = task_id_of(await alice.send("Hi!"))
+    watcher = await users(url, "alice", transport=REST)
+    seen: list[StreamResponse] = []
+
+    async def follow() -> None:
+        async for event in watcher.subscribe(task_id):
+            seen.append(event)
+
+    following = asyncio.create_task(follow())
+    await eventually(lambda: at_least(seen, 1), what="the subscription's first event")
+    await alice.send("More?", task_id=task_id)
+    await alice.complete(task_id)
+    await asyncio.wait_for(following, timeout=30)
+
+    assert states(seen) == [
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_COMPLETED",
+    ]
+    assert said(seen[0].task) == [("user", "Hi!"), ("agent", "Hello.")]
+    assert sub_state(seen[2]) == "awaiting-next-message"
+    assert sub_state(seen[3]) is None
+
+
+async def at_least(events: list[StreamResponse], count: int) -> bool:
+    return len(events) >= count
+
+
+async def test_a_message_sent_through_one_replica_is_streamed_by_a_subscriber_on_another(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "From A."}, {"type": "text", "text": "Still A."}]
+    )
+    operator()
+    first, second = gateway(), gateway()
+    sender = await users(first.url, "alice")
+    task_id = task_id_of(await sender.send("Hi through A."))
+    subscriber = await users(second.url, "alice", transport=REST)
+    seen: list[StreamResponse] = []
+
+    async def follow() -> None:
+        async for event in subscriber.subscribe(task_id):
+            seen.append(event)
+
+    following = asyncio.create_task(follow())
+    await eventually(lambda: at_least(seen, 1), what="the subscription on replica B")
+    await sender.send("Again through A.", task_id=task_id)
+    await eventually(lambda: at_least(seen, 3), what="replica B to stream the second turn")
+    await sender.complete(task_id)
+    await asyncio.wait_for(following, timeout=30)
+
+    assert states(seen) == [
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_COMPLETED",
+    ]
+    assert seen[2].status_update.status.message.parts[0].text == "Still A."
+
+
+async def test_an_assignee_cancels_a_task(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer, kubectl: Kubectl
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Hello."}])
+    operator()
+    alice = await users(gateway().url, "alice", transport=REST)
+    task_id = task_id_of(await alice.send("Hi!"))
+
+    cancelled = await alice.cancel(task_id)
+
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert cancelled.status.message.parts[0].text == "cancelled by alice"
+    assert kubectl.get_json("ht", task_id)["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+async def test_a_retried_first_message_finds_the_task_it_created(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer, kubectl: Kubectl
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Hello."}])
+    operator()
+    alice = await users(gateway().url, "alice")
+    message = text_message("Hi!")
+
+    first = task_id_of(await alice.stream(message))
+    again = await alice.stream(message)
+
+    assert task_id_of(again) == first
+    assert states(again) == ["TASK_STATE_INPUT_REQUIRED"]
+    assert len(kubectl.get_json("ht")["items"]) == 1
+    assert len(kubectl.get_json("hmsg")["items"]) == 1
+
+
+async def test_with_token_review_the_kubernetes_user_is_the_participant(
+    gateway: Replicas, users: Users, kubeconfig: Path, namespace: str, api: Any
+) -> None:
+    replica = gateway(participant_identity="tokenreview")
+    account = f"system:serviceaccount:{namespace}:alice"
+    await HarnessTasks(api, namespace).create(
+        "alices-task", {"goal": "Check.", "participants": [{"id": account, "role": "assignee"}]}
+    )
+    kubectl(kubeconfig, "-n", namespace, "create", "serviceaccount", "alice")
+    token = kubectl(kubeconfig, "-n", namespace, "create", "token", "alice").strip()
+
+    alice = await users(replica.url, None, token=token)
+    listed = await alice.list()
+
+    assert [t.id for t in listed.tasks] == ["alices-task"]
+    async with httpx.AsyncClient() as http:
+        claimed = await http.post(
+            f"{replica.url}/rest/tasks/alices-task:cancel",
+            headers={"X-Participant-Id": account, "A2A-Version": "1.0"},
+        )
+        forged = await http.get(
+            f"{replica.url}/rest/tasks/alices-task",
+            headers={"Authorization": "Bearer not-a-token", "A2A-Version": "1.0"},
+        )
+    assert claimed.status_code == 401
+    assert "Authorization: Bearer" in claimed.json()["error"]["message"]
+    assert forged.status_code == 401
+    assert "refused by Kubernetes" in forged.json()["error"]["message"]
+
+
+async def test_metrics_count_requests_by_method_and_outcome_open_streams_and_latency(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Hello."}])
+    operator()
+    replica = gateway()
+    alice = await users(replica.url, "alice")
+    task_id = task_id_of(await alice.send("Hi!"))
+    with pytest.raises(TaskNotFoundError):
+        await alice.get("no-such-task")
+    subscription = alice.subscribe(task_id)
+    await anext(subscription)
+
+    scraped = parse_metrics(replica.metrics())
+    await subscription.aclose()
+
+    assert scraped[("tiny_harness_gateway_requests_total", "SendStreamingMessage", "ok")] == 1
+    assert scraped[("tiny_harness_gateway_requests_total", "GetTask", "task_not_found")] == 1
+    assert scraped[("tiny_harness_gateway_open_streams", "SubscribeToTask", "")] == 1
+    assert scraped[("tiny_harness_gateway_request_seconds_count", "GetTask", "")] == 1
+
+
+async def test_a_subscriber_older_than_the_watch_history_still_sees_the_task_and_its_changes(
+    api: Any, namespace: str
+) -> None:
+    tasks = HarnessTasks(api, namespace)
+    await tasks.create("old", {"goal": "Wait.", "participants": [{"id": "a", "role": "assignee"}]})
+    await tasks.patch_status("old", {"state": "TASK_STATE_INPUT_REQUIRED"})
+    watches = watch_client(api)
+    try:
+        stream = KubeTaskEventStream(watches, namespace)
+        # Version 1 is long gone from the API server's watch history: the watch is refused
+        # (410 Gone), so the stream reads the task and watches on from that read.
+        events = stream.subscribe("old", after=ResourceVersion(1))
+        first = await asyncio.wait_for(anext(events), timeout=30)
+        await tasks.patch_status("old", {"state": "TASK_STATE_WORKING"})
+        second = await asyncio.wait_for(anext(events), timeout=30)
+        await events.aclose()
+    finally:
+        await watches.close()
+
+    assert first.event.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert second.event.status.state == TaskState.TASK_STATE_WORKING
