@@ -15,6 +15,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -90,7 +91,13 @@ def main() -> None:
         f"max {max(starts):.2f} s over {len(starts)} starts (target ≤ 10 s)"
     )
 
-    with LocalCluster(crds=REPO_ROOT / "crds") as cluster:
+    with LocalCluster(crds=REPO_ROOT / "crds") as cluster, tempfile.TemporaryDirectory() as tmp:
+        # New conversation tasks park without a model call, so no model is ever reached.
+        config = Path(tmp) / "config.toml"
+        config.write_text(
+            'provider = "openai"\n[openai]\nmodel = "unused"\n'
+            'base_url = "http://127.0.0.1:9/v1"\napi_key_env = "BENCH_KEY"\n'
+        )
         liveness = "http://127.0.0.1:18731/healthz"
         op = subprocess.Popen(
             [
@@ -102,14 +109,18 @@ def main() -> None:
                 "bench",
                 "--liveness",
                 liveness,
+                "--config",
+                str(config),
             ],
-            env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig)},
+            env={**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "BENCH_KEY": "unused"},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
+                if op.poll() is not None:
+                    raise SystemExit(f"the operator exited with code {op.returncode}")
                 try:
                     urllib.request.urlopen(liveness, timeout=1).close()
                     break

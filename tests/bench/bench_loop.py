@@ -4,7 +4,8 @@ Run it as ``python tests/bench/bench_loop.py``. Each turn drains one message, ma
 calls (the first asks for a user tool, whose arguments are schema-validated) and completes,
 checkpointing four journal entries into an in-memory host. What is measured is everything the
 loop does around the model: context assembly, the budget check, validation, journaling and
-turn-end logic. The target is p50 <= 1 ms; the through-SDK figures are measured elsewhere.
+turn-end logic. The target is p50 <= 1 ms; then the same turn is timed through each real SDK
+against the scripted model server (an HTTP round trip per model call included).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from tiny_harness.core.turn import (
     TurnInput,
     TurnOutcome,
 )
+from tiny_harness.models.config import parse_provider_settings
+from tiny_harness.models.factory import build_adapter
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 TARGET_P50_MS = 1.0
 
@@ -82,14 +86,14 @@ def lookup(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"{args['key']}: +12%"
 
 
-async def bench(turns: int, history_len: int) -> list[float]:
+async def bench(turns: int, history_len: int, model: Any = None) -> list[float]:
     registry = ToolRegistry()
     registry.tool(
         "lookup",
         "Look up a figure.",
         {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
     )(lookup)
-    loop = CoreLoop(InstantModel(), FixedContextWindow(200_000), registry)
+    loop = CoreLoop(model or InstantModel(), FixedContextWindow(200_000), registry)
     task = TaskExtension(
         goal="Summarise the quarterly report",
         description="Use the figures tool.",
@@ -110,6 +114,37 @@ async def bench(turns: int, history_len: int) -> list[float]:
     return samples
 
 
+async def bench_sdks(turns: int, history_len: int) -> None:
+    """The same turn through each real SDK against the scripted server at zero delay: the
+    loop plus the SDK's request building and parsing plus one loopback HTTP round trip."""
+    async with ScriptedModelServer() as server:
+        sections = {
+            "OpenAI Responses": (
+                "openai",
+                {"api": "responses", "base_url": server.openai_base_url},
+            ),
+            "OpenAI Chat Completions": (
+                "openai",
+                {"api": "chat", "base_url": server.openai_base_url},
+            ),
+            "Anthropic Messages": ("anthropic", {"base_url": server.anthropic_base_url}),
+        }
+        for label, (provider, section) in sections.items():
+            settings = parse_provider_settings(provider, {"model": "bench-model", **section})
+            adapter = build_adapter(settings, api_key="bench")
+            script = [
+                {"type": "tool_calls", "calls": [{"name": "lookup", "arguments": {"key": "r"}}]},
+                {"type": "text", "text": "Revenue grew 12%."},
+            ]
+            server.script(script * (turns + 20))
+            await bench(20, history_len, adapter)  # warm up the connection pool
+            samples = sorted(await bench(turns, history_len, adapter))
+            await adapter.aclose()
+            p50 = statistics.median(samples)
+            p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+            print(f"full turn through {label} (2 HTTP calls): p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=5000)
@@ -125,6 +160,7 @@ def main() -> None:
         f"messages, {args.turns} turns): p50 {p50:.3f} ms, p99 {p99:.3f} ms "
         f"[{verdict} the p50 target of {TARGET_P50_MS:.1f} ms]"
     )
+    asyncio.run(bench_sdks(min(args.turns, 200), args.history))
 
 
 if __name__ == "__main__":
