@@ -239,6 +239,33 @@ async def test_a_watchers_complete_is_refused_and_the_running_turn_keeps_running
     assert (await tasks.status("slow"))["state"] == "TASK_STATE_INPUT_REQUIRED"
 
 
+async def test_a_participants_complete_cuts_the_running_turn(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "An answer nobody waits for.", "delay_seconds": 6}]
+    )
+    operator()
+    await tasks.create("cut")
+    await tasks.wait("cut", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("cut", "Think for a long time.")
+    deadline = time.monotonic() + 10
+    while not await model_server.control.requests():
+        assert time.monotonic() < deadline, "the turn never called the model"
+        await asyncio.sleep(0.02)
+
+    started = time.monotonic()
+    await tasks.control("cut", "complete", sender="alice")
+    status = await tasks.wait("cut", "TASK_STATE_COMPLETED", within=20)
+
+    # Completed while the model was still thinking: the turn was cut, not waited for.
+    assert time.monotonic() - started < 5
+    assert status["message"] == "completed by alice"
+    said = [(m.role, m.text) for m in await tasks.transcript("cut")]
+    assert ("user", "Think for a long time.") in said
+    assert ("agent", "An answer nobody waits for.") not in said
+
+
 async def test_a_terminal_task_refuses_messages_naming_its_state(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
