@@ -57,7 +57,7 @@ class Runtime:
             return
         running = self._workers.get(key)
         if running is not None and not running[1].done():
-            running[0].poked.set()
+            running[0].poke(resource_version)
             return
         worker = TaskWorker(self, namespace, name)
         task = asyncio.create_task(worker.run(), name=f"task {namespace}/{name}")
@@ -73,6 +73,9 @@ class Runtime:
         """Remember versions this operator wrote, so their watch events are not news. A few
         are kept: events can arrive after the next write already happened."""
         self._written.setdefault((namespace, name), deque(maxlen=8)).append(resource_version)
+
+    def wrote(self, namespace: str, name: str, resource_version: str) -> bool:
+        return resource_version in self._written.get((namespace, name), ())
 
     def saw_child(self, namespace: str, parent: str, child: str, *, gone: bool = False) -> None:
         """Index of children by parent, fed by task events, so a task without children never

@@ -132,13 +132,28 @@ class TaskWorker:
         self.poked = asyncio.Event()
         self.lock = asyncio.Lock()
         self.rv: str | None = None
-        self.poked_during_turn = False
+        # What each poke since the pass began was about: a version of the task (None: a
+        # message, a child). A poke for a version this replica wrote itself is not news; its
+        # watch event can arrive before the write's own response, so the check waits until
+        # the pass or turn is over.
+        self.pokes: list[str | None] = []
+
+    def poke(self, resource_version: str | None) -> None:
+        self.pokes.append(resource_version)
+        self.poked.set()
+
+    def news(self) -> bool:
+        """Did anything but this replica's own writes poke the task since the pass began?"""
+        return any(
+            rv is None or not self.rt.wrote(self.namespace, self.name, rv) for rv in self.pokes
+        )
 
     # -- the pass loop ---------------------------------------------------------------------
 
     async def run(self) -> None:
         while True:
             self.poked.clear()
+            self.pokes.clear()
             try:
                 again = await self.reconcile()
             except ConflictError:
@@ -153,7 +168,7 @@ class TaskWorker:
                 log.exception("task %s/%s: pass failed; retrying", self.namespace, self.name)
                 await asyncio.sleep(1.0)
                 again = True
-            if not again and not self.poked.is_set():
+            if not again and not self.news():
                 return
 
     async def get(self) -> Obj | None:
@@ -535,7 +550,7 @@ class TaskWorker:
             journal=journal,
         )
         self.rt.metrics.turns_started.inc()
-        self.poked_during_turn = False
+        self.pokes.clear()
         started = time.perf_counter()
         runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
         renew = asyncio.create_task(self.renew_lease(host))
@@ -558,7 +573,7 @@ class TaskWorker:
                     await t
             self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
         self.rt.metrics.turns_finished.labels(outcome=outcome.kind.value).inc()
-        return self.poked_during_turn or outcome.kind.value == "waiting_for_subtasks"
+        return self.news() or outcome.kind.value == "waiting_for_subtasks"
 
     async def renew_lease(self, host: object) -> None:
         period = self.rt.settings.lease_seconds / 3
@@ -574,7 +589,8 @@ class TaskWorker:
         while True:
             await self.poked.wait()
             self.poked.clear()
-            self.poked_during_turn = True
+            if not self.news():
+                continue
             try:
                 snap = await self.read()
             except Exception:
