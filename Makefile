@@ -9,9 +9,9 @@ CONTROLPLANE = $(shell bash hack/controlplane/build.sh)
 .PHONY: help install controlplane run test lint typecheck imports pytest generate bench clean
 
 help:
-	@echo "make run        set up a venv, build the local control plane, start it and the operator"
+	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
 	@echo "make test       ruff, mypy --strict, import contracts and the whole pytest suite"
-	@echo "make generate   regenerate the CRD and the A2A extension schemas from the task model"
+	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
 
 $(STAMP): pyproject.toml
