@@ -129,12 +129,14 @@ async def test_a_participant_completes_a_conversation(
     assert "subState" not in status
 
 
-async def test_completion_is_refused_while_a_sub_task_is_open(
-    tasks: Tasks, operator: Operator, model_server: ModelServer
+async def parent_with_asking_child(
+    tasks: Tasks, operator: Operator, model_server: ModelServer, parent: str, goal: str
 ) -> None:
+    """A parked parent with a delegated child ``<parent>-child`` that asked a question, so the
+    child stays open (unresolved) until someone answers it."""
     operator()
-    await tasks.create("holder")
-    await tasks.wait("holder", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.create(parent)
+    await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED")
     await model_server.control.script(
         [
             {
@@ -143,8 +145,14 @@ async def test_completion_is_refused_while_a_sub_task_is_open(
             },
         ]
     )
-    await tasks.create_child("holder", "holder-child", "Ask something.")
-    await tasks.wait("holder-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    await tasks.create_child(parent, f"{parent}-child", goal)
+    await tasks.wait(f"{parent}-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+
+
+async def test_completion_is_refused_while_a_sub_task_is_open(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await parent_with_asking_child(tasks, operator, model_server, "holder", "Ask something.")
     # A delegated child's question is news: the parent's row shows it and the parent wakes.
     deadline = time.monotonic() + 20
     while True:
@@ -193,19 +201,7 @@ async def test_ask_participant_parks_awaiting_an_answer_and_the_answer_resumes(
 async def test_cancelling_a_parent_cancels_its_children(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
-    operator()
-    await tasks.create("boss")
-    await tasks.wait("boss", "TASK_STATE_INPUT_REQUIRED")
-    await model_server.control.script(
-        [
-            {
-                "type": "tool_calls",
-                "calls": [{"name": "ask_participant", "arguments": {"question": "Go?"}}],
-            },
-        ]
-    )
-    await tasks.create_child("boss", "boss-child", "Wait for me.")
-    await tasks.wait("boss-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    await parent_with_asking_child(tasks, operator, model_server, "boss", "Wait for me.")
 
     await tasks.control("boss", "cancel", sender="alice")
 
