@@ -6,7 +6,8 @@ the loop and its tests only ever see these plain types.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -82,3 +83,33 @@ class ModelAdapter(Protocol):
     def default_model(self) -> str: ...
 
     async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+class RetryNotice(_LLMModel):
+    """A model call failed transiently and is about to be retried after ``delay_seconds``.
+
+    ``attempt`` is the number of the retry about to happen (1-based) out of ``budget``
+    retries; ``reason`` is short text for a person, such as ``HTTP 503: overloaded`` or
+    ``timed out``, never carrying an API key.
+    """
+
+    attempt: int = Field(ge=1)
+    budget: int = Field(ge=0)
+    reason: str
+    delay_seconds: float = Field(ge=0)
+
+    @property
+    def summary(self) -> str:
+        """The line a participant sees while the call backs off."""
+        return f"retrying ({self.attempt} of {self.budget}): {self.reason}"
+
+
+RetryObserver = Callable[[RetryNotice], Awaitable[None]]
+
+#: Who to tell when a model call is about to be retried; None tells no one.
+#:
+#: The host that runs a turn sets it (and resets it after) so a participant sees
+#: "retrying (n of N): reason" while a model call backs off, instead of a turn that seems to
+#: hang. A context variable rather than an adapter argument because the adapter is shared by
+#: every task while the observer belongs to one turn; each asyncio task sees its own value.
+retry_observer: ContextVar[RetryObserver | None] = ContextVar("retry_observer", default=None)

@@ -195,6 +195,11 @@ class Runner(Model):
 
     holder: ShortText = Field(description="The operator replica's identity.")
     renew_time: str = Field(description="When the lease was last renewed (RFC 3339).")
+    epoch: int = Field(
+        default=0,
+        ge=0,
+        description="Raised each time the lease is taken; the turn's records are fenced by it.",
+    )
 
 
 class TaskStatus(Model):

@@ -97,6 +97,15 @@ def _turn_spec_schema() -> dict[str, Any]:
                 "minimum": 0,
                 "description": "Continuation index when one turn's journal spans objects.",
             },
+            "lease": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "The runner lease epoch whose holder may append (the fence).",
+            },
+            "sealed": {
+                "type": "boolean",
+                "description": "Full: the turn goes on in the next chunk.",
+            },
             "entries": {
                 "type": "array",
                 "maxItems": 4096,

@@ -3,18 +3,26 @@
 One ``HarnessTurn`` object per turn (``<task>-t<turn>``), split into numbered chunks
 (``-c1``, ``-c2`` ...) before it nears the API's object size limit. Appending is a JSON patch
 that adds to the entries list, so a checkpoint is one small write however long the turn is.
+
+**Fencing.** A record carries ``spec.lease``: the epoch of the runner lease (``status.runner``)
+whose holder may append to it. A turn's append is a JSON patch that first *tests* that epoch,
+so the API server refuses the whole patch once another replica has taken the lease over and
+re-fenced the record with its own epoch (:meth:`TurnRecords.fence`). A replica that lost the
+lease therefore cannot add a single entry, whatever its clock or its view of the world says.
+Notices written outside a turn (a refusal, a command's reply) are not turn writes and carry no
+epoch test.
 """
 
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.history import ENTRIES, HistoryDelta, RecordEntry
 from tiny_harness.kube.client import Obj, translate
 from tiny_harness.kube.labels import label_value
@@ -33,46 +41,43 @@ from tiny_harness.kube.names import (
 CHUNK_BYTES: Final = 768 * 1024
 
 
+class FencedError(HarnessError):
+    """The turn record is fenced by a newer runner lease: this writer no longer holds it."""
+
+
 @dataclass(frozen=True)
 class TurnRecord:
     name: str
+    task: str
     turn: int
     chunk: int
     entries: tuple[RecordEntry, ...]
     history: HistoryDelta | None
     size: int
+    lease: int | None = None
+    resource_version: str = ""
 
     @classmethod
     def of(cls, obj: Obj) -> TurnRecord:
         spec = obj["spec"]
         raw_entries = spec.get("entries") or []
         history = spec.get("history")
+        lease = spec.get("lease")
         return cls(
             name=obj["metadata"]["name"],
+            task=str(spec.get("task", "")),
             turn=int(spec["turn"]),
             chunk=int(spec.get("chunk", 0)),
             entries=ENTRIES.validate_python(raw_entries),
             history=HistoryDelta.model_validate(history) if history else None,
             size=len(json.dumps(spec)),
+            lease=int(lease) if lease is not None else None,
+            resource_version=str(obj["metadata"].get("resourceVersion", "")),
         )
 
-
-_PARSED: OrderedDict[tuple[str, str, str], TurnRecord] = OrderedDict()
-_PARSED_MAX: Final = 20_000
-
-
-def _parsed(obj: Obj) -> TurnRecord:
-    """A record parsed once per version: a long conversation's older turns never change, so
-    re-validating them on every pass would make each turn cost more than the last."""
-    meta = obj["metadata"]
-    key = (meta.get("namespace", ""), meta["name"], meta.get("resourceVersion", ""))
-    record = _PARSED.get(key)
-    if record is None:
-        record = TurnRecord.of(obj)
-        _PARSED[key] = record
-        if len(_PARSED) > _PARSED_MAX:
-            _PARSED.popitem(last=False)
-    return record
+    @property
+    def ended(self) -> bool:
+        return self.history is not None
 
 
 def record_name(task: str, turn: int, chunk: int = 0) -> str:
@@ -114,15 +119,60 @@ class TurnRecords:
         last: TurnRecord | None,
         history: HistoryDelta | None = None,
         owner_uid: str | None = None,
+        lease: int | None = None,
     ) -> TurnRecord:
         """Add entries (and, at the turn's end, the history delta) to the turn's last chunk,
-        creating the record or a new chunk as needed. Returns the chunk written."""
+        creating the record or a new chunk as needed. Returns the chunk written.
+
+        With ``lease`` (a turn's write) the append only lands while the record is fenced by
+        that epoch; otherwise :class:`FencedError`. A new chunk is begun by sealing the last
+        one under the same test, so a fenced-out writer cannot start a chunk either.
+        """
         added = _dump(entries)
         added_size = len(json.dumps(added)) + (len(history.model_dump_json()) if history else 0)
         if last is not None and last.turn == turn and last.size + added_size < CHUNK_BYTES:
-            return await self._patch(last, added, history, added_size)
-        chunk = last.chunk + 1 if last is not None and last.turn == turn else 0
-        return await self._create(task, turn, chunk, added, history, owner_uid)
+            return await self._patch(last, added, history, added_size, lease=lease)
+        chunk = 0
+        if last is not None and last.turn == turn:
+            await self._patch(last, [], None, 0, lease=lease, seal=True)
+            chunk = last.chunk + 1
+        return await self._create(task, turn, chunk, added, history, owner_uid, lease)
+
+    async def fence(self, record: TurnRecord, lease: int) -> TurnRecord:
+        """Take the record over for the lease epoch ``lease``: from now on only appends that
+        test for it land. Conditional on the epoch read, so two takers cannot both win."""
+        ops: list[dict[str, Any]] = []
+        if record.lease is not None:
+            ops.append({"op": "test", "path": "/spec/lease", "value": record.lease})
+        ops.append({"op": "add", "path": "/spec/lease", "value": lease})
+        obj = await self._json_patch(record.name, ops)
+        return TurnRecord.of(obj)
+
+    async def get(self, name: str) -> TurnRecord | None:
+        try:
+            obj = await self._api.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, TURN_PLURAL, name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise translate(exc, name) from None
+        return TurnRecord.of(cast(Obj, obj))
+
+    async def _json_patch(self, name: str, ops: list[dict[str, Any]]) -> Obj:
+        try:
+            return cast(
+                Obj,
+                await self._api.patch_namespaced_custom_object(
+                    GROUP, VERSION, self.namespace, TURN_PLURAL, name, ops
+                ),
+            )
+        except ApiException as exc:
+            if exc.status == 422 and "test" in str(exc.body or "").lower():
+                raise FencedError(
+                    f"the turn record {name} is fenced by another runner lease"
+                ) from None
+            raise translate(exc, name) from None
 
     async def _create(
         self,
@@ -132,6 +182,7 @@ class TurnRecords:
         entries: list[dict[str, Any]],
         history: HistoryDelta | None,
         owner_uid: str | None,
+        lease: int | None,
     ) -> TurnRecord:
         name = record_name(task, turn, chunk)
         metadata: dict[str, Any] = {
@@ -143,6 +194,8 @@ class TurnRecords:
                 {"apiVersion": API_VERSION, "kind": KIND, "name": task, "uid": owner_uid}
             ]
         spec: dict[str, Any] = {"task": task, "turn": turn, "chunk": chunk, "entries": entries}
+        if lease is not None:
+            spec["lease"] = lease
         if history is not None:
             spec["history"] = history.model_dump(mode="json")
         body = {"apiVersion": API_VERSION, "kind": TURN_KIND, "metadata": metadata, "spec": spec}
@@ -153,15 +206,14 @@ class TurnRecords:
         except ApiException as exc:
             if exc.status != 409:
                 raise translate(exc, name) from None
-            # Someone (a command's reply during the turn) created the chunk first: append.
-            try:
-                existing = await self._api.get_namespaced_custom_object(
-                    GROUP, VERSION, self.namespace, TURN_PLURAL, name
-                )
-            except ApiException as again:
-                raise translate(again, name) from None
-            record = TurnRecord.of(cast(Obj, existing))
-            return await self._patch(record, entries, history, len(json.dumps(entries)))
+            # Someone created the chunk first (a notice, or another lease holder): append to
+            # it, under the same fence test.
+            existing = await self.get(name)
+            if existing is None:
+                raise translate(exc, name) from None
+            return await self._patch(
+                existing, entries, history, len(json.dumps(entries)), lease=lease
+            )
         return TurnRecord.of(cast(Obj, obj))
 
     async def _patch(
@@ -170,27 +222,27 @@ class TurnRecords:
         entries: list[dict[str, Any]],
         history: HistoryDelta | None,
         added_size: int,
+        *,
+        lease: int | None = None,
+        seal: bool = False,
     ) -> TurnRecord:
-        ops: list[dict[str, Any]] = [
-            {"op": "add", "path": "/spec/entries/-", "value": e} for e in entries
-        ]
+        ops: list[dict[str, Any]] = []
+        if lease is not None:
+            ops.append({"op": "test", "path": "/spec/lease", "value": lease})
+        ops += [{"op": "add", "path": "/spec/entries/-", "value": e} for e in entries]
         if history is not None:
             ops.append(
                 {"op": "add", "path": "/spec/history", "value": history.model_dump(mode="json")}
             )
-        if not ops:
+        if seal:
+            ops.append({"op": "add", "path": "/spec/sealed", "value": True})
+        if len(ops) == (1 if lease is not None else 0):
             return record
-        try:
-            await self._api.patch_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, TURN_PLURAL, record.name, ops
-            )
-        except ApiException as exc:
-            raise translate(exc, record.name) from None
-        return TurnRecord(
-            name=record.name,
-            turn=record.turn,
-            chunk=record.chunk,
+        obj = await self._json_patch(record.name, ops)
+        return replace(
+            record,
             entries=(*record.entries, *ENTRIES.validate_python(entries)),
             history=history or record.history,
             size=record.size + added_size,
+            resource_version=str(obj["metadata"].get("resourceVersion", "")),
         )

@@ -26,7 +26,6 @@ TURN_SHORT_NAME: Final = "hturn"
 #: Prefix of our labels, annotations and finalizers.
 PREFIX: Final = GROUP
 PARENT_LABEL: Final = f"{PREFIX}/parent"
-FINALIZER: Final = f"{PREFIX}/finalizer"
 #: On messages and turn records: the name of the task they belong to.
 TASK_LABEL: Final = f"{PREFIX}/task"
 TURN_LABEL: Final = f"{PREFIX}/turn"

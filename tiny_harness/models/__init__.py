@@ -18,7 +18,9 @@ from tiny_harness.models.config import (
     parse_provider_settings,
 )
 from tiny_harness.models.errors import (
+    MODEL_CALL_REASONS,
     ModelCallError,
+    ModelCallReason,
     ModelRequestRejectedError,
     ModelUnavailableError,
 )
@@ -28,11 +30,13 @@ from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
 from tiny_harness.models.retry import CallContext, RetryPolicy
 
 __all__ = [
+    "MODEL_CALL_REASONS",
     "Adapter",
     "AnthropicMessagesAdapter",
     "AnthropicSettings",
     "CallContext",
     "ModelCallError",
+    "ModelCallReason",
     "ModelRequestRejectedError",
     "ModelUnavailableError",
     "OpenAIChatAdapter",

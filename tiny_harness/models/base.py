@@ -41,9 +41,21 @@ class RetryingAdapter(Generic[Client, Raw]):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         raw = await call_with_retries(
-            lambda: self._create(request), policy=self._retry_policy, context=self._context
+            lambda: self._create(request),
+            policy=self._retry_policy,
+            context=self._context,
+            redact=self._credentials(),
         )
         return self._parse(raw)
+
+    def _credentials(self) -> tuple[str, ...]:
+        """The client's key (or token), so the retry loop can scrub a provider's echo of it.
+
+        Read from the SDK client at each call rather than copied onto the adapter: the client
+        is the one place the key is kept.
+        """
+        found = (getattr(self._client, name, None) for name in ("api_key", "auth_token"))
+        return tuple(value for value in found if isinstance(value, str) and value)
 
     async def aclose(self) -> None:
         client: Any = self._client

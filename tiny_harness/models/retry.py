@@ -4,19 +4,28 @@ The SDK clients are built with ``max_retries=0`` and this loop retries instead, 
 reasons: the backoff is a setting (tests run it at zero), the budget is the same for every
 provider, and when the budget runs out the caller gets a typed
 :class:`~tiny_harness.models.errors.ModelCallError` rather than an SDK exception.
+
+Every failure is classified into a condition reason (see
+:data:`~tiny_harness.models.errors.ModelCallReason`) and, while the loop backs off, the
+:data:`~tiny_harness.core.llm.retry_observer` of the running turn hears about each retry, so
+a participant is not left looking at a turn that seems to hang.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import random
-from collections.abc import Awaitable, Callable, Mapping
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
 import anthropic
 import openai
 
+from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.models.errors import (
     ModelCallError,
     ModelRequestRejectedError,
@@ -25,9 +34,34 @@ from tiny_harness.models.errors import (
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 _STATUS_ERRORS = (openai.APIStatusError, anthropic.APIStatusError)
 _NO_ANSWER_ERRORS = (openai.APIConnectionError, anthropic.APIConnectionError)
 _TIMEOUT_ERRORS = (openai.APITimeoutError, anthropic.APITimeoutError)
+
+#: OpenAI's error code for a conversation longer than the model's window.
+_CONTEXT_TOO_LONG_CODES = frozenset({"context_length_exceeded"})
+#: How providers word it, for those that send no code: OpenAI's text, which vLLM and proxies
+#: copy ("maximum context length"), the Responses API ("context window"), Anthropic, which has
+#: no code at all ("prompt is too long", "exceed context limit"), and llama.cpp ("context size").
+_CONTEXT_TOO_LONG_PHRASES = (
+    "maximum context length",
+    "context window",
+    "context limit",
+    "context size",
+    "prompt is too long",
+)
+
+#: Provider text is shown to people; a paragraph of it is enough to act on.
+_MAX_DETAIL_CHARS = 300
+#: Key-shaped tokens (OpenAI ``sk-…``, Anthropic ``sk-ant-…``), scrubbed even when we do not
+#: know the key, because a proxy in between may echo one the adapter never saw.
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{6,}")
+#: Keys shorter than this are placeholders ("unused" for a local server), not secrets, and
+#: scrubbing them would garble ordinary words.
+_MIN_SECRET_CHARS = 8
+_REDACTED = "[redacted]"
 
 
 @dataclass(frozen=True)
@@ -63,10 +97,31 @@ def is_retryable_status(status: int) -> bool:
     return status in (408, 429) or status >= 500
 
 
+def is_context_too_long(message: str, code: str | None = None) -> bool:
+    """Whether a provider's refusal says the conversation exceeds the model's context window.
+
+    Neither provider gives this a status of its own (it is a 400 like any invalid request),
+    yet it needs a different fix, so the error code or the wording has to tell it apart.
+    """
+    if code is not None and code.lower() in _CONTEXT_TOO_LONG_CODES:
+        return True
+    text = message.lower()
+    return any(phrase in text for phrase in _CONTEXT_TOO_LONG_PHRASES)
+
+
 async def call_with_retries(
-    call: Callable[[], Awaitable[T]], *, policy: RetryPolicy, context: CallContext
+    call: Callable[[], Awaitable[T]],
+    *,
+    policy: RetryPolicy,
+    context: CallContext,
+    redact: Iterable[str] = (),
 ) -> T:
-    """Run ``call`` until it succeeds, a non-transient error occurs, or the budget is spent."""
+    """Run ``call`` until it succeeds, a non-transient error occurs, or the budget is spent.
+
+    ``redact`` lists secrets (the client's API key) to scrub from any provider text that ends
+    up in an error message or a retry notice.
+    """
+    secrets = tuple(s for s in redact if len(s) >= _MIN_SECRET_CHARS)
     attempt = 0
     while True:
         attempt += 1
@@ -74,57 +129,139 @@ async def call_with_retries(
             return await call()
         except _STATUS_ERRORS as exc:
             status = exc.status_code
+            message, code = _provider_error(exc)
+            detail = _scrub(message, secrets)
             if not is_retryable_status(status):
-                raise _rejected(context, status, _provider_message(exc), attempt) from None
-            failure = f"HTTP {status}: {_provider_message(exc)}"
+                too_long = is_context_too_long(message, code)
+                raise _rejected(context, status, detail, attempt, too_long=too_long) from None
+            failure = f"HTTP {status}: {detail}"
             retry_after = _retry_after(exc.response.headers)
         except _NO_ANSWER_ERRORS as exc:
             status = None
             failure = "timed out" if isinstance(exc, _TIMEOUT_ERRORS) else "connection failed"
             retry_after = None
         if attempt > policy.max_retries:
+            prefix = context.settings_prefix
             raise ModelUnavailableError(
                 context.provider,
                 f"gave up after {attempt} attempt(s); last failure: {failure}. The provider is "
                 f"rate limiting, failing or slow; try again later, or raise "
-                f"{context.settings_prefix}.max_retries / timeout_seconds",
+                f"{prefix}.max_retries or {prefix}.timeout_seconds",
                 status=status,
                 attempts=attempt,
+                reason="ModelUnavailable",
+                setting=f"{prefix}.max_retries",
             ) from None
-        await asyncio.sleep(policy.backoff(attempt - 1, retry_after))
+        delay = policy.backoff(attempt - 1, retry_after)
+        notice = RetryNotice(
+            attempt=attempt, budget=policy.max_retries, reason=failure, delay_seconds=delay
+        )
+        await _backoff(notice)
 
 
-def _rejected(context: CallContext, status: int, detail: str, attempts: int) -> ModelCallError:
+async def _backoff(notice: RetryNotice) -> None:
+    """Tell the turn's observer, if any, then wait out the rest of the delay.
+
+    The observer's own time counts toward the wait, so a slow status write does not lengthen
+    the backoff; and its failure is only logged, because a broken progress display must not
+    cost the turn its retries.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    observer = retry_observer.get()
+    if observer is not None:
+        try:
+            await observer(notice)
+        except Exception:
+            log.debug("the retry observer failed; retrying anyway", exc_info=True)
+    await asyncio.sleep(max(0.0, notice.delay_seconds - (loop.time() - started)))
+
+
+def _rejected(
+    context: CallContext, status: int, detail: str, attempts: int, *, too_long: bool
+) -> ModelCallError:
+    """The permanent error for a refusal, by what the user has to change to get past it."""
+    prefix = context.settings_prefix
     if status in (401, 403):
         # The provider's message may echo part of the key, so it is left out on purpose.
-        message = f"the provider refused the API key (HTTP {status}); check {context.api_key_env}"
-    elif status == 404:
-        message = (
-            f"not found (HTTP 404): {detail}; check {context.settings_prefix}.model and "
-            f"{context.settings_prefix}.base_url"
+        return ModelRequestRejectedError(
+            context.provider,
+            f"the provider refused the API key (HTTP {status}); check {context.api_key_env}",
+            status=status,
+            attempts=attempts,
+            reason="ModelUnauthorized",
+            setting=context.api_key_env,
         )
-    else:
-        message = f"the provider rejected the request (HTTP {status}): {detail}"
-    return ModelRequestRejectedError(context.provider, message, status=status, attempts=attempts)
+    if status == 404:
+        return ModelRequestRejectedError(
+            context.provider,
+            f"not found (HTTP 404): {detail}; check {prefix}.model and {prefix}.base_url",
+            status=status,
+            attempts=attempts,
+            reason="ModelNotFound",
+            setting=f"{prefix}.model",
+        )
+    if too_long:
+        return ModelRequestRejectedError(
+            context.provider,
+            f"the conversation no longer fits the model's context window (HTTP {status}); "
+            f"choose a model with a larger window (/model, or {prefix}.model) or lower the "
+            f"context the task carries. The provider said: {detail}",
+            status=status,
+            attempts=attempts,
+            reason="ContextTooLong",
+            setting=f"{prefix}.model",
+        )
+    return ModelRequestRejectedError(
+        context.provider,
+        f"the provider rejected the request (HTTP {status}): {detail}",
+        status=status,
+        attempts=attempts,
+        reason="ModelRequestInvalid",
+    )
 
 
-def _provider_message(exc: openai.APIStatusError | anthropic.APIStatusError) -> str:
+def _provider_error(
+    exc: openai.APIStatusError | anthropic.APIStatusError,
+) -> tuple[str, str | None]:
+    """The provider's own message and error code, from either SDK's error body.
+
+    The OpenAI SDK keeps the inner ``error`` object as the body, Anthropic's the whole
+    ``{"type": "error", "error": {...}}``; both shapes are read the same way.
+    """
     body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return exc.message
+            code = error.get("code")
+            return str(error["message"]), code if isinstance(code, str) else None
+    return exc.message, None
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, _REDACTED)
+    text = _KEY_SHAPED.sub(_REDACTED, text)
+    if len(text) > _MAX_DETAIL_CHARS:
+        text = text[: _MAX_DETAIL_CHARS - 1] + "…"
+    return text
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The server's requested wait in seconds, or None to use our own backoff.
+
+    ``retry-after-ms`` (OpenAI, Anthropic) is more precise, so it wins when it parses. An
+    HTTP-date ``Retry-After`` is not parsed: it depends on both clocks agreeing, and our own
+    backoff is a safe answer to a server that is busy.
+    """
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = headers.get(name)
         if value is None:
             continue
         try:
-            return float(value) / scale
+            seconds = float(value) / scale
         except ValueError:
-            # An HTTP-date Retry-After: fall back to our own backoff rather than parse clocks.
-            return None
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
     return None

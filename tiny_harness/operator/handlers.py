@@ -1,8 +1,11 @@
 """The kopf handlers, registered on a registry of our own rather than kopf's global one.
 
-They do nothing but poke the runtime: a task's change pokes the task (and its parent, whose
-sub-task row follows it), a new message pokes its task. Raw events (``on.event``) need no
-bookkeeping writes from kopf, which keeps a simple turn within its write budget.
+Indexes (:mod:`tiny_harness.operator.cache`) keep every task, message and turn record the
+operator may need, keyed by the task they belong to; kopf fills them before any handler runs.
+The event handlers do nothing but poke: a task's change pokes the task and its parent (whose
+sub-task row follows it), a message pokes the task its ``spec.task`` names, and a turn record
+written by someone else pokes its task. Raw events (``on.event``) need no bookkeeping writes
+from kopf, which keeps a simple turn within its write budget.
 """
 
 from __future__ import annotations
@@ -11,12 +14,14 @@ from typing import Any
 
 import kopf
 
-from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, VERSION
+from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
+from tiny_harness.operator.cache import register_indexes
 from tiny_harness.operator.runtime import Runtime
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
+    register_indexes(registry)
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).
@@ -33,12 +38,10 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         parent = (body.spec.get("parent") or {}).get("taskId")
         if event.get("type") == "DELETED":
             runtime.metrics.task_state(namespace, name, None)
-            if parent:
-                runtime.saw_child(namespace, parent, name, gone=True)
-            return
-        if parent:
-            runtime.saw_child(namespace, parent, name)
-        runtime.poke(namespace, name, body.metadata.get("resourceVersion"))
+            runtime.forget(namespace, name)
+        else:
+            rv = str(body.metadata.get("resourceVersion", ""))
+            runtime.poke_unless_own("task", namespace, name, name, rv)
         if parent:
             runtime.poke(namespace, parent)
 
@@ -46,7 +49,17 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def on_message(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, **_: Any
     ) -> None:
-        if namespace is not None and event.get("type") in (None, "ADDED"):
-            runtime.poke(namespace, body.spec["task"])
+        task = (body.get("spec") or {}).get("task")
+        if namespace is not None and task and event.get("type") != "DELETED":
+            runtime.poke(namespace, str(task))
+
+    @kopf.on.event(GROUP, VERSION, TURN_PLURAL, registry=registry, id="turn")
+    async def on_turn(
+        event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
+    ) -> None:
+        task = (body.get("spec") or {}).get("task")
+        if namespace is not None and task and event.get("type") != "DELETED":
+            rv = str(body.metadata.get("resourceVersion", ""))
+            runtime.poke_unless_own("turn", namespace, name, str(task), rv)
 
     return registry

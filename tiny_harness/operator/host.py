@@ -1,11 +1,11 @@
 """The operator's side of the core loop: what one turn's :class:`TurnHost` does in Kubernetes.
 
-Checkpoints go into the turn's record (``HarnessTurn``). To keep a simple turn at three API
-writes, entries whose loss is harmless are held back and written with the next one: a drain
-(re-draining after a crash takes the same messages again), a compaction, and a model response
-without tool calls (its loss only means the model is asked again). A model response that asks
-for tools, and every tool result, are written before the loop goes on, because what follows
-them (running a tool) must never happen twice.
+Checkpoints go into the turn's record (``HarnessTurn``), fenced by the lease epoch. To keep a
+simple turn at three API writes, entries whose loss is harmless are held back and written with
+the next one: a drain (re-draining after a crash takes the same messages again), a compaction,
+and a model response without tool calls (its loss only means the model is asked again). A
+model response that asks for tools, and every tool result, are written before the loop goes
+on, because what follows them (running a tool) must never happen twice.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tiny_harness.core.commands.parse import parse_command
-from tiny_harness.core.history import HistoryDelta, history_delta, replay_history
+from tiny_harness.core.history import HistoryDelta, RecordEntry, history_delta, replay_history
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.speakers import refuse_speaker
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, TaskLink, TaskSpec
 from tiny_harness.core.turn import (
@@ -32,11 +33,12 @@ from tiny_harness.core.turn import (
     TurnOutcome,
 )
 from tiny_harness.kube.client import ConflictError
-from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.journal import FencedError, TurnRecord
 from tiny_harness.kube.labels import label_value
-from tiny_harness.kube.messages import HarnessMessages, StoredMessage
+from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import PARENT_LABEL
 from tiny_harness.operator.children import pending_news, rows_of
+from tiny_harness.operator.lease import Holding, LeaseLostError
 
 if TYPE_CHECKING:
     from tiny_harness.operator.worker import Snapshot, TaskWorker
@@ -51,7 +53,11 @@ def child_name(parent: str, intent_id: str) -> str:
 
 
 class OperatorTurnHost:
-    """Hosts one turn of one task (see :class:`tiny_harness.core.turn.TurnHost`)."""
+    """Hosts one turn of one task (see :class:`tiny_harness.core.turn.TurnHost`).
+
+    Every journal write it makes is fenced by the turn's lease epoch, so once another replica
+    has taken the turn over, nothing this host still tries to record lands.
+    """
 
     def __init__(
         self,
@@ -59,14 +65,16 @@ class OperatorTurnHost:
         snap: Snapshot,
         turn: int,
         history: tuple[ChatMessage, ...],
+        own: list[TurnRecord],
+        holding: Holding,
     ) -> None:
         self.w = worker
         self.snap = snap
         self.turn = turn
         self.history_before = history
+        self.holding = holding
         self.acked = set(snap.acked)
-        self.buffer: list[JournalEntry] = []
-        own = [r for r in snap.records if r.turn == turn]
+        self.buffer: list[RecordEntry] = []
         self.last_record: TurnRecord | None = own[-1] if own else None
         self.recorded = {e.id for r in own for e in r.entries}
         self.entries: list[Any] = [e for r in own for e in r.entries]
@@ -74,9 +82,6 @@ class OperatorTurnHost:
         self.task_settings = TaskSettings(
             model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
         )
-        self.has_children = bool(snap.children)
-        # The pass that started the turn has just listed the inbox: the first drain uses it.
-        self.prefetched: list[StoredMessage] | None = list(snap.pending)
 
     # -- TurnHost ----------------------------------------------------------------------------
 
@@ -87,20 +92,25 @@ class OperatorTurnHost:
         return self.task_settings
 
     async def drain(self) -> Sequence[InboundMessage]:
-        if self.prefetched is not None:
-            messages, self.prefetched = self.prefetched, None
-        else:
-            messages = await self.w.messages.for_task(self.w.name)
+        """Participants' messages and children's news not yet taken, from the cache. A
+        control, a command or a message from someone who may not speak here is never the
+        model's to see: the worker handles those between turns."""
+        cache = self.w.rt.cache
+        spec = self.snap.spec
         registry = self.w.rt.commands.registry
-        items = [
-            InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
-            for m in messages
-            if m.spec.message_id not in self.acked
-            and m.spec.control is None
-            and parse_command(m.spec, registry) is None
-        ]
-        if self.has_children:
-            items.extend(pending_news(await self.w.children_of(force=True), self.acked))
+        items: list[InboundMessage] = []
+        for m in cache.messages(self.w.namespace, self.w.name):
+            if m.spec.message_id in self.acked or m.spec.control is not None:
+                continue
+            if refuse_speaker(spec, m.spec.sender, m.spec.message_id) is not None:
+                continue
+            if parse_command(m.spec, registry) is not None:
+                continue
+            items.append(
+                InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
+            )
+        children = cache.children(self.w.namespace, self.w.name)
+        items.extend(pending_news(children, self.acked))
         return items
 
     async def checkpoint(self, entry: JournalEntry) -> None:
@@ -123,14 +133,13 @@ class OperatorTurnHost:
             participants=self.snap.spec.participants,
             parent=TaskLink(task_id=self.w.name),
         )
-        self.has_children = True
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings
         )
 
     async def emit(self, message_id: str, text: str) -> None:
-        # The text is already in the model response's checkpoint, which the transcript reads.
-        return None
+        """Nothing to send: the text is in the model response's checkpoint, which every
+        reader's transcript shows, and a status write here would cost a write per call."""
 
     async def end_turn(self, outcome: TurnOutcome) -> None:
         if not self.ended:
@@ -138,8 +147,8 @@ class OperatorTurnHost:
             self.ended = True
         else:
             await self.flush()
-        children = await self.w.children_of(force=True) if self.has_children else []
-        rows = rows_of(children, self.acked)
+        cache = self.w.rt.cache
+        rows = rows_of(cache.children(self.w.namespace, self.w.name), self.acked)
         patch: dict[str, Any] = {
             "state": outcome.state.value,
             "subState": outcome.sub_state.value if outcome.sub_state else None,
@@ -153,25 +162,40 @@ class OperatorTurnHost:
 
     # -- the operator's own steps -------------------------------------------------------------
 
+    async def record_notices(self, entries: Sequence[RecordEntry]) -> None:
+        """A command's reply during the turn, written now under the turn's fence."""
+        self.buffer.extend(entries)
+        await self.flush()
+
     async def flush(self, *, history: HistoryDelta | None = None) -> None:
         if not self.buffer and history is None:
             return
-        record = await self.w.records.append(
-            self.w.name,
-            self.turn,
-            tuple(self.buffer),
-            last=self.last_record,
-            history=history,
-            owner_uid=self.snap.obj["metadata"]["uid"],
-        )
+        self.holding.check()
+        try:
+            record = await self.w.records.append(
+                self.w.name,
+                self.turn,
+                tuple(self.buffer),
+                last=self.last_record,
+                history=history,
+                owner_uid=self.snap.obj["metadata"]["uid"],
+                lease=self.holding.epoch,
+            )
+        except FencedError:
+            self.holding.lost = True
+            raise LeaseLostError("another replica fenced this turn's record") from None
+        self.w.rt.cache.wrote_record(self.w.namespace, record)
+        self.w.rt.written_record(self.w.namespace, record)
         self.recorded.update(e.id for e in self.buffer)
         self.entries.extend(self.buffer)
         self.buffer.clear()
         self.last_record = record
 
     async def close_cut_turn(self) -> None:
-        """End a turn a participant cut: keep what it did, so the next turn's history has it."""
+        """End a turn that was cut (or failed): keep what it did, so the next turn's history
+        has it."""
         if self.ended:
+            await self.flush()
             return
         after = replay_history(self.history_before, [*self.entries, *self.buffer])
         await self.flush(history=history_delta(self.history_before, after))
@@ -200,7 +224,7 @@ async def create_child(
         child = await worker.tasks.get(name)
     else:
         worker.rt.metrics.subtasks_spawned.inc()
-    worker.rt.saw_child(worker.namespace, worker.name, name)
+    worker.rt.cache.wrote_task(child)
     if not (child.get("status") or {}).get("state"):
         delegated = lifecycle is Lifecycle.DELEGATED
         status: dict[str, Any] = {
@@ -211,11 +235,16 @@ async def create_child(
             "reasoningEffort": settings.reasoning_effort,
             "observedGeneration": child["metadata"].get("generation"),
         }
-        await worker.tasks.patch_status(
-            name,
-            {k: v for k, v in status.items() if v is not None},
-            resource_version=child["metadata"]["resourceVersion"],
-        )
+        try:
+            child = await worker.tasks.patch_status(
+                name,
+                {k: v for k, v in status.items() if v is not None},
+                resource_version=child["metadata"]["resourceVersion"],
+            )
+        except ConflictError:
+            pass  # the child's own worker initialised it first, from the same parent settings
+        else:
+            worker.rt.cache.wrote_task(child)
     if lifecycle is Lifecycle.DELEGATED:
         brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
         await HarnessMessages(worker.rt.api, worker.namespace).send(

@@ -15,6 +15,9 @@ from pathlib import Path
 
 import kopf
 
+# kopf.operator() takes the indexers it fills; the class is not re-exported at the top level.
+from kopf._core.engines.indexing import OperatorIndexers
+
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.hooks import completion_override
@@ -24,6 +27,7 @@ from tiny_harness.core.tools import Tool, ToolRegistry
 from tiny_harness.kube.client import connect
 from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
+from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics
 from tiny_harness.operator.runtime import Runtime
@@ -78,12 +82,16 @@ async def run_operator(
         completion_override=completion_override(commands.runner),
     )
     api = await connect(kubeconfig)
-    runtime = Runtime(api, loop, catalog, settings.operator, metrics, commands=commands)
+    indexers = OperatorIndexers()
+    runtime = Runtime(
+        api, loop, catalog, settings.operator, metrics, Cache(indexers.indices), commands=commands
+    )
     watched = tuple(namespaces) or settings.operator.namespaces
     log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
     try:
         await kopf.operator(
             registry=build_registry(runtime),
+            indexers=indexers,
             settings=operator_settings(),
             clusterwide=not watched,
             namespaces=watched,

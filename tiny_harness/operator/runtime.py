@@ -2,7 +2,8 @@
 
 kopf delivers watch events; each event only *pokes* the task it concerns. A poke starts the
 task's worker if none is running, or tells the running one to look again. Workers hold no
-state of their own that a restart would miss (see :mod:`tiny_harness.operator.worker`).
+state of their own that a restart would miss (see :mod:`tiny_harness.operator.worker`): they
+read the cache that kopf's indexes keep (:mod:`tiny_harness.operator.cache`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.setup import BuiltCommands, build_command_registry
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
+from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.worker import TaskWorker
 
@@ -28,6 +32,15 @@ Key = tuple[str, str]
 
 
 class Runtime:
+    """Workers by task, the cache they read, and the lease observer they share.
+
+    The runtime is the only place a worker is started. A poke for a task with a running worker
+    raises that worker's generation (it will look again before it exits); otherwise it starts
+    one. Both happen on the event loop's thread, so a poke can never fall between a worker's
+    last look and its exit: once its coroutine has returned, its asyncio task is done and the
+    next poke starts a new worker.
+    """
+
     def __init__(
         self,
         api: client.ApiClient,
@@ -35,6 +48,7 @@ class Runtime:
         catalog: ModelCatalog,
         settings: OperatorSettings,
         metrics: OperatorMetrics,
+        cache: Cache,
         *,
         commands: BuiltCommands | None = None,
     ) -> None:
@@ -43,21 +57,19 @@ class Runtime:
         self.catalog = catalog
         self.settings = settings
         self.metrics = metrics
+        self.cache = cache
         self.identity = settings.replica_identity
+        self.leases = LeaseObserver(self.identity, settings.lease_seconds)
         self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
-        self._written: dict[Key, deque[str]] = {}
-        self._children: dict[Key, set[str]] = {}
+        self._written: dict[tuple[str, str, str], deque[str]] = {}
 
-    def poke(self, namespace: str, name: str, resource_version: str | None = None) -> None:
-        """Something about this task changed. An event for the version this operator wrote
-        itself is not news and is ignored."""
+    def poke(self, namespace: str, name: str) -> None:
+        """Something about this task changed: make sure a worker looks at it."""
         key = (namespace, name)
-        if resource_version is not None and resource_version in self._written.get(key, ()):
-            return
         running = self._workers.get(key)
         if running is not None and not running[1].done():
-            running[0].poke(resource_version)
+            running[0].poke()
             return
         worker = TaskWorker(self, namespace, name)
         task = asyncio.create_task(worker.run(), name=f"task {namespace}/{name}")
@@ -66,28 +78,34 @@ class Runtime:
         def forget(done: asyncio.Task[None]) -> None:
             if self._workers.get(key, (None, None))[1] is done:
                 del self._workers[key]
+            if not done.cancelled() and done.exception() is not None:
+                log.error("task %s/%s: worker died", *key, exc_info=done.exception())
 
         task.add_done_callback(forget)
 
+    def poke_unless_own(self, kind: str, namespace: str, name: str, task: str, rv: str) -> None:
+        """A watch event for an object: poke its task, unless the event only shows a version
+        this replica wrote itself (its worker already acted on that write)."""
+        if rv in self._written.get((kind, namespace, name), ()):
+            return
+        self.poke(namespace, task)
+
     def written(self, namespace: str, name: str, resource_version: str) -> None:
-        """Remember versions this operator wrote, so their watch events are not news. A few
-        are kept: events can arrive after the next write already happened."""
-        self._written.setdefault((namespace, name), deque(maxlen=8)).append(resource_version)
+        """Remember versions of a task this replica wrote, so their watch events are not news.
+        A few are kept: events can arrive after the next write already happened."""
+        self._remember("task", namespace, name, resource_version)
 
-    def wrote(self, namespace: str, name: str, resource_version: str) -> bool:
-        return resource_version in self._written.get((namespace, name), ())
+    def written_record(self, namespace: str, record: TurnRecord) -> None:
+        self._remember("turn", namespace, record.name, record.resource_version)
 
-    def saw_child(self, namespace: str, parent: str, child: str, *, gone: bool = False) -> None:
-        """Index of children by parent, fed by task events, so a task without children never
-        lists them."""
-        children = self._children.setdefault((namespace, parent), set())
-        if gone:
-            children.discard(child)
-        else:
-            children.add(child)
+    def _remember(self, kind: str, namespace: str, name: str, rv: str) -> None:
+        self._written.setdefault((kind, namespace, name), deque(maxlen=8)).append(rv)
 
-    def has_children(self, namespace: str, name: str) -> bool:
-        return bool(self._children.get((namespace, name)))
+    def forget(self, namespace: str, name: str) -> None:
+        """The task is gone: drop what was kept about it."""
+        self._written.pop(("task", namespace, name), None)
+        self.cache.forget(namespace, name)
+        self.leases.forget((namespace, name))
 
     def wake_later(self, namespace: str, name: str, delay: float) -> None:
         asyncio.get_running_loop().call_later(delay, self.poke, namespace, name)

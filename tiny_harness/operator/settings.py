@@ -1,7 +1,8 @@
 """kopf settings for the tiny-harness operator.
 
-Our own prefixes keep kopf's bookkeeping (finalizers, progress and diff-base annotations) under
-the project's API group, so it never collides with another kopf operator on the same objects.
+The operator registers only indexes and raw-event handlers, which keep no progress or diff-base
+records and add no finalizers: kopf writes nothing to our objects. So no storage is configured
+here; what is, is how kopf watches.
 """
 
 from __future__ import annotations
@@ -10,21 +11,15 @@ import logging
 
 import kopf
 
-from tiny_harness.kube.names import FINALIZER, PREFIX
-
 
 def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     settings = kopf.OperatorSettings()
-    settings.persistence.finalizer = FINALIZER
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=PREFIX)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=PREFIX, key="last-handled-configuration"
-    )
     settings.posting.level = logging.INFO
     settings.peering.standalone = standalone
     settings.peering.mandatory = False
-    # Tasks are small; this bounds how long a burst of watch events waits to be batched.
-    settings.batching.batch_window = 0.01
+    # Every event only pokes a worker, which reads the newest state from the cache: there is
+    # nothing to gain from holding events back to batch them, and each wait is added latency.
+    settings.batching.batch_window = 0.0
     settings.watching.server_timeout = 300
     # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
     settings.scanning.disabled = True

@@ -1,13 +1,23 @@
-"""One task's worker: brings a ``HarnessTask`` to where its inbox, children and status say it
-should be, one step at a time, and runs its turns.
+"""One task's worker: observe, decide, act, until there is nothing left to do.
 
-The worker is level-triggered. It never trusts what it remembers: each pass re-reads the task,
-its turn records, its inbox and its children, and decides from those alone. So a restarted
-operator, a second replica, or a missed event all converge on the same result.
+Each pass reads what the operator knows about the task from its cache (kopf indexes plus this
+replica's own latest writes, :mod:`tiny_harness.operator.cache`), turns it into
+:class:`~tiny_harness.core.decide.Facts`, asks :func:`~tiny_harness.core.decide.decide` for
+the one next action and carries it out. Nothing is remembered between passes that the cache
+does not hold, so a restart, a second replica or a missed event all converge.
 
-Every status write carries the ``resourceVersion`` the worker last read; a 409 means someone
-else wrote meanwhile, and the pass starts again on fresh state. The runner lease in the status
-(see ``docs/design/messages-and-history.md``) is what keeps two replicas from running one turn.
+**Wake-ups.** A poke raises the worker's generation. The pass loop notes the generation before
+it looks and only exits when a pass did nothing *and* no poke came since; whatever arrives
+while a pass or a turn runs is therefore always looked at (``docs/design/runtime.md``).
+
+**Writes.** Status writes carry the ``resourceVersion`` last seen (a 409 means someone wrote
+meanwhile: the pass starts again on fresh state). A turn's writes are fenced by its lease epoch
+(:mod:`tiny_harness.operator.lease`), so a replica that lost the lease writes nothing more.
+
+**Failures** end somewhere a participant sees them: a model error fails the turn with a status
+message naming what to fix; an unexpected error is retried with backoff a bounded number of
+times, then fails the task (``OperatorError``); an API server that cannot be reached is waited
+for with capped backoff, since nothing can be written until it is back.
 """
 
 from __future__ import annotations
@@ -16,15 +26,35 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import random
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+import aiohttp
 from pydantic import ValidationError
 
 from tiny_harness.core.commands.context import TaskSnapshot
-from tiny_harness.core.commands.parse import CommandCall, parse_command
+from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.decide import (
+    Acknowledge,
+    Action,
+    ApplyControl,
+    AwaitRecords,
+    Facts,
+    Initialise,
+    MessageKind,
+    Nothing,
+    Park,
+    Pending,
+    Refuse,
+    RunCommand,
+    RunTurn,
+    SyncRows,
+    WaitForLease,
+    decide,
+)
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
     AckEntry,
@@ -32,15 +62,16 @@ from tiny_harness.core.history import (
     RecordEntry,
     acknowledged,
     apply_delta,
+    history_delta,
     replay_history,
 )
 from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
-    ENDING_ROLES,
+    Condition,
     Lifecycle,
     Participant,
     Role,
@@ -52,14 +83,15 @@ from tiny_harness.core.task import (
     TaskStatus,
 )
 from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
-from tiny_harness.kube.client import ConflictError, HarnessTasks, Obj
-from tiny_harness.kube.journal import TurnRecord, TurnRecords
-from tiny_harness.kube.labels import label_value
+from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
+from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
-from tiny_harness.kube.names import PARENT_LABEL
+from tiny_harness.models.errors import ModelCallError
+from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
 from tiny_harness.operator.initialise import initialise
+from tiny_harness.operator.lease import Holding, LeaseLostError
 
 if TYPE_CHECKING:
     from tiny_harness.operator.runtime import Runtime
@@ -69,25 +101,34 @@ log = logging.getLogger(__name__)
 #: The agent's own participant id, as the assignee of a participant's /sub-task.
 AGENT_ID = "tiny-harness"
 
+#: Unexpected errors in a row before the task is failed with ``OperatorError``.
+ERROR_BUDGET: Final = 5
+#: Backoff after the n-th unexpected error: BASE * 2**(n-1), capped, with jitter.
+ERROR_BACKOFF_BASE: Final = 0.5
+ERROR_BACKOFF_CAP: Final = 30.0
+#: Backoff while the API server cannot be reached.
+UNREACHABLE_BACKOFF_CAP: Final = 5.0
+#: How long a view whose last turn record is missing is trusted to catch up by itself.
+RECORDS_GRACE_SECONDS: Final = 2.0
+
 
 def now_rfc3339() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _age_seconds(stamp: str) -> float:
-    try:
-        then = dt.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
-    except ValueError:
-        return float("inf")
-    return (dt.datetime.now(dt.UTC) - then).total_seconds()
+def unreachable(exc: BaseException) -> bool:
+    """Is this the API server (or the network to it) being away, rather than a refusal?"""
+    if isinstance(exc, KubeError):
+        return exc.status == 0 or exc.status == 429 or exc.status >= 500
+    return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError))
 
 
-class LeaseLostError(Exception):
-    """Another replica holds this task's runner lease now; this one must stop."""
+def jittered(seconds: float) -> float:
+    return seconds * (0.5 + random.random() / 2)
 
 
 class Snapshot:
-    """Everything one pass read about the task."""
+    """What one pass knows about the task, read from the cache."""
 
     def __init__(
         self,
@@ -100,7 +141,7 @@ class Snapshot:
         self.spec = TaskSpec.model_validate(obj["spec"])
         self.status = TaskStatus.model_validate(obj.get("status") or {})
         self.records = records
-        self.entries: list[RecordEntry] = [e for r in records for e in r.entries]
+        self.entries: list[RecordEntry] = unique_entries(records)
         self.acked = acknowledged(self.entries)
         self.pending = [m for m in messages if m.spec.message_id not in self.acked]
         self.children = children
@@ -108,15 +149,34 @@ class Snapshot:
 
     @property
     def rv(self) -> str:
-        return str(self.obj["metadata"]["resourceVersion"])
+        return rv_of(self.obj)
 
     @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
+    def lifecycle(self) -> Lifecycle:
+        return self.status.lifecycle or self.spec.default_lifecycle
+
+    def message(self, message_id: str) -> StoredMessage:
+        return next(m for m in self.pending if m.spec.message_id == message_id)
 
     def extension(self, rows: tuple[SubTaskRow, ...] | None = None) -> TaskExtension:
         status = self.status.model_copy(update={"sub_tasks": self.rows if rows is None else rows})
         return TaskExtension.of(self.spec, status)
+
+    def last_record(self, turn: int) -> TurnRecord | None:
+        return next((r for r in reversed(self.records) if r.turn == turn), None)
+
+
+def unique_entries(records: list[TurnRecord]) -> list[RecordEntry]:
+    """Every entry once, in record order. Two replicas may both record the same notice (a
+    command run twice in a race); entry ids are deterministic, so the first copy stands."""
+    seen: set[str] = set()
+    out: list[RecordEntry] = []
+    for record in records:
+        for entry in record.entries:
+            if entry.id not in seen:
+                seen.add(entry.id)
+                out.append(entry)
+    return out
 
 
 class TaskWorker:
@@ -126,140 +186,241 @@ class TaskWorker:
         self.rt = runtime
         self.namespace = namespace
         self.name = name
+        self.key = (namespace, name)
         self.tasks = HarnessTasks(runtime.api, namespace)
         self.messages = HarnessMessages(runtime.api, namespace)
         self.records = TurnRecords(runtime.api, namespace)
-        self.poked = asyncio.Event()
+        self.generation = 0
+        self.changed = asyncio.Event()
         self.lock = asyncio.Lock()
         self.rv: str | None = None
-        # What each poke since the pass began was about: a version of the task (None: a
-        # message, a child). A poke for a version this replica wrote itself is not news; its
-        # watch event can arrive before the write's own response, so the check waits until
-        # the pass or turn is over.
-        self.pokes: list[str | None] = []
+        self.holding: Holding | None = None
+        self.errors = 0
+        self.conflicts = 0
+        self.unreachable = 0
+        self.awaiting_records_since: float | None = None
 
-    def poke(self, resource_version: str | None) -> None:
-        self.pokes.append(resource_version)
-        self.poked.set()
-
-    def news(self) -> bool:
-        """Did anything but this replica's own writes poke the task since the pass began?"""
-        return any(
-            rv is None or not self.rt.wrote(self.namespace, self.name, rv) for rv in self.pokes
-        )
+    def poke(self) -> None:
+        """Something about the task changed: look again, now or after the current pass."""
+        self.generation += 1
+        self.changed.set()
 
     # -- the pass loop ---------------------------------------------------------------------
 
     async def run(self) -> None:
         while True:
-            self.poked.clear()
-            self.pokes.clear()
+            seen = self.generation
+            self.changed.clear()
             try:
-                again = await self.reconcile()
-            except ConflictError:
-                again = True
-            except LeaseLostError:
-                log.info("task %s/%s: another replica runs it now", self.namespace, self.name)
-                return
+                again = await self.step()
+                self.errors = self.conflicts = self.unreachable = 0
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                self.rt.metrics.errors.labels(where="worker").inc()
-                log.exception("task %s/%s: pass failed; retrying", self.namespace, self.name)
-                await asyncio.sleep(1.0)
+            except ConflictError:
+                again = await self.conflicted()
+            except (LeaseLostError, FencedError) as exc:
+                log.info("task %s/%s: lease lost (%s)", self.namespace, self.name, exc)
+                self.rt.metrics.errors.labels(where="lease").inc()
                 again = True
-            if not again and not self.news():
+            except Exception as exc:
+                again = await self.failed_pass(exc)
+            if not again and self.generation == seen:
                 return
 
-    async def get(self) -> Obj | None:
-        """The task, or None once it is gone (or going)."""
+    async def conflicted(self) -> bool:
+        """Someone wrote the task meanwhile: re-read it (a rare read) and decide again."""
+        self.conflicts += 1
+        if self.conflicts > 3:
+            await asyncio.sleep(jittered(min(0.05 * 2**self.conflicts, 2.0)))
+        await self.refresh()
+        return True
+
+    async def refresh(self) -> None:
         try:
             obj = await self.tasks.get(self.name)
         except TaskNotFoundError:
-            return None
-        if obj["metadata"].get("deletionTimestamp"):
-            return None
-        self.rv = obj["metadata"]["resourceVersion"]
-        return obj
+            return
+        self.rt.cache.wrote_task(obj)
 
-    async def read(self, obj: Obj | None = None) -> Snapshot | None:
-        obj = obj or await self.get()
-        if obj is None:
+    async def failed_pass(self, exc: Exception) -> bool:
+        if unreachable(exc):
+            self.unreachable += 1
+            delay = jittered(min(0.2 * 2**self.unreachable, UNREACHABLE_BACKOFF_CAP))
+            log.warning(
+                "task %s/%s: the API server is unreachable (%s); retrying in %.1fs",
+                self.namespace,
+                self.name,
+                exc,
+                delay,
+            )
+            await asyncio.sleep(delay)
+            return True
+        self.errors += 1
+        self.rt.metrics.errors.labels(where="worker").inc()
+        if self.errors == 1:
+            log.exception("task %s/%s: pass failed", self.namespace, self.name)
+        else:
+            log.warning(
+                "task %s/%s: pass failed again (%d of %d): %s: %s",
+                self.namespace,
+                self.name,
+                self.errors,
+                ERROR_BUDGET,
+                type(exc).__name__,
+                exc,
+            )
+        if self.errors < ERROR_BUDGET:
+            await asyncio.sleep(jittered(min(ERROR_BACKOFF_BASE * 2 ** (self.errors - 1), 30.0)))
+            return True
+        self.errors = 0
+        try:
+            await self.fail_task(
+                "OperatorError",
+                f"The operator could not work on this task ({type(exc).__name__}: {exc}). "
+                "Its log has the details; send a message to try again.",
+            )
+        except Exception:
+            log.exception("task %s/%s: could not record the failure", self.namespace, self.name)
+        return False
+
+    # -- observe and decide ------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot | None:
+        """The task as the cache has it now, or None once it is gone (or going)."""
+        cache = self.rt.cache
+        obj = cache.task(self.namespace, self.name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
             return None
-        records, messages, children = await asyncio.gather(
-            self.records.for_task(self.name),
-            self.messages.for_task(self.name),
-            self.children_of(),
+        self.rv = rv_of(obj)
+        return Snapshot(
+            obj,
+            cache.records(self.namespace, self.name),
+            cache.messages(self.namespace, self.name),
+            cache.children(self.namespace, self.name),
         )
-        return Snapshot(obj, records, messages, children)
 
-    async def children_of(self, *, force: bool = False) -> list[Obj]:
-        if not force and not self.rt.has_children(self.namespace, self.name):
-            return []
-        children = await self.tasks.list(label_selector=f"{PARENT_LABEL}={label_value(self.name)}")
-        return [c for c in children if (c["spec"].get("parent") or {}).get("taskId") == self.name]
+    def facts(self, snap: Snapshot) -> Facts:
+        status = snap.status
+        lease, wait = self.rt.leases.judge(self.key, status.runner)
+        registry = self.rt.commands.registry
+        pending: list[Pending] = []
+        for m in snap.pending:
+            kind: MessageKind = "ordinary"
+            if m.spec.control is not None:
+                kind = "control"
+            elif parse_command(m.spec, registry) is not None:
+                kind = "command"
+            pending.append(Pending(m.spec.message_id, m.spec.sender, kind, m.spec.control))
+        return Facts(
+            initialised=True,
+            state=status.state,
+            lifecycle=snap.lifecycle,
+            spec=snap.spec,
+            records_current=self.records_current(snap),
+            lease=lease,
+            lease_wait=wait,
+            turn=status.turn,
+            pending=tuple(pending),
+            news=bool(pending_news(snap.children, snap.acked)),
+            rows_stale=snap.rows != status.sub_tasks,
+        )
 
-    async def reconcile(self) -> bool:
-        """One pass. True when it changed something and another pass should follow."""
-        obj = await self.get()
-        if obj is None:
+    def records_current(self, snap: Snapshot) -> bool:
+        """Every ended turn leaves its record ended before the runner is cleared, so a view
+        that lacks it is behind the status, and acting on it could take a message twice."""
+        turn = snap.status.turn
+        if turn == 0 or snap.status.runner is not None:
+            return True
+        if any(r.turn == turn and r.ended for r in snap.records):
+            self.awaiting_records_since = None
+            return True
+        return False
+
+    async def step(self) -> bool:
+        """One pass. True when it changed something, so another pass should look."""
+        self.holding = None
+        cache = self.rt.cache
+        obj = cache.task(self.namespace, self.name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
             self.rt.metrics.task_state(self.namespace, self.name, None)
             return False
-        if not (obj.get("status") or {}).get("state"):
+        state = (obj.get("status") or {}).get("state")
+        if not state:
+            self.rv = rv_of(obj)
             await self.initialise(obj)
             return True
-        if TaskState(obj["status"]["state"]).is_terminal and obj["status"]["state"] in (
-            TaskState.REJECTED.value,
-        ):
+        if state == TaskState.REJECTED.value:
             return False  # a rejected spec may not even parse; there is nothing to do
         try:
-            snap = await self.read(obj)
+            snap = self.snapshot()
         except ValidationError as exc:
             log.warning("task %s/%s: unreadable (%s)", self.namespace, self.name, exc)
             return False
-        assert snap is not None
-        status = snap.status
-        self.rt.metrics.task_state(self.namespace, self.name, status.state.value)
-        if status.state.is_terminal:
-            if snap.pending:
-                await self.refuse_terminal(snap)
+        if snap is None:
             return False
-        runner = status.runner
-        if runner is not None and runner.holder != self.rt.identity:
-            remaining = self.rt.settings.lease_seconds - _age_seconds(runner.renew_time)
-            if remaining > 0:
-                self.rt.wake_later(self.namespace, self.name, remaining + 0.1)
+        self.rt.metrics.task_state(self.namespace, self.name, snap.status.state.value)
+        action = decide(self.facts(snap))
+        return await self.act(snap, action)
+
+    async def act(self, snap: Snapshot, action: Action) -> bool:
+        match action:
+            case Nothing() | Initialise():
                 return False
-        controls = [m for m in snap.pending if m.spec.control is not None]
-        if controls:
-            await self.control(snap, controls[0])
-            return True
-        registry = self.rt.commands.registry
-        for m in snap.pending:
-            call = parse_command(m.spec, registry)
-            if call is not None:
-                await self.command(snap, m, call)
-                return True
-            break  # an ordinary message comes first: the turn takes it, commands wait
-        ordinary = [m for m in snap.pending if m.spec.control is None]
-        news = pending_news(snap.children, snap.acked)
-        open_turn = runner is not None
-        lifecycle = status.lifecycle or snap.spec.default_lifecycle
-        if not open_turn and not ordinary and not news:
-            if status.state is TaskState.SUBMITTED and lifecycle is Lifecycle.CONVERSATION:
-                # A conversation started with no message parks without a model call.
+            case AwaitRecords():
+                return await self.await_records(snap)
+            case WaitForLease(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+                return False
+            case Refuse(message_id=mid, reason=reason):
+                await self.refuse(snap, snap.message(mid), reason)
+            case Acknowledge(message_id=mid):
+                await self.append_notices(snap, (_ack(snap.message(mid)),))
+            case ApplyControl(message_id=mid):
+                await self.control(snap, snap.message(mid))
+            case RunCommand(message_id=mid):
+                await self.command(snap, snap.message(mid))
+            case RunTurn(turn=turn, resume=resume):
+                return await self.turn(snap, turn, resume=resume)
+            case Park():
                 await self.write_status(
                     {
                         "state": TaskState.INPUT_REQUIRED.value,
                         "subState": SubState.AWAITING_NEXT_MESSAGE.value,
-                    },
+                    }
                 )
-                return True
-            if status.state is not TaskState.SUBMITTED:
-                if snap.rows != status.sub_tasks:
-                    await self.write_status({"subTasks": _rows_json(snap.rows)})
-                return False
-        return await self.turn(snap, resume=open_turn)
+            case SyncRows():
+                await self.write_status({"subTasks": _rows_json(snap.rows)})
+        return True
+
+    async def await_records(self, snap: Snapshot) -> bool:
+        """The status is ahead of the records in view. Their watch event is on its way; if it
+        has not come within the grace time, read them from the API once."""
+        now = time.monotonic()
+        if self.awaiting_records_since is None:
+            self.awaiting_records_since = now
+            self.rt.wake_later(self.namespace, self.name, RECORDS_GRACE_SECONDS)
+            return False
+        if now - self.awaiting_records_since < RECORDS_GRACE_SECONDS:
+            return False
+        self.awaiting_records_since = None
+        turn = snap.status.turn
+        fresh = await self.records.for_task(self.name, turn)
+        for record in fresh:
+            self.rt.cache.wrote_record(self.namespace, record)
+        if not any(r.ended for r in fresh):
+            # The record is really missing (deleted by hand?): close the turn on an empty one.
+            log.warning("task %s/%s: turn %d has no record; closing it", *self.key, turn)
+            last = fresh[-1] if fresh else None
+            record = await self.records.append(
+                self.name,
+                turn,
+                (),
+                last=last,
+                history=history_delta((), ()),
+                owner_uid=snap.obj["metadata"]["uid"],
+            )
+            self.rt.cache.wrote_record(self.namespace, record)
+        return True
 
     # -- status writes ---------------------------------------------------------------------
 
@@ -268,38 +429,63 @@ class TaskWorker:
 
         A 409 means someone wrote meanwhile. Outside a turn it is a :class:`ConflictError` and
         the pass starts again on fresh state. During a turn (``leased``) the patch is applied
-        again on the fresh version as long as this replica still holds the runner lease: its
-        values are absolute, so applying it twice is the same as once.
+        again on the fresh version as long as this replica still holds the lease it started
+        the turn with: its values are absolute, so applying it twice is the same as once.
         """
         async with self.lock:
             while True:
+                if leased:
+                    self.held().check()
                 try:
                     obj = await self.tasks.patch_status(self.name, patch, resource_version=self.rv)
                 except ConflictError:
                     if not leased:
                         raise
                     fresh = await self.tasks.get(self.name)
+                    self.rt.cache.wrote_task(fresh)
                     runner = (fresh.get("status") or {}).get("runner") or {}
-                    if runner.get("holder") != self.rt.identity:
-                        raise LeaseLostError from None
-                    self.rv = fresh["metadata"]["resourceVersion"]
+                    holding = self.held()
+                    if (
+                        runner.get("holder") != self.rt.identity
+                        or int(runner.get("epoch") or 0) != holding.epoch
+                    ):
+                        holding.lost = True
+                        raise LeaseLostError("another replica took the lease over") from None
+                    self.rv = rv_of(fresh)
                     continue
-                self.rv = obj["metadata"]["resourceVersion"]
+                self.rv = rv_of(obj)
                 self.rt.written(self.namespace, self.name, self.rv)
+                self.rt.cache.wrote_task(obj)
                 return obj
+
+    def held(self) -> Holding:
+        if self.holding is None:
+            raise LeaseLostError("no lease is held")
+        return self.holding
+
+    async def take_lease(self, snap: Snapshot, extra: Mapping[str, Any]) -> Holding:
+        """Take (or take over) the runner lease with a new epoch: the write that starts or
+        resumes a turn. Conditional on the version read, so only one replica wins."""
+        epoch = (snap.status.runner.epoch if snap.status.runner else 0) + 1
+        runner = Runner(holder=self.rt.identity, renew_time=now_rfc3339(), epoch=epoch)
+        sent = time.monotonic()
+        await self.write_status({**extra, "runner": runner.model_dump(by_alias=True)})
+        holding = Holding(epoch, self.rt.settings.lease_seconds)
+        holding.renewed(sent)
+        self.holding = holding
+        return holding
 
     async def initialise(self, obj: Obj) -> None:
         result = initialise(obj["spec"], obj["metadata"].get("generation"))
         status = dict(result.status)
         if result.accepted:
-            parent = await self.parent_settings(obj)
+            parent = self.parent_status(obj)
             catalog = self.rt.catalog
             model = parent.get("model") or catalog.default
             effort = parent.get("reasoningEffort") or catalog.default_effort
             status["model"] = model
             if effort:
                 status["reasoningEffort"] = effort
-        self.rv = obj["metadata"]["resourceVersion"]
         await self.write_status(status)
         await self.rt.event(obj, result.reason, result.message, warning=not result.accepted)
         if result.accepted and status.get("lifecycle") == Lifecycle.DELEGATED.value:
@@ -317,69 +503,42 @@ class TaskWorker:
                 task_uid=obj["metadata"]["uid"],
             )
 
-    async def parent_settings(self, obj: Obj) -> dict[str, Any]:
+    def parent_status(self, obj: Obj) -> dict[str, Any]:
         parent = ((obj.get("spec") or {}).get("parent") or {}).get("taskId")
         if not parent:
             return {}
-        try:
-            return dict((await self.tasks.get(parent)).get("status") or {})
-        except Exception:
-            return {}
+        found = self.rt.cache.task(self.namespace, parent)
+        return dict((found or {}).get("status") or {})
 
     # -- records -----------------------------------------------------------------------------
 
-    async def append_record(
-        self, snap: Snapshot, turn: int, entries: tuple[RecordEntry, ...]
-    ) -> None:
-        last = next((r for r in reversed(snap.records) if r.turn == turn), None)
-        await self.records.append(
-            self.name, turn, entries, last=last, owner_uid=snap.obj["metadata"]["uid"]
+    async def append_notices(self, snap: Snapshot, entries: tuple[RecordEntry, ...]) -> None:
+        """Notices and acks outside a turn go to the latest turn's record, unfenced: no turn
+        runs (the decision waited for any lease), and their ids make a repeat harmless."""
+        turn = snap.status.turn
+        record = await self.records.append(
+            self.name,
+            turn,
+            entries,
+            last=snap.last_record(turn),
+            owner_uid=snap.obj["metadata"]["uid"],
         )
+        self.rt.cache.wrote_record(self.namespace, record)
 
-    async def refuse_terminal(self, snap: Snapshot) -> None:
-        """Messages that reach an ended task are recorded as refused, with the reason."""
-        state = snap.status.state.value
-        entries: list[RecordEntry] = []
-        for m in snap.pending:
-            entries.append(_ack(m))
-            if m.spec.control is None:
-                entries.append(
-                    NoticeEntry(
-                        id=f"refused-{m.spec.message_id}",
-                        text=f"the task is in a terminal state ({state})",
-                        metadata={"refused": m.spec.message_id},
-                    )
-                )
-        await self.append_record(snap, snap.status.turn, tuple(entries))
+    async def refuse(self, snap: Snapshot, message: StoredMessage, reason: str) -> None:
+        """Take the message without acting on it; its sender sees the reason against it."""
+        log.info("task %s/%s: message %s %s", *self.key, message.spec.message_id, reason)
+        await self.append_notices(snap, _refusal(message, reason))
 
     # -- control: complete and cancel ----------------------------------------------------
 
     async def control(self, snap: Snapshot, message: StoredMessage) -> None:
         spec = message.spec
         sender = spec.sender
-        role = snap.spec.role_of(sender)
-        parent = snap.spec.parent.task_id if snap.spec.parent else None
-        from_parent = sender == f"task:{parent}" if parent else False
-        ack = _ack(message)
-        if not from_parent and role not in ENDING_ROLES:
-            why = (
-                f"refused: {sender} is a watcher and may not {spec.control} the task"
-                if role is Role.WATCHER
-                else f"refused: {sender} is not a participant of this task"
-            )
-            await self.append_record(
-                snap,
-                snap.status.turn,
-                (
-                    ack,
-                    NoticeEntry(
-                        id=f"refused-{spec.message_id}",
-                        text=why,
-                        metadata={"refused": spec.message_id},
-                    ),
-                ),
-            )
-            return
+        if snap.status.runner is not None:
+            # A turn is open but nobody runs it (a lease of ours from before a restart, or an
+            # expired one): close it from its journal first, so nothing it did is lost.
+            await self.close_open_turn(snap)
         if spec.control == "cancel":
             await self.write_status(
                 {
@@ -390,7 +549,7 @@ class TaskWorker:
                 }
             )
             await self.cancel_children(snap)
-            await self.append_record(snap, snap.status.turn, (ack,))
+            await self.append_notices(snap, (_ack(message),))
             await self.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
             return
         decision = decide_completion(
@@ -408,21 +567,10 @@ class TaskWorker:
                     "subTasks": _rows_json(snap.rows),
                 }
             )
-            await self.append_record(snap, snap.status.turn, (ack,))
+            await self.append_notices(snap, (_ack(message),))
             await self.rt.event(snap.obj, "Completed", f"completed by {sender}")
             return
-        await self.append_record(
-            snap,
-            snap.status.turn,
-            (
-                ack,
-                NoticeEntry(
-                    id=f"refused-{spec.message_id}",
-                    text=decision.reason,
-                    metadata={"refused": spec.message_id},
-                ),
-            ),
-        )
+        await self.append_notices(snap, _refusal(message, decision.reason))
         await self.write_status(
             {
                 "state": TaskState.INPUT_REQUIRED.value,
@@ -433,18 +581,64 @@ class TaskWorker:
             }
         )
 
+    async def close_open_turn(self, snap: Snapshot) -> None:
+        """Take the open turn's lease over and end the turn where its journal stops."""
+        turn = snap.status.turn
+        holding = await self.take_lease(snap, {})
+        records = await self.fence_turn(snap, turn, holding.epoch)
+        if any(r.ended for r in records):
+            return
+        before = history_before(snap.records, turn)
+        entries = [e for r in records for e in r.entries]
+        after = replay_history(before, entries)
+        record = await self.records.append(
+            self.name,
+            turn,
+            (),
+            last=records[-1] if records else None,
+            history=history_delta(before, after),
+            owner_uid=snap.obj["metadata"]["uid"],
+            lease=holding.epoch if records else None,
+        )
+        self.rt.cache.wrote_record(self.namespace, record)
+
+    async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]:
+        """Read the turn's records from the API (a takeover must not trust a lagging view)
+        and fence the last one with ``epoch``, so an earlier holder can append no more."""
+        records = await self.records.for_task(self.name, turn)
+        if records:
+            try:
+                records[-1] = await self.records.fence(records[-1], epoch)
+            except FencedError:
+                raise LeaseLostError("another replica fenced the turn first") from None
+        for record in records:
+            self.rt.cache.wrote_record(self.namespace, record)
+        return records
+
+    async def fail_task(self, reason: str, message: str) -> None:
+        """End the task in FAILED with an ``Error`` condition that says what to fix."""
+        snap = self.snapshot()
+        if snap is None or snap.status.state.is_terminal:
+            return
+        holding = self.holding
+        if snap.status.runner is not None and (holding is None or holding.lost):
+            await self.close_open_turn(snap)
+        await self.write_status(
+            failed_status(snap.status, reason, message), leased=self.holding is not None
+        )
+        await self.rt.event(snap.obj, reason, message, warning=True)
+
     # -- commands ----------------------------------------------------------------------------
 
     async def command(
-        self,
-        snap: Snapshot,
-        message: StoredMessage,
-        call: CommandCall,
-        host: OperatorTurnHost | None = None,
+        self, snap: Snapshot, message: StoredMessage, host: OperatorTurnHost | None = None
     ) -> None:
         """Run a participant's command: no model call and no state change. Its intents are
         applied here, in order: settings, then the spawn, then the reply."""
         spec = message.spec
+        call = parse_command(spec, self.rt.commands.registry)
+        if call is None:  # pragma: no cover - decide() only sends commands here
+            return
         result = await run_command(
             self.rt.commands.runner,
             call,
@@ -487,27 +681,23 @@ class TaskWorker:
             )
             reply = f"{reply}\nCreated sub-task {child}"
             metadata["task_ref"] = child
-        turn = host.turn if host is not None else snap.status.turn
-        await self.records.append(
-            self.name,
-            turn,
-            (
-                _ack(message),
-                NoticeEntry(id=f"cmd-{spec.message_id}", text=reply, metadata=metadata),
-            ),
-            last=None,
-            owner_uid=snap.obj["metadata"]["uid"],
+        entries: tuple[RecordEntry, ...] = (
+            _ack(message),
+            NoticeEntry(id=f"cmd-{spec.message_id}", text=reply, metadata=metadata),
         )
+        if host is not None:
+            await host.record_notices(entries)
+        else:
+            await self.append_notices(snap, entries)
 
     async def cancel_children(self, snap: Snapshot) -> None:
-        for child in await self.children_of(force=True):
+        for child in self.rt.cache.children(self.namespace, self.name):
             state = (child.get("status") or {}).get("state")
             if state and TaskState(state).is_terminal:
                 continue
-            child_name = child["metadata"]["name"]
-            await HarnessMessages(self.rt.api, self.namespace).send(
+            await self.messages.send(
                 MessageSpec(
-                    task=child_name,
+                    task=child["metadata"]["name"],
                     message_id=f"cancel-from-{self.name}",
                     sender=f"task:{self.name}",
                     control="cancel",
@@ -517,31 +707,28 @@ class TaskWorker:
 
     # -- turns -------------------------------------------------------------------------------
 
-    async def turn(self, snap: Snapshot, *, resume: bool) -> bool:
-        """Run (or resume) a turn. True when something arrived during it that the turn may
-        not have seen, so another pass should look."""
-        status = snap.status
-        number = status.turn if resume else status.turn + 1
-        await self.write_status(
-            {
-                "state": TaskState.WORKING.value,
-                "subState": None,
-                "turn": number,
-                "runner": Runner(holder=self.rt.identity, renew_time=now_rfc3339()).model_dump(
-                    by_alias=True
-                ),
-                "subTasks": _rows_json(snap.rows),
-            }
-        )
-        history = history_before(snap.records, number)
+    async def turn(self, snap: Snapshot, number: int, *, resume: bool) -> bool:
+        """Run (or resume) a turn under a freshly taken lease. True: look again after it."""
+        start: dict[str, Any] = {
+            "state": TaskState.WORKING.value,
+            "subState": None,
+            "turn": number,
+            "subTasks": _rows_json(snap.rows),
+        }
+        conditions = resumed_conditions(snap.status.conditions)
+        if conditions is not None:
+            start["conditions"] = conditions
+        holding = await self.take_lease(snap, start)
+        records = snap.records
+        if resume:
+            fenced = await self.fence_turn(snap, number, holding.epoch)
+            records = [r for r in snap.records if r.turn != number] + fenced
+        history = history_before(records, number)
+        own = [r for r in records if r.turn == number]
         journal = tuple(
-            e
-            for r in snap.records
-            if r.turn == number
-            for e in r.entries
-            if not isinstance(e, (NoticeEntry, AckEntry))
+            e for e in unique_entries(own) if not isinstance(e, (NoticeEntry, AckEntry))
         )
-        host = OperatorTurnHost(self, snap, number, history)
+        host = OperatorTurnHost(self, snap, number, history, own, holding)
         turn_input = TurnInput(
             task_id=self.name,
             turn=number,
@@ -550,73 +737,187 @@ class TaskWorker:
             journal=journal,
         )
         self.rt.metrics.turns_started.inc()
-        self.pokes.clear()
         started = time.perf_counter()
-        runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
-        renew = asyncio.create_task(self.renew_lease(host))
-        watch = asyncio.create_task(self.watch_for_interrupts(host, runner))
+        cut: list[str] = []
+        token = retry_observer.set(self.retry_notice_writer())
+        try:
+            runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
+        finally:
+            retry_observer.reset(token)
+        guards = [
+            asyncio.create_task(self.renew_lease(holding)),
+            asyncio.create_task(self.watch_lease(holding, runner, cut)),
+            asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
+        ]
         try:
             outcome = await runner
         except asyncio.CancelledError:
             if not runner.cancelled():
                 raise
+            if "lease" in cut or holding.lost:
+                self.rt.metrics.turns_finished.labels(outcome="lease_lost").inc()
+                raise LeaseLostError("the lease ran out during the turn") from None
+            if "gone" in cut:
+                return False
             # Cut by a participant's complete or cancel: close the turn from its journal,
-            # then the next pass handles the control message.
+            # then the next pass applies the control message.
             await host.close_cut_turn()
             self.rt.metrics.turns_finished.labels(outcome="cut").inc()
             return True
+        except ModelCallError as exc:
+            await host.close_cut_turn()
+            await self.write_status(
+                failed_status(snap.status, exc.reason, failure_text(exc, snap.lifecycle)),
+                leased=True,
+            )
+            self.rt.metrics.turns_finished.labels(outcome="failed").inc()
+            await self.rt.event(snap.obj, exc.reason, str(exc), warning=True)
+            return True
         finally:
-            renew.cancel()
-            watch.cancel()
-            for t in (renew, watch):
+            for guard in guards:
+                guard.cancel()
+            for guard in guards:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
+                    await guard
+            self.holding = None
             self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
         self.rt.metrics.turns_finished.labels(outcome=outcome.kind.value).inc()
-        return self.news() or outcome.kind.value == "waiting_for_subtasks"
+        return outcome.kind.value == "waiting_for_subtasks"
 
-    async def renew_lease(self, host: object) -> None:
+    def retry_notice_writer(self) -> Any:
+        async def write(notice: RetryNotice) -> None:
+            await self.write_status(
+                {"message": f"retrying ({notice.attempt} of {notice.budget}): {notice.reason}"},
+                leased=True,
+            )
+
+        return write
+
+    async def renew_lease(self, holding: Holding) -> None:
         period = self.rt.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(period)
-            await self.write_status(
-                {"runner": {"holder": self.rt.identity, "renewTime": now_rfc3339()}}, leased=True
-            )
-
-    async def watch_for_interrupts(self, host: OperatorTurnHost, runner: asyncio.Task[Any]) -> None:
-        """While a turn runs: a participant's complete or cancel cuts it, and a child's change
-        shows in this task's rows at once."""
-        while True:
-            await self.poked.wait()
-            self.poked.clear()
-            if not self.news():
-                continue
+            sent = time.monotonic()
             try:
-                snap = await self.read()
-            except Exception:
-                log.exception("task %s/%s: re-read during a turn failed", self.namespace, self.name)
+                await self.write_status(
+                    {
+                        "runner": {
+                            "holder": self.rt.identity,
+                            "renewTime": now_rfc3339(),
+                            "epoch": holding.epoch,
+                        }
+                    },
+                    leased=True,
+                )
+            except LeaseLostError:
+                return
+            except Exception as exc:  # the watchdog decides when it is too late
+                log.warning("task %s/%s: lease renewal failed: %s", *self.key, exc)
                 continue
-            if snap is None:
+            holding.renewed(sent)
+
+    async def watch_lease(
+        self, holding: Holding, runner: asyncio.Task[Any], cut: list[str]
+    ) -> None:
+        """Cut the turn the moment this replica can no longer be sure it holds the lease."""
+        while True:
+            await asyncio.sleep(max(holding.deadline - holding.clock(), 0.0) + 0.001)
+            if holding.lost or holding.clock() >= holding.deadline:
+                holding.lost = True
+                cut.append("lease")
                 runner.cancel()
                 return
-            for m in snap.pending:
-                if m.spec.control is None:
-                    continue
-                role = snap.spec.role_of(m.spec.sender)
-                parent = snap.spec.parent.task_id if snap.spec.parent else None
-                if role in ENDING_ROLES or (parent and m.spec.sender == f"task:{parent}"):
+
+    async def watch_for_interrupts(
+        self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
+    ) -> None:
+        """While a turn runs: a participant's complete or cancel cuts it, a command runs at
+        once, and a child's change shows in this task's rows."""
+        while True:
+            await self.changed.wait()
+            self.changed.clear()
+            snap = self.snapshot()
+            if snap is None:
+                cut.append("gone")
+                runner.cancel()
+                return
+            facts = self.facts(snap)
+            for m in facts.pending:
+                if m.kind == "control" and decide_cut(snap, m):
+                    cut.append("control")
                     runner.cancel()
                     return
-            registry = self.rt.commands.registry
-            for m in snap.pending:
-                if m.spec.message_id in host.acked:
-                    continue
-                call = parse_command(m.spec, registry)
-                if call is not None:
-                    await self.command(snap, m, call, host)
-                    host.acked.add(m.spec.message_id)
+            for m in facts.pending:
+                if m.kind == "command" and m.message_id not in host.acked:
+                    await self.command(snap, snap.message(m.message_id), host)
+                    host.acked.add(m.message_id)
             if snap.rows != snap.status.sub_tasks:
                 await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
+
+
+def decide_cut(snap: Snapshot, message: Pending) -> bool:
+    """Does this control cut the running turn? Only one its sender may give."""
+    from tiny_harness.core.speakers import refuse_ending, refuse_speaker
+
+    return (
+        refuse_speaker(snap.spec, message.sender, message.message_id) is None
+        and refuse_ending(snap.spec, message.sender, message.control or "end") is None
+    )
+
+
+def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
+    then = (
+        " Send a message to try again once it is fixed."
+        if lifecycle is Lifecycle.CONVERSATION
+        else ""
+    )
+    return f"The model call failed: {exc}.{then}"
+
+
+def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    error = Condition(
+        type="Error",
+        status="True",
+        reason=reason,
+        message=message[:32768],
+        last_transition_time=now,
+        observed_generation=status.observed_generation,
+    )
+    return {
+        "state": TaskState.FAILED.value,
+        "subState": None,
+        "runner": None,
+        "message": message[:16384],
+        "conditions": _conditions_json(_with_condition(status.conditions, error)),
+    }
+
+
+def resumed_conditions(conditions: tuple[Condition, ...]) -> list[dict[str, Any]] | None:
+    """A new turn after a failure turns its ``Error`` condition off; otherwise no change."""
+    error = next((c for c in conditions if c.type == "Error" and c.status == "True"), None)
+    if error is None:
+        return None
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cleared = error.model_copy(
+        update={
+            "status": "False",
+            "reason": "Resumed",
+            "message": "a participant's message resumed the task",
+            "last_transition_time": now,
+        }
+    )
+    return _conditions_json(_with_condition(conditions, cleared))
+
+
+def _with_condition(
+    conditions: tuple[Condition, ...], condition: Condition
+) -> tuple[Condition, ...]:
+    return (*(c for c in conditions if c.type != condition.type), condition)
+
+
+def _conditions_json(conditions: tuple[Condition, ...]) -> list[dict[str, Any]]:
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in conditions]
 
 
 def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, ...]:
@@ -633,9 +934,8 @@ def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, .
         if delta is not None:
             history = apply_delta(history, delta)
         else:
-            entries = [e for c in chunks for e in c.entries]
             loop_entries: list[JournalEntry] = [
-                e for e in entries if not isinstance(e, (NoticeEntry, AckEntry))
+                e for e in unique_entries(chunks) if not isinstance(e, (NoticeEntry, AckEntry))
             ]
             if loop_entries:
                 history = replay_history(history, loop_entries)
@@ -647,6 +947,14 @@ def _ack(message: StoredMessage) -> AckEntry:
     text = spec.text if spec.control is None else f"/{spec.control}"
     return AckEntry(
         id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
+    )
+
+
+def _refusal(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:
+    mid = message.spec.message_id
+    return (
+        _ack(message),
+        NoticeEntry(id=f"refused-{mid}", text=reason, metadata={"refused": mid}),
     )
 
 

@@ -48,7 +48,14 @@ from typing import Annotated, Any, Final, Literal
 
 import aiohttp
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
 
 #: What the server answers once its script has run out.
 DEFAULT_REPLY_TEXT: Final = "Done."
@@ -99,12 +106,35 @@ class ToolCallsTurn(_Turn):
 
 
 class ErrorTurn(_Turn):
-    """Answer with an HTTP error in the provider's error shape (429 and 5xx get retried)."""
+    """Answer with an HTTP error in the provider's error shape (429 and 5xx get retried).
+
+    ``context_too_long`` answers with each provider's own 400 for a conversation longer than
+    the model's window (the endpoint hit decides which), so a test of that path does not have
+    to know which adapter it drives.
+    """
 
     type: Literal["error"] = "error"
     status: int = Field(ge=400, le=599)
     message: str = "scripted failure"
     retry_after_seconds: float | None = Field(default=None, ge=0)
+    code: str | None = Field(
+        default=None, description="OpenAI's `error.code`; Anthropic errors have none."
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra response headers, set last (e.g. an HTTP-date `retry-after`).",
+    )
+    context_too_long: bool = Field(
+        default=False,
+        description="The provider's real context-overflow error; status must be 400, and "
+        "message and code are replaced.",
+    )
+
+    @model_validator(mode="after")
+    def _context_too_long_is_a_400(self) -> ErrorTurn:
+        if self.context_too_long and self.status != 400:
+            raise ValueError("context_too_long is a 400 at every provider; set status to 400")
+        return self
 
 
 Turn = Annotated[TextTurn | ToolCallsTurn | ErrorTurn, Field(discriminator="type")]
@@ -427,18 +457,45 @@ _ANTHROPIC_ERROR_TYPES: Final = {
 }
 
 
+#: Each provider's own words for a conversation longer than the model's context window.
+CONTEXT_TOO_LONG_MESSAGES: Final[Mapping[Flavor, str]] = {
+    "responses": "Your input exceeds the context window of this model. Please adjust your input "
+    "and try again.",
+    "chat": "This model's maximum context length is 128000 tokens. However, your messages "
+    "resulted in 250000 tokens. Please reduce the length of the messages.",
+    "messages": "prompt is too long: 250000 tokens > 200000 maximum",
+}
+
+
 def _error_response(flavor: Flavor, turn: ErrorTurn) -> web.Response:
     headers: dict[str, str] = {}
     if turn.retry_after_seconds is not None:
         headers["retry-after-ms"] = str(int(turn.retry_after_seconds * 1000))
         headers["retry-after"] = str(turn.retry_after_seconds)
+    headers.update(turn.headers)
+    if turn.context_too_long:
+        return web.json_response(_context_too_long_body(flavor), status=400, headers=headers)
     if flavor == "messages":
         kind = _ANTHROPIC_ERROR_TYPES.get(turn.status, "api_error")
         body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": turn.message}}
     else:
         kind = "rate_limit_exceeded" if turn.status == 429 else "scripted_error"
-        body = {"error": {"message": turn.message, "type": kind, "param": None, "code": None}}
+        body = {"error": {"message": turn.message, "type": kind, "param": None, "code": turn.code}}
     return web.json_response(body, status=turn.status, headers=headers)
+
+
+def _context_too_long_body(flavor: Flavor) -> dict[str, Any]:
+    message = CONTEXT_TOO_LONG_MESSAGES[flavor]
+    if flavor == "messages":
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": "input" if flavor == "responses" else "messages",
+            "code": "context_length_exceeded",
+        }
+    }
 
 
 class ModelServerControl:

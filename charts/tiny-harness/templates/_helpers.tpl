@@ -127,7 +127,8 @@ seccompProfile:
 
 {{/*
 The operator's rules on namespaced resources: tasks (it creates child tasks and patches its
-own bookkeeping), their status (which it alone writes), messages (read only), turn journals
+own bookkeeping), their status (which it alone writes), messages (it reads them, and creates a
+delegated task's brief and a parent's cancel to its children), turn journals
 (which it alone writes), and Events in both API groups.
 */}}
 {{- define "tiny-harness.operatorRules" -}}
@@ -139,7 +140,7 @@ own bookkeeping), their status (which it alone writes), messages (read only), tu
   verbs: ["get", "patch", "update"]
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnessmessages"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "create"]
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnessturns"]
   verbs: ["get", "list", "watch", "create", "patch"]

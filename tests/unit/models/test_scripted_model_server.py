@@ -6,19 +6,24 @@ import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 from adapter_kit import TEST_KEY, MakeAdapter
 from openai import AsyncOpenAI
+from pydantic import ValidationError
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest
 from tiny_harness.testing.model_server import (
+    CONTEXT_TOO_LONG_MESSAGES,
+    ErrorTurn,
     ModelServerControl,
     ScriptedModelServer,
     ScriptedToolCall,
     TextTurn,
     ToolCallsTurn,
+    parse_turns,
 )
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
@@ -111,3 +116,93 @@ async def test_raw_argument_text_is_passed_through_to_openai_clients(
     response = await adapter.complete(HI)
 
     assert response.tool_calls[0].arguments_json == arguments
+
+
+async def post_model_request(server: ScriptedModelServer, path: str) -> tuple[int, Any, Any]:
+    """Status, headers and JSON body of one raw request, to check the wire shape itself."""
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{server.base_url}{path}", json={"model": "m"}) as response,
+    ):
+        return response.status, response.headers, await response.json()
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        pytest.param(
+            "/v1/chat/completions",
+            {
+                "error": {
+                    "message": CONTEXT_TOO_LONG_MESSAGES["chat"],
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+            id="chat",
+        ),
+        pytest.param(
+            "/v1/responses",
+            {
+                "error": {
+                    "message": CONTEXT_TOO_LONG_MESSAGES["responses"],
+                    "type": "invalid_request_error",
+                    "param": "input",
+                    "code": "context_length_exceeded",
+                }
+            },
+            id="responses",
+        ),
+        pytest.param(
+            "/v1/messages",
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 250000 tokens > 200000 maximum",
+                },
+            },
+            id="messages",
+        ),
+    ],
+)
+async def test_context_too_long_is_answered_in_each_providers_own_shape(
+    path: str, expected: dict[str, Any], server: ScriptedModelServer
+) -> None:
+    server.script([ErrorTurn(status=400, context_too_long=True)])
+
+    status, _, body = await post_model_request(server, path)
+
+    assert (status, body) == (400, expected)
+
+
+def test_context_too_long_must_be_a_400() -> None:
+    with pytest.raises(ValidationError, match="set status to 400"):
+        ErrorTurn(status=413, context_too_long=True)
+
+
+async def test_an_error_turn_sets_the_openai_code_and_extra_headers(
+    server: ScriptedModelServer,
+) -> None:
+    date = "Wed, 21 Oct 2015 07:28:00 GMT"
+    server.script(
+        [ErrorTurn(status=429, code="rate_limit_exceeded", headers={"retry-after": date})]
+    )
+
+    status, headers, body = await post_model_request(server, "/v1/chat/completions")
+
+    assert (status, body["error"]["code"], headers["retry-after"]) == (
+        429,
+        "rate_limit_exceeded",
+        date,
+    )
+    assert "retry-after-ms" not in headers
+
+
+def test_a_script_written_before_the_new_fields_still_parses_and_new_ones_round_trip() -> None:
+    old = parse_turns([{"type": "error", "status": 503, "retry_after_seconds": 1}])
+    new = ErrorTurn(status=400, code="x", headers={"a": "b"}, context_too_long=True)
+
+    assert old == [ErrorTurn(status=503, retry_after_seconds=1)]
+    assert parse_turns([new.model_dump(mode="json")]) == [new]

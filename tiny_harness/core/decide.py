@@ -1,0 +1,219 @@
+"""Decide, then act: the one next step for a task, from what is known about it.
+
+The operator's worker never chooses what to do inline. Each pass it gathers the facts (the
+task's status, the messages its journals have not taken yet, whether its records are current,
+who holds its runner lease, its children's news) and asks :func:`decide` for one action. The
+function is pure, so every combination can be tested without a cluster, and the worker that
+carries the action out holds no logic of its own about *whether* to do it.
+
+The table, first match wins (``docs/design/runtime.md`` explains each row):
+
+====  ===============================================  =========================================
+ #    when                                             action
+====  ===============================================  =========================================
+ 1    no status yet                                    :class:`Initialise`
+ 2    rejected spec                                    :class:`Nothing`
+ 3    the last turn's record is not in view yet        :class:`AwaitRecords`
+ 4    another replica holds a live lease               :class:`WaitForLease`
+ 5    a pending message from a non-participant         :class:`Refuse`
+ 6    ended task (not a resumable failure): a message  :class:`Refuse`, or :class:`Acknowledge`
+      (a control that already took effect is acked)    for the control that ended it
+ 7    a control (complete, cancel)                     :class:`ApplyControl` or :class:`Refuse`
+ 8    a command before any ordinary message            :class:`RunCommand`
+ 9    an open turn (lease mine or expired)             :class:`RunTurn` (resume)
+ 10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn)
+ 11   a conversation just submitted                    :class:`Park`
+ 12   the sub-task rows differ from the children       :class:`SyncRows`
+ 13   otherwise                                        :class:`Nothing`
+====  ===============================================  =========================================
+
+A failed *conversation* is resumable: a participant's next message starts a new turn (row 10),
+and a participant may still complete or cancel it. Every other ended task only answers messages
+with a refusal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from tiny_harness.core.speakers import refuse_ending, refuse_speaker
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Lifecycle, TaskSpec
+
+MessageKind = Literal["ordinary", "control", "command"]
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A message no journal has taken yet, classified by the worker."""
+
+    message_id: str
+    sender: str
+    kind: MessageKind
+    control: str | None = None
+
+
+class Lease(StrEnum):
+    """The runner lease as this replica sees it."""
+
+    FREE = "free"  # nobody runs a turn
+    MINE = "mine"  # this replica's identity holds it (a turn of ours, or one we were running)
+    HELD = "held"  # another replica holds it and has renewed it within the lease time
+    EXPIRED = "expired"  # another replica held it, unrenewed for the whole lease time
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything :func:`decide` may look at."""
+
+    initialised: bool
+    state: TaskState | None = None
+    lifecycle: Lifecycle = Lifecycle.CONVERSATION
+    spec: TaskSpec | None = None
+    records_current: bool = True
+    lease: Lease = Lease.FREE
+    lease_wait: float = 0.0
+    turn: int = 0
+    pending: tuple[Pending, ...] = ()
+    news: bool = False
+    rows_stale: bool = False
+
+
+# -- actions --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Nothing:
+    """Nothing to do until something changes."""
+
+
+@dataclass(frozen=True)
+class Initialise:
+    """Accept (or reject) the new task and write its first status."""
+
+
+@dataclass(frozen=True)
+class AwaitRecords:
+    """The status names a turn whose record this replica has not seen yet: wait for its event
+    rather than act on a view that would take a message twice."""
+
+
+@dataclass(frozen=True)
+class WaitForLease:
+    """Another replica runs a turn; look again when its lease would expire."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """Record the message as taken and refused, with the reason its sender will see."""
+
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Acknowledge:
+    """Record the message as taken: what it asked for is already so."""
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class ApplyControl:
+    """Complete or cancel the task, as a participant (or the parent) asked."""
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """Run the ``/command`` (no model call, no state change)."""
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class RunTurn:
+    """Run turn ``turn``; ``resume`` continues an open turn from its journal."""
+
+    turn: int
+    resume: bool
+
+
+@dataclass(frozen=True)
+class Park:
+    """A conversation submitted without a message waits for one, without a model call."""
+
+
+@dataclass(frozen=True)
+class SyncRows:
+    """Write the sub-task rows as the children now are."""
+
+
+Action = (
+    Nothing
+    | Initialise
+    | AwaitRecords
+    | WaitForLease
+    | Refuse
+    | Acknowledge
+    | ApplyControl
+    | RunCommand
+    | RunTurn
+    | Park
+    | SyncRows
+)
+
+#: The terminal state each control leaves a task in.
+CONTROL_ENDS_IN = {"cancel": TaskState.CANCELED, "complete": TaskState.COMPLETED}
+
+
+def resumable(state: TaskState | None, lifecycle: Lifecycle) -> bool:
+    """A failed conversation takes messages again; every other ended task is closed."""
+    return state is TaskState.FAILED and lifecycle is Lifecycle.CONVERSATION
+
+
+def decide(facts: Facts) -> Action:
+    """The one next action for a task (see the table in the module docstring)."""
+    if not facts.initialised or facts.state is None:
+        return Initialise()
+    if facts.state is TaskState.REJECTED or facts.spec is None:
+        return Nothing()
+    if not facts.records_current:
+        return AwaitRecords()
+    if facts.lease is Lease.HELD:
+        return WaitForLease(max(facts.lease_wait, 0.0))
+    spec = facts.spec
+    closed = facts.state.is_terminal and not resumable(facts.state, facts.lifecycle)
+    for m in facts.pending:
+        why = refuse_speaker(spec, m.sender, m.message_id)
+        if why is not None:
+            return Refuse(m.message_id, why)
+        if closed:
+            if m.kind == "control" and CONTROL_ENDS_IN.get(m.control or "") is facts.state:
+                return Acknowledge(m.message_id)
+            return Refuse(
+                m.message_id, f"refused: the task is in a terminal state ({facts.state.value})"
+            )
+    for m in facts.pending:
+        if m.kind == "control":
+            why = refuse_ending(spec, m.sender, m.control or "end")
+            return Refuse(m.message_id, why) if why else ApplyControl(m.message_id)
+    for m in facts.pending:
+        if m.kind == "command":
+            return RunCommand(m.message_id)
+        break  # an ordinary message comes first: the turn takes it, commands wait their turn
+    if facts.lease in (Lease.MINE, Lease.EXPIRED):
+        return RunTurn(facts.turn, resume=True)
+    ordinary = any(m.kind == "ordinary" for m in facts.pending)
+    if ordinary or (facts.news and not facts.state.is_terminal):
+        return RunTurn(facts.turn + 1, resume=False)
+    if facts.state is TaskState.SUBMITTED and facts.lifecycle is Lifecycle.CONVERSATION:
+        return Park()
+    if facts.rows_stale:
+        return SyncRows()
+    return Nothing()

@@ -1,0 +1,200 @@
+"""What the operator knows about its objects, without asking the API: kopf indexes, plus the
+objects this replica has just written.
+
+kopf feeds three indexes from its watches (:func:`register_indexes`): every task by name, every
+task by its parent, every message and every turn record by ``spec.task``. kopf fills them from
+the initial LIST before any handler runs, so the first pass over a task after a restart already
+sees all its messages, records and children; no label is needed for a message to be seen.
+
+The watch lags the writes this replica makes by a few milliseconds. So every write's response
+goes into the *overlay* too, and a read takes, per object, whichever of the index's copy and the
+overlay's is newer (by ``resourceVersion``, which etcd issues in commit order). An overlay entry
+is dropped once the index has caught up with it, so the overlay holds only the last moments'
+writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import kopf
+
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+TASKS = "tasks"
+CHILDREN = "children"
+MESSAGES = "messages"
+TURNS = "turns"
+
+
+def newer(a: str, b: str) -> bool:
+    """Is resourceVersion ``a`` later than ``b``? etcd's versions are its revision counter."""
+    try:
+        return int(a) > int(b)
+    except ValueError:
+        return a != b
+
+
+def rv_of(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion", ""))
+
+
+class _Versioned(Protocol):
+    @property
+    def resource_version(self) -> str: ...
+
+
+V = TypeVar("V", bound=_Versioned)
+
+
+def _merge_newest(items: Iterable[tuple[str, V]], own: Mapping[str, V]) -> dict[str, V]:
+    out = dict(items)
+    for name, value in own.items():
+        have = out.get(name)
+        if have is None or newer(value.resource_version, have.resource_version):
+            out[name] = value
+    return out
+
+
+class _TaskObj:
+    """A task object with its version, for the overlay merge."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Obj) -> None:
+        self.obj = obj
+
+    @property
+    def resource_version(self) -> str:
+        return rv_of(self.obj)
+
+
+class Cache:
+    """The operator's read side: indexes plus the overlay of its own recent writes."""
+
+    def __init__(self, indices: Any) -> None:
+        self._indices = indices
+        self._tasks: dict[Key, _TaskObj] = {}
+        self._records: dict[Key, dict[str, TurnRecord]] = {}
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def _store(self, index: str, key: Key) -> list[Any]:
+        idx = self._indices[index]
+        return list(idx[key]) if key in idx else []
+
+    def task(self, namespace: str, name: str) -> Obj | None:
+        key = (namespace, name)
+        stored = self._store(TASKS, key)
+        own = self._tasks.get(key)
+        if own is None:
+            return stored[0] if stored else None
+        if stored and not newer(own.resource_version, rv_of(stored[0])):
+            del self._tasks[key]
+            return dict(stored[0])
+        return own.obj
+
+    def records(self, namespace: str, task: str) -> list[TurnRecord]:
+        """The task's turn records, in turn and chunk order."""
+        key = (namespace, task)
+        stored: list[TurnRecord] = self._store(TURNS, key)
+        own = self._records.get(key, {})
+        merged = _merge_newest(((r.name, r) for r in stored), own)
+        for name, record in list(own.items()):
+            have = next((r for r in stored if r.name == name), None)
+            if have is not None and not newer(record.resource_version, have.resource_version):
+                del own[name]
+        if not own:
+            self._records.pop(key, None)
+        return sorted(merged.values(), key=lambda r: (r.turn, r.chunk))
+
+    def messages(self, namespace: str, task: str) -> list[StoredMessage]:
+        """The task's messages, oldest first."""
+        stored: list[StoredMessage] = self._store(MESSAGES, (namespace, task))
+        return sorted(stored, key=lambda m: m.order)
+
+    def children(self, namespace: str, parent: str) -> list[Obj]:
+        """The task's children as they are now (index and own writes, newest of each)."""
+        by_name = {c["metadata"]["name"]: c for c in self._store(CHILDREN, (namespace, parent))}
+        for (ns, name), own in self._tasks.items():
+            if (
+                ns != namespace
+                or ((own.obj.get("spec") or {}).get("parent") or {}).get("taskId") != parent
+            ):
+                continue
+            have = by_name.get(name)
+            if have is None or newer(own.resource_version, rv_of(have)):
+                by_name[name] = own.obj
+        return list(by_name.values())
+
+    # -- the overlay ----------------------------------------------------------------------------
+
+    def wrote_task(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        key = (str(meta.get("namespace", "")), str(meta["name"]))
+        have = self._tasks.get(key)
+        if have is None or newer(rv_of(obj), have.resource_version):
+            self._tasks[key] = _TaskObj(obj)
+
+    def wrote_record(self, namespace: str, record: TurnRecord) -> None:
+        own = self._records.setdefault((namespace, record.task), {})
+        have = own.get(record.name)
+        if have is None or newer(record.resource_version, have.resource_version):
+            own[record.name] = record
+
+    def forget(self, namespace: str, name: str) -> None:
+        self._tasks.pop((namespace, name), None)
+        self._records.pop((namespace, name), None)
+
+
+def _plain(body: kopf.Body) -> Obj:
+    """The raw object behind kopf's read-only view (no copy: nothing here mutates it)."""
+    return {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": body["metadata"],
+        "spec": body.get("spec") or {},
+        "status": body.get("status") or {},
+    }
+
+
+def register_indexes(registry: kopf.OperatorRegistry) -> None:
+    """The four indexes the cache reads, on our own registry."""
+
+    @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=TASKS)
+    def tasks(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, Obj]:
+        return {(namespace or "", name): _plain(body)}
+
+    @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=CHILDREN)
+    def children(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Obj] | None:
+        parent = ((body.get("spec") or {}).get("parent") or {}).get("taskId")
+        return {(namespace or "", parent): _plain(body)} if parent else None
+
+    @kopf.index(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id=MESSAGES)
+    def messages(
+        namespace: str | None, body: kopf.Body, **_: Any
+    ) -> dict[Key, StoredMessage] | None:
+        try:
+            message = StoredMessage.of(_plain(body))
+        except Exception as exc:  # an unreadable message cannot be taken; say so, once
+            log.warning("message %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
+            return None
+        return {(namespace or "", message.spec.task): message}
+
+    @kopf.index(GROUP, VERSION, TURN_PLURAL, registry=registry, id=TURNS)
+    def turns(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, TurnRecord] | None:
+        try:
+            record = TurnRecord.of(_plain(body))
+        except Exception as exc:
+            log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
+            return None
+        return {(namespace or "", record.task): record}
