@@ -77,6 +77,7 @@ class LocalCluster:
         self._logs: list[IO[bytes]] = []
         self.port = 0
         self.etcd_port = 0
+        self._etcd_peer = 0
 
     # -- public surface -------------------------------------------------------------------
 
@@ -143,6 +144,27 @@ class LocalCluster:
                 shutil.rmtree(self._data_dir, ignore_errors=True)
                 self._data_dir = None
 
+    def restart(self, name: str, *, down_seconds: float = 1.0) -> None:
+        """Stop ``etcd`` or ``kube-apiserver``, keep it down for ``down_seconds``, and start it
+        again on the same ports, then wait until the API server is ready. For tests of what
+        survives an outage: the other process, the data and every client's kubeconfig stay."""
+        index = {"etcd": 0, "kube-apiserver": 1}[name]
+        proc = self._procs[index]
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        time.sleep(down_seconds)
+        binaries = self._binaries or find_binaries(self._progress)
+        if name == "etcd":
+            self._start_etcd(binaries, port=self.etcd_port, peer=self._etcd_peer)
+        else:
+            self._start_apiserver(binaries, self.pki, port=self.port)
+        self._procs[index] = self._procs.pop()
+        self._wait_ready()
+
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self._procs]
@@ -176,9 +198,12 @@ class LocalCluster:
             f.write(f"{proc.pid}\n")
         return proc
 
-    def _start_etcd(self, binaries: ControlPlaneBinaries) -> None:
-        self.etcd_port = _free_port()
-        peer = _free_port()
+    def _start_etcd(
+        self, binaries: ControlPlaneBinaries, *, port: int = 0, peer: int = 0
+    ) -> None:
+        self.etcd_port = port or _free_port()
+        peer = peer or _free_port()
+        self._etcd_peer = peer
         argv = [
             str(binaries.etcd),
             "--name=default",
@@ -196,8 +221,8 @@ class LocalCluster:
             argv.append("--unsafe-no-fsync")
         self._spawn("etcd", argv)
 
-    def _start_apiserver(self, binaries: ControlPlaneBinaries, pki: Pki) -> None:
-        self.port = _free_port()
+    def _start_apiserver(self, binaries: ControlPlaneBinaries, pki: Pki, *, port: int = 0) -> None:
+        self.port = port or _free_port()
         argv = [
             str(binaries.kube_apiserver),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",

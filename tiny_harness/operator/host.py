@@ -37,6 +37,7 @@ from tiny_harness.kube.journal import FencedError, TurnRecord
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import PARENT_LABEL
+from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.lease import Holding, LeaseLostError
 
@@ -184,6 +185,10 @@ class OperatorTurnHost:
         except FencedError:
             self.holding.lost = True
             raise LeaseLostError("another replica fenced this turn's record") from None
+        failpoints.journal_written(self.w.name)
+        # The write landed; if this replica paused past its lease meanwhile (a long GC, a
+        # SIGSTOP), the next step (a tool call) must not happen: another replica may run it.
+        self.holding.check()
         self.w.rt.cache.wrote_record(self.w.namespace, record)
         self.w.rt.written_record(self.w.namespace, record)
         self.recorded.update(e.id for e in self.buffer)
