@@ -147,8 +147,8 @@ def operator_config(path: Path, model_url: str, **operator: Any) -> Path:
         "max_retries = 1",
         "retry_backoff_seconds = 0.01",
         "[operator]",
-        "lease_seconds = 6",
     ]
+    operator.setdefault("lease_seconds", 6)
     lines += [f"{key} = {json.dumps(value)}" for key, value in operator.items()]
     path.write_text("\n".join(lines) + "\n")
     return path

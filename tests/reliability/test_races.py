@@ -58,9 +58,7 @@ async def test_a_control_sent_at_any_moment_of_a_turn_is_always_applied(
 
     # Two at a time, so every moment also meets another task's writes.
     for i in range(0, len(runs), 2):
-        await asyncio.gather(
-            *(race(names[j], *runs[j]) for j in range(i, min(i + 2, len(runs))))
-        )
+        await asyncio.gather(*(race(names[j], *runs[j]) for j in range(i, min(i + 2, len(runs)))))
 
 
 async def test_a_parent_keeps_its_sub_task_rows_across_an_operator_restart(

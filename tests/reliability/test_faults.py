@@ -1,0 +1,231 @@
+"""Faults injected into real operator processes: SIGKILL at every journal boundary of a turn
+that calls a tool and spawns a child, SIGSTOP of a replica past its lease while another takes
+the turn over, and the API server or etcd restarted mid-turn. Afterwards the turn completes,
+no tool ran twice, no model call recorded in a journal was repeated, and no message was lost
+or taken twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ModelServer, OperatorProcess, operator_config, wait_for
+from tests.integration.lifecycle_support import Tasks
+from tiny_harness.devcluster import LocalCluster
+from tiny_harness.kube.client import connect
+from tiny_harness.kube.crd import REPO_ROOT
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+TOOLS = ["tests.integration.sidefx_tools:TOOLS"]
+
+
+@pytest.fixture
+def tasks(api: Any, namespace: str) -> Tasks:
+    return Tasks(api, namespace)
+
+
+def inputs(request: Any) -> str:
+    return json.dumps((request.body or {}).get("input", []))
+
+
+def of_task(request: Any, task: str) -> bool:
+    body = request.body or {}
+    return str(body.get("instructions", "")).startswith(
+        f"You are the agent working on task {task}."
+    )
+
+
+def first_calls(requests: list[Any], task: str) -> list[Any]:
+    """The task's requests for model call 0 of its first turn: no tool output yet."""
+    return [
+        r
+        for r in requests
+        if of_task(r, task) and "function_call_output" not in inputs(r) and "Note:" not in inputs(r)
+    ]
+
+
+def died(op: OperatorProcess, within: float = 30.0) -> None:
+    assert op.proc is not None
+    wait_for(
+        lambda: op.proc is not None and op.proc.poll() is not None,
+        timeout=within,
+        what="the operator to hit its failpoint",
+    )
+
+
+def stopped(op: OperatorProcess, within: float = 30.0) -> None:
+    assert op.proc is not None
+    pid = op.proc.pid
+
+    def state() -> bool:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("State:"):
+                return "T" in line.split()[1]
+        return False
+
+    wait_for(state, timeout=within, what="the operator to stop itself at its failpoint")
+
+
+#: The parent's journal writes in its first turn: [drain, model-0 asking for two tools],
+#: the `record` tool's result, the spawn's result, and the turn's end with the history.
+BOUNDARIES = (1, 2, 3, 4)
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+async def test_sigkill_at_every_journal_boundary_repeats_nothing(
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    tmp_path: Path,
+    boundary: int,
+) -> None:
+    ledger = tmp_path / "ledger"
+    ledger.touch()
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [
+                    {"name": "record", "arguments": {"note": "once"}},
+                    {"name": "spawn_subtask", "arguments": {"goal": "Count to three."}},
+                ],
+            },
+        ]
+    )
+    env = {"TINY_HARNESS_TEST_SIDEFX": str(ledger)}
+    doomed = operator(
+        env={**env, "TINY_HARNESS_FAILPOINT": f"kill-after-write:{boundary}@boss"}, tools=TOOLS
+    )
+    await tasks.create("boss")
+    await tasks.wait("boss", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("boss", "Record it and delegate the counting.")
+    died(doomed)
+
+    operator(env=env, tools=TOOLS)
+    status = await tasks.wait("boss", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
+
+    assert status.get("subState") == "awaiting-next-message"
+    assert ledger.read_text().count("once") == 1
+    assert len(await tasks.children("boss")) == 1
+    requests = await model_server.control.requests()
+    assert len(first_calls(requests, "boss")) == 1
+    said = [m.text for m in await tasks.transcript("boss") if m.role == "user"]
+    assert said.count("Record it and delegate the counting.") == 1
+
+
+async def test_a_replica_stopped_past_its_lease_writes_nothing_after_it_wakes(
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    tmp_path: Path,
+    api: Any,
+    namespace: str,
+) -> None:
+    ledger = tmp_path / "ledger"
+    ledger.touch()
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [
+                    {"name": "record", "arguments": {"note": "first"}},
+                    {"name": "record", "arguments": {"note": "second"}},
+                ],
+            },
+            {"type": "text", "text": "Both recorded."},
+        ]
+    )
+    env = {"TINY_HARNESS_TEST_SIDEFX": str(ledger)}
+    sleeper = operator(
+        identity="operator-a",
+        env={**env, "TINY_HARNESS_FAILPOINT": "stop-after-write:2@shared"},
+        tools=TOOLS,
+        lease_seconds=3,
+    )
+    await tasks.create("shared")
+    await tasks.wait("shared", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("shared", "Record both.")
+    # A stops itself right after checkpointing the first tool's result.
+    stopped(sleeper)
+    operator(identity="operator-b", env=env, tools=TOOLS, lease_seconds=3)
+    status = await tasks.wait("shared", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
+    assert status["message"] == "Both recorded."
+
+    before = await snapshot(tasks, "shared")
+    assert sleeper.proc is not None
+    sleeper.proc.send_signal(signal.SIGCONT)
+    await asyncio.sleep(4)  # longer than A's lease: every timer it had has fired
+    after = await snapshot(tasks, "shared")
+
+    assert after == before, "the replica that lost the lease wrote after it woke"
+    notes = [line.split()[-1] for line in ledger.read_text().splitlines()]
+    assert sorted(notes) == ["first", "second"]
+    requests = await model_server.control.requests()
+    assert len(first_calls(requests, "shared")) == 1
+    assert len(requests) == 2
+
+
+async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]:
+    """The task's status version and every turn record's name and entry count."""
+    obj = await tasks.tasks.get(name)
+    records = await tasks.records.for_task(name)
+    return obj["metadata"]["resourceVersion"], [(r.name, len(r.entries)) for r in records]
+
+
+# -- outages: a control plane of the test's own, so its restarts disturb no other test --------
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[LocalCluster]:
+    with LocalCluster(crds=REPO_ROOT / "crds") as c:
+        yield c
+
+
+@pytest.mark.parametrize("component", ["kube-apiserver", "etcd"])
+async def test_a_turn_survives_a_control_plane_restart_mid_turn(
+    own_cluster: LocalCluster, model_server: ModelServer, tmp_path: Path, component: str
+) -> None:
+    namespace = "outage"
+    subprocess.run(
+        ["kubectl", f"--kubeconfig={own_cluster.kubeconfig}", "create", "namespace", namespace],
+        check=True,
+        capture_output=True,
+    )
+    config = operator_config(tmp_path / "config.toml", model_server.url)
+    op = OperatorProcess(own_cluster.kubeconfig, namespace, tmp_path, config).start()
+    api = await connect(own_cluster.kubeconfig)
+    try:
+        tasks = Tasks(api, namespace)
+        await model_server.control.script(
+            [{"type": "text", "text": "Survived.", "delay_seconds": 2}]
+        )
+        await tasks.create("steady")
+        await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED")
+        await tasks.send("steady", "Hold on.")
+        deadline = time.monotonic() + 20
+        while not await model_server.control.requests():
+            assert time.monotonic() < deadline, "the model call never started"
+            await asyncio.sleep(0.02)
+
+        await asyncio.to_thread(own_cluster.restart, component, down_seconds=2)
+
+        status = await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED", turn=1, within=60)
+        said = [(m.role, m.text) for m in await tasks.transcript("steady")]
+        assert said.count(("user", "Hold on.")) == 1
+        assert [role for role, _ in said] == ["user", "agent"]
+        assert status["message"] == said[-1][1]
+        # The answer in flight during the outage may be asked for again, never more.
+        assert 1 <= len(await model_server.control.requests()) <= 2
+    finally:
+        await api.close()
+        op.stop()

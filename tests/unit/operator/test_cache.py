@@ -1,0 +1,329 @@
+"""The operator's read side: kopf's indexes plus this replica's own latest writes.
+
+kopf's indexes lag this replica's writes by a watch event. If a pass read only the indexes,
+it would decide on the task as it was before its own last write (and, say, take a message
+twice); if it read only its own writes, it would miss everyone else's. The cache takes the
+newer copy of each object by resourceVersion. Plain dicts stand in for kopf's indexes here:
+the cache reads them as ``indices[name][key] -> values``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.operator.cache import Cache, newer
+
+NS = "team-a"
+
+
+def task(
+    name: str,
+    rv: str,
+    *,
+    state: str = "TASK_STATE_WORKING",
+    parent: str | None = None,
+    namespace: str = NS,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"goal": f"goal of {name}"}
+    if parent:
+        spec["parent"] = {"taskId": parent}
+    return {
+        "apiVersion": "harness.example/v1alpha1",
+        "kind": "HarnessTask",
+        "metadata": {"name": name, "namespace": namespace, "resourceVersion": rv},
+        "spec": spec,
+        "status": {"state": state},
+    }
+
+
+def record(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> TurnRecord:
+    suffix = f"-t{turn}" + (f"-c{chunk}" if chunk else "")
+    return TurnRecord.of(
+        {
+            "metadata": {"name": task_name + suffix, "resourceVersion": rv},
+            "spec": {
+                "task": task_name,
+                "turn": turn,
+                "chunk": chunk,
+                "entries": [{"kind": "notice", "id": n, "text": n} for n in notes],
+            },
+        }
+    )
+
+
+def message(
+    name: str, *, sent_at: str | None, created: str, text: str = "hello"
+) -> StoredMessage:
+    spec: dict[str, Any] = {
+        "task": "release",
+        "messageId": f"id-{name}",
+        "sender": "alice",
+        "parts": [{"text": text}],
+    }
+    if sent_at is not None:
+        spec["sentAt"] = sent_at
+    return StoredMessage.of(
+        {
+            "metadata": {"name": name, "creationTimestamp": created, "resourceVersion": "1"},
+            "spec": spec,
+        }
+    )
+
+
+def indices(
+    tasks: list[dict[str, Any]] | None = None,
+    children: dict[str, list[dict[str, Any]]] | None = None,
+    messages: list[StoredMessage] | None = None,
+    turns: list[TurnRecord] | None = None,
+) -> dict[str, dict[tuple[str, str], list[Any]]]:
+    """kopf's four indexes as the cache reads them, for tasks in namespace ``NS``."""
+    by_task: dict[str, dict[tuple[str, str], list[Any]]] = {
+        "tasks": {},
+        "children": {},
+        "messages": {},
+        "turns": {},
+    }
+    for t in tasks or []:
+        by_task["tasks"][(t["metadata"]["namespace"], t["metadata"]["name"])] = [t]
+    for parent, kids in (children or {}).items():
+        by_task["children"][(NS, parent)] = list(kids)
+    for m in messages or []:
+        by_task["messages"].setdefault((NS, m.spec.task), []).append(m)
+    for r in turns or []:
+        by_task["turns"].setdefault((NS, r.task), []).append(r)
+    return by_task
+
+
+def state_of(obj: dict[str, Any] | None) -> str:
+    assert obj is not None
+    return str(obj["status"]["state"])
+
+
+# -- resource versions ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("10", "9", True),  # numerically, not as text
+        ("9", "10", False),
+        ("7", "7", False),
+        ("abc", "abd", True),  # opaque versions: a different one is taken as the later
+    ],
+)
+def test_newer_compares_resource_versions_as_etcd_revisions(
+    a: str, b: str, expected: bool
+) -> None:
+    assert newer(a, b) is expected
+
+
+# -- tasks ----------------------------------------------------------------------------------------
+
+
+def test_an_unknown_task_is_none() -> None:
+    assert Cache(indices()).task(NS, "release") is None
+
+
+def test_a_task_seen_only_by_the_index_is_read_from_it() -> None:
+    cache = Cache(indices(tasks=[task("release", "10")]))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_WORKING"
+
+
+def test_this_replicas_newer_write_wins_over_a_lagging_index() -> None:
+    cache = Cache(indices(tasks=[task("release", "10")]))
+
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
+
+
+def test_a_write_of_a_task_not_yet_in_the_index_is_read_back() -> None:
+    cache = Cache(indices())
+
+    cache.wrote_task(task("release", "3"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_WORKING"
+
+
+def test_an_older_write_does_not_replace_a_newer_one() -> None:
+    cache = Cache(indices())
+    cache.wrote_task(task("release", "12", state="TASK_STATE_COMPLETED"))
+
+    cache.wrote_task(task("release", "11", state="TASK_STATE_WORKING"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+
+
+def test_the_index_wins_once_it_has_caught_up_and_the_write_is_dropped() -> None:
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    idx["tasks"][(NS, "release")] = [task("release", "13", state="TASK_STATE_COMPLETED")]
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+
+    # Dropped: once the task leaves the index, the old write does not bring it back.
+    del idx["tasks"][(NS, "release")]
+    assert cache.task(NS, "release") is None
+
+
+def test_the_index_holding_the_very_version_written_wins() -> None:
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    idx["tasks"][(NS, "release")] = [task("release", "12", state="TASK_STATE_INPUT_REQUIRED")]
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
+
+    del idx["tasks"][(NS, "release")]
+    assert cache.task(NS, "release") is None
+
+
+def test_tasks_of_the_same_name_in_other_namespaces_are_apart() -> None:
+    cache = Cache(indices(tasks=[task("release", "10", namespace="team-b")]))
+
+    cache.wrote_task(task("release", "4", state="TASK_STATE_COMPLETED"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+    assert state_of(cache.task("team-b", "release")) == "TASK_STATE_WORKING"
+
+
+def test_forgetting_a_task_drops_its_writes() -> None:
+    cache = Cache(indices())
+    cache.wrote_task(task("release", "3"))
+
+    cache.forget(NS, "release")
+
+    assert cache.task(NS, "release") is None
+
+
+# -- turn records ---------------------------------------------------------------------------------
+
+
+def ids(records: list[TurnRecord]) -> list[tuple[str, str]]:
+    return [(r.name, r.resource_version) for r in records]
+
+
+def test_records_come_in_turn_and_chunk_order_whatever_the_index_order() -> None:
+    cache = Cache(
+        indices(
+            turns=[
+                record("release", 2, 0, "30"),
+                record("release", 1, 1, "20"),
+                record("release", 10, 0, "40"),
+                record("release", 1, 0, "10"),
+            ]
+        )
+    )
+
+    assert [r.name for r in cache.records(NS, "release")] == [
+        "release-t1",
+        "release-t1-c1",
+        "release-t2",
+        "release-t10",
+    ]
+
+
+def test_records_merge_by_name_newest_first_and_keep_write_only_ones() -> None:
+    cache = Cache(
+        indices(
+            turns=[
+                record("release", 1, 0, "10", "hello"),
+                record("release", 2, 0, "20", "first"),
+            ]
+        )
+    )
+    cache.wrote_record(NS, record("release", 1, 0, "9"))  # older than the index: ignored
+    cache.wrote_record(NS, record("release", 2, 0, "25", "first", "second"))
+    cache.wrote_record(NS, record("release", 2, 1, "26", "third"))  # only written so far
+
+    records = cache.records(NS, "release")
+
+    assert ids(records) == [("release-t1", "10"), ("release-t2", "25"), ("release-t2-c1", "26")]
+    assert [e.id for e in records[1].entries] == ["first", "second"]
+
+
+def test_the_index_copy_of_a_record_wins_once_it_has_caught_up() -> None:
+    idx = indices(turns=[record("release", 1, 0, "10", "hello")])
+    cache = Cache(idx)
+    cache.wrote_record(NS, record("release", 1, 0, "12", "hello", "mine"))
+    assert ids(cache.records(NS, "release")) == [("release-t1", "12")]
+
+    idx["turns"][(NS, "release")] = [record("release", 1, 0, "14", "hello", "mine", "theirs")]
+
+    records = cache.records(NS, "release")
+    assert ids(records) == [("release-t1", "14")]
+    assert [e.id for e in records[0].entries] == ["hello", "mine", "theirs"]
+
+
+def test_records_of_another_task_are_not_mixed_in() -> None:
+    cache = Cache(indices(turns=[record("changelog", 1, 0, "10")]))
+    cache.wrote_record(NS, record("other", 1, 0, "11"))
+
+    assert cache.records(NS, "release") == []
+
+
+# -- children -------------------------------------------------------------------------------------
+
+
+def test_children_are_the_index_ones_with_this_replicas_newer_writes() -> None:
+    docs = task("release-docs", "10", parent="release")
+    tests = task("release-tests", "11", parent="release")
+    cache = Cache(indices(children={"release": [docs, tests]}))
+
+    cache.wrote_task(task("release-docs", "15", parent="release", state="TASK_STATE_COMPLETED"))
+    cache.wrote_task(task("release-tests", "5", parent="release", state="TASK_STATE_CANCELED"))
+
+    states = {c["metadata"]["name"]: state_of(c) for c in cache.children(NS, "release")}
+    assert states == {
+        "release-docs": "TASK_STATE_COMPLETED",
+        "release-tests": "TASK_STATE_WORKING",
+    }
+
+
+def test_a_child_just_created_here_is_a_child_before_the_index_sees_it() -> None:
+    cache = Cache(indices(children={"release": [task("release-docs", "10", parent="release")]}))
+
+    cache.wrote_task(task("release-notes", "12", parent="release", state="TASK_STATE_SUBMITTED"))
+
+    names = sorted(c["metadata"]["name"] for c in cache.children(NS, "release"))
+    assert names == ["release-docs", "release-notes"]
+
+
+def test_only_this_tasks_children_in_its_namespace_are_its_children() -> None:
+    cache = Cache(indices())
+    cache.wrote_task(task("release", "1"))  # the parent itself
+    cache.wrote_task(task("other-child", "2", parent="other"))
+    cache.wrote_task(task("far-child", "3", parent="release", namespace="team-b"))
+
+    assert cache.children(NS, "release") == []
+
+
+# -- messages -------------------------------------------------------------------------------------
+
+
+def test_messages_come_oldest_first_by_send_time_then_creation_then_name() -> None:
+    cache = Cache(
+        indices(
+            messages=[
+                message("m-d", sent_at="2026-11-30T16:00:02.000000002Z", created="16:00:03"),
+                message("m-c", sent_at="2026-11-30T16:00:02.000000001Z", created="16:00:03"),
+                message("m-b", sent_at=None, created="2026-11-30T16:00:05Z"),
+                message("m-z", sent_at=None, created="2026-11-30T16:00:01Z"),
+                message("m-a", sent_at=None, created="2026-11-30T16:00:01Z"),
+            ]
+        )
+    )
+
+    names = [m.name for m in cache.messages(NS, "release")]
+
+    assert names == ["m-a", "m-z", "m-b", "m-c", "m-d"]
+
+
+def test_a_task_without_messages_has_none() -> None:
+    assert Cache(indices()).messages(NS, "release") == []
