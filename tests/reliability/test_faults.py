@@ -196,7 +196,8 @@ async def test_a_turn_survives_a_control_plane_restart_mid_turn(
     own_cluster: LocalCluster, model_server: ModelServer, tmp_path: Path, component: str
 ) -> None:
     namespace = "outage"
-    subprocess.run(
+    await asyncio.to_thread(
+        subprocess.run,
         ["kubectl", f"--kubeconfig={own_cluster.kubeconfig}", "create", "namespace", namespace],
         check=True,
         capture_output=True,
