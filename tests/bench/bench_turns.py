@@ -210,12 +210,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def run_queue_wait(pid: int) -> float:
+    """Seconds the process's threads spent runnable but waiting for a CPU (schedstat)."""
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    except OSError:
+        return float("nan")
+    return total / 1e9
+
+
 class CpuMeter:
-    """CPU seconds of named processes between two points."""
+    """CPU seconds (and run-queue waits) of named processes between two points."""
 
     def __init__(self, pids: dict[str, int]) -> None:
         self.pids = pids
         self.start = {k: cpu_seconds(p) for k, p in pids.items()}
+        self.start_wait = {k: run_queue_wait(p) for k, p in pids.items()}
 
     def per(self, count: int) -> dict[str, float]:
         """CPU milliseconds per unit (turn) since the meter started."""
@@ -223,11 +238,23 @@ class CpuMeter:
             k: (cpu_seconds(p) - self.start[k]) * 1000 / max(count, 1) for k, p in self.pids.items()
         }
 
+    def waits(self, count: int) -> dict[str, float]:
+        """Milliseconds per unit spent waiting for a CPU (a busy machine shows here)."""
+        return {
+            k: (run_queue_wait(p) - self.start_wait[k]) * 1000 / max(count, 1)
+            for k, p in self.pids.items()
+        }
 
-def format_cpu(per_turn: dict[str, float]) -> str:
+
+def format_cpu(per_turn: dict[str, float], waits: dict[str, float] | None = None) -> str:
     total = sum(per_turn.values())
     parts = ", ".join(f"{k} {v:.1f}" for k, v in per_turn.items())
-    return f"CPU ms/turn: {parts}; total {total:.1f} (→ ≤ {2000 / max(total, 1e-9):.0f} turns/s)"
+    text = f"CPU ms/turn: {parts}; total {total:.1f} (→ ≤ {2000 / max(total, 1e-9):.0f} turns/s)"
+    if waits:
+        text += "; waiting for a CPU, ms/turn: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in waits.items() if k in ("operator", "apiserver")
+        )
+    return text
 
 
 class ModelServerProcess:
@@ -496,7 +523,7 @@ class TurnFigures:
     writes: dict[tuple[str, str], float] = field(default_factory=dict)
     reads: dict[tuple[str, str], float] = field(default_factory=dict)
     participant: float = 0.0
-    rates: dict[int, tuple[float, list[float], dict[str, float]]] = field(default_factory=dict)
+    rates: dict[int, tuple[float, list[float], dict[str, float], dict[str, float]]] = field(default_factory=dict)
 
 
 async def serial_phase(
@@ -565,7 +592,9 @@ async def concurrency_phase(
         )
         elapsed = time.perf_counter() - t0
         lat = [x * 1000 for r in results for x in r]
-        figures.rates[concurrency] = (len(lat) / elapsed, lat, meter.per(len(lat)))
+        figures.rates[concurrency] = (
+            len(lat) / elapsed, lat, meter.per(len(lat)), meter.waits(len(lat))
+        )
 
 
 def print_turn_figures(f: TurnFigures) -> None:
@@ -593,14 +622,14 @@ def print_turn_figures(f: TurnFigures) -> None:
         print(f"        write {verb:6} {res:28} {v:.2f}/turn")
     for (verb, res), v in sorted(f.reads.items()):
         print(f"        read  {verb:6} {res:28} {v:.2f}/turn")
-    for concurrency, (rate, lat, cpu) in sorted(f.rates.items()):
+    for concurrency, (rate, lat, cpu, waits) in sorted(f.rates.items()):
         target = f" (target ≥ {TARGET_TURNS_100:.0f} turns/s)" if concurrency == 100 else ""
         print(
             f"(d) {concurrency:>3} concurrent conversations: {rate:6.1f} turns/s{target}; "
             f"message → parked {p50_p99(lat)} "
             f"(p50 = {percentile(lat, 50) / ref50:.1f}× raw PATCH p50)"
         )
-        print(f"        {format_cpu(cpu)}")
+        print(f"        {format_cpu(cpu, waits)}")
 
 
 async def turn_phases(
@@ -662,14 +691,14 @@ async def memory_phase(bench: Bench, ref: Reference, args: argparse.Namespace) -
         await concurrency_phase(
             bench, operator, namespace, parked, figures, (100,), args.turns, prefix="m"
         )
-        rate, lat, cpu = figures.rates[100]
+        rate, lat, cpu, waits = figures.rates[100]
         ref50 = percentile(ref.ms[ref_start:], 50)
         print(
             f"(e) 100 concurrent conversations among {existing:,} parked tasks: {rate:.1f} turns/s "
             f"(target ≥ {TARGET_TURNS_100:.0f}); message → parked {p50_p99(lat)} "
             f"(raw PATCH p50 now {ref50:.1f} ms)"
         )
-        print(f"        {format_cpu(cpu)}")
+        print(f"        {format_cpu(cpu, waits)}")
         print(f"(e) operator RSS after those turns: {rss_mb(operator.pid):.0f} MB")
     finally:
         await parked.stop()

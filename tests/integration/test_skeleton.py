@@ -83,8 +83,16 @@ def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
     )
     wait_for(lambda: status_of(kubectl, "child").get("lifecycle"), what="child initialised")
 
-    lines = kubectl.run("get", "ht").stdout.splitlines()
-    status = status_of(kubectl, "child")
+    # The task moves on while we look: read the table between two reads of the object and
+    # keep a look in which the object did not change, so both show the same moment.
+    def consistent() -> tuple[list[str], dict[str, Any]] | None:
+        before = kubectl.get_json("ht", "child")
+        lines = kubectl.run("get", "ht").stdout.splitlines()
+        after = kubectl.get_json("ht", "child")
+        same = before["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
+        return (lines, after.get("status") or {}) if same else None
+
+    lines, status = wait_for(consistent, what="a table read while the task stood still")
 
     assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "PARENT", "AGE"]
     header = lines[0]

@@ -18,6 +18,8 @@ from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.operator.cache import Cache, newer
 
 NS = "team-a"
+T1 = "2026-11-30T16:00:01Z"
+T2 = "2026-11-30T16:00:02Z"
 
 
 def task(
@@ -307,22 +309,49 @@ def test_only_this_tasks_children_in_its_namespace_are_its_children() -> None:
 # -- messages -------------------------------------------------------------------------------------
 
 
-def test_messages_come_oldest_first_by_send_time_then_creation_then_name() -> None:
+def test_messages_come_in_the_order_their_writers_sent_them() -> None:
+    """The writer's nanosecond send time orders messages the API created in the same second
+    (or, across replicas of the gateway, out of order)."""
     cache = Cache(
         indices(
             messages=[
-                message("m-d", sent_at="2026-11-30T16:00:02.000000002Z", created="16:00:03"),
-                message("m-c", sent_at="2026-11-30T16:00:02.000000001Z", created="16:00:03"),
-                message("m-b", sent_at=None, created="2026-11-30T16:00:05Z"),
-                message("m-z", sent_at=None, created="2026-11-30T16:00:01Z"),
-                message("m-a", sent_at=None, created="2026-11-30T16:00:01Z"),
+                message("m-a", sent_at="2026-11-30T16:00:02.000000002Z", created=T1),
+                message("m-b", sent_at="2026-11-30T16:00:02.000000001Z", created=T2),
+                message("m-c", sent_at="2026-11-30T16:00:01.500000000Z", created=T2),
             ]
         )
     )
 
-    names = [m.name for m in cache.messages(NS, "release")]
+    assert [m.name for m in cache.messages(NS, "release")] == ["m-c", "m-b", "m-a"]
 
-    assert names == ["m-a", "m-z", "m-b", "m-c", "m-d"]
+
+def test_messages_sent_at_the_same_time_go_by_creation_then_name() -> None:
+    same = "2026-11-30T16:00:02.000000000Z"
+    cache = Cache(
+        indices(
+            messages=[
+                message("m-z", sent_at=same, created=T2),
+                message("m-y", sent_at=same, created=T1),
+                message("m-x", sent_at=same, created=T2),
+            ]
+        )
+    )
+
+    assert [m.name for m in cache.messages(NS, "release")] == ["m-y", "m-x", "m-z"]
+
+
+def test_messages_without_a_send_time_go_by_creation_then_name() -> None:
+    cache = Cache(
+        indices(
+            messages=[
+                message("m-z", sent_at=None, created=T2),
+                message("m-y", sent_at=None, created=T1),
+                message("m-x", sent_at=None, created=T2),
+            ]
+        )
+    )
+
+    assert [m.name for m in cache.messages(NS, "release")] == ["m-y", "m-x", "m-z"]
 
 
 def test_a_task_without_messages_has_none() -> None:
