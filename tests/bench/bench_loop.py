@@ -75,9 +75,6 @@ class BenchHost:
     async def spawn(self, intent: SpawnIntent) -> str:
         return f"{intent.parent_task_id}-child"
 
-    async def emit(self, message_id: str, text: str) -> None:
-        pass
-
     async def end_turn(self, outcome: TurnOutcome) -> None:
         pass
 

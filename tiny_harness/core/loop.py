@@ -325,7 +325,6 @@ class _Turn:
             )
             self.count(compaction.usage)
         entry = self.replay.step(self.ref.model(index), ModelEntry)
-        live = entry is None
         if entry is None:
             settings = await self.host.settings()
             system = system_prompt(self.task, task_id=self.ref.task_id)
@@ -357,8 +356,6 @@ class _Turn:
         self.pending_reads.clear()
         self.model_calls += 1
         self.count(response.usage)
-        if live and response.tool_calls and response.text:
-            await self.host.emit(entry.id, response.text)
         return response
 
     async def compact_if_needed(self, index: int, settings: TaskSettings, system: str) -> None:

@@ -268,14 +268,6 @@ class TurnHost(Protocol):
         """
         ...
 
-    async def emit(self, message_id: str, text: str) -> None:
-        """Publish an agent message (text the model wrote alongside tool calls) to followers.
-
-        ``message_id`` is the model call's id, so a host may store it idempotently. It is not
-        called again for a replayed step.
-        """
-        ...
-
     async def end_turn(self, outcome: TurnOutcome) -> None:
         """Settle the task as ``outcome`` says and persist its history, plan and sub-task rows;
         the turn's journal may then be dropped. Called once, last; must be idempotent, as a

@@ -2,9 +2,9 @@
 
 ``TINY_HARNESS_FAILPOINT=<action>-after-write:<n>[@<task>]`` makes this process ``kill``
 itself (SIGKILL) or ``stop`` itself (SIGSTOP) right after its n-th journal write (of ``task``
-only, when named) has landed, before it takes another step. That is the exact moment a crash or a long pause is hardest on the turn:
-the write is durable, nothing after it has happened. The variable is read once; unset (as in
-every real deployment) the check is a single comparison.
+only, when named) has landed, before it takes another step. That is the exact moment a crash
+or a long pause is hardest on the turn: the write is durable, nothing after it has happened.
+The variable is read once; unset (as in every real deployment) the check is one comparison.
 """
 
 from __future__ import annotations

@@ -138,10 +138,6 @@ class OperatorTurnHost:
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings
         )
 
-    async def emit(self, message_id: str, text: str) -> None:
-        """Nothing to send: the text is in the model response's checkpoint, which every
-        reader's transcript shows, and a status write here would cost a write per call."""
-
     async def end_turn(self, outcome: TurnOutcome) -> None:
         if not self.ended:
             await self.flush(history=history_delta(self.history_before, outcome.history))

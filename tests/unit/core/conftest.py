@@ -99,7 +99,6 @@ class MemoryHost:
         self.acked: set[str] = set()
         self.children: dict[str, str] = {}
         self.spawn_requests: list[SpawnIntent] = []
-        self.emitted: list[tuple[str, str]] = []
         self.outcomes: list[TurnOutcome] = []
         self.drains = 0
 
@@ -142,8 +141,6 @@ class MemoryHost:
             self.children[intent.id] = f"{intent.parent_task_id}-child-{len(self.children) + 1}"
         return self.children[intent.id]
 
-    async def emit(self, message_id: str, text: str) -> None:
-        self.emitted.append((message_id, text))
 
     async def end_turn(self, outcome: TurnOutcome) -> None:
         self.outcomes.append(outcome)

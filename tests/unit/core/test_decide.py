@@ -25,6 +25,7 @@ from tiny_harness.core.decide import (
     Facts,
     Initialise,
     Lease,
+    MessageKind,
     Nothing,
     Park,
     Pending,
@@ -41,6 +42,7 @@ from tiny_harness.core.task import Lifecycle, Participant, Role, TaskLink, TaskS
 PARENT = "parent-1"
 PARENT_SENDER = f"task:{PARENT}"
 SENDERS = ("alice", "bob", "carol", "mallory", PARENT_SENDER, "system")
+KINDS: tuple[MessageKind, ...] = ("ordinary", "control", "command")
 
 ALL_ACTIONS = (
     Nothing,
@@ -157,7 +159,7 @@ def pendings(draw: st.DrawFn, senders: tuple[str, ...] = SENDERS) -> tuple[Pendi
     brief_used = False
     for i in range(count):
         sender = draw(st.sampled_from(senders))
-        kind = draw(st.sampled_from(("ordinary", "control", "command")))
+        kind = draw(st.sampled_from(KINDS))
         action = draw(st.sampled_from(("complete", "cancel"))) if kind == "control" else None
         as_brief = not brief_used and draw(st.booleans())
         brief_used = brief_used or as_brief

@@ -357,13 +357,16 @@ async def test_spawn_subtask_links_the_child_from_the_current_step_and_waits_for
     assert child in model.requests[1].messages[-1].content
 
 
-async def test_text_beside_tool_calls_is_emitted_under_the_model_call_id() -> None:
+async def test_text_beside_tool_calls_is_checkpointed_under_the_model_call_id() -> None:
+    """Followers read it from the journal (the transcript), so it needs no channel of its own."""
     host = MemoryHost()
     model = ScriptedModel(
         calls(("create_plan", {"steps": [{"name": "a"}]}), text="Planning first."), reply("ok")
     )
     await loop_for(model).run_turn(host, turn(delegated(), number=3))
-    assert host.emitted == [("t1/turn-3/model-0", "Planning first.")]
+    [entry] = [e for e in host.journal if e.id == "t1/turn-3/model-0"]
+    assert isinstance(entry, ModelEntry)
+    assert entry.response.text == "Planning first."
 
 
 async def test_max_model_calls_ends_the_turn_with_a_clear_outcome() -> None:
