@@ -5,6 +5,9 @@ plane, the real OpenAI SDK against the scripted server; model calls are counted 
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.integration.lifecycle_support import Tasks
+from tiny_harness.kube.crd import REPO_ROOT
 
 pytestmark = pytest.mark.controlplane
 
@@ -65,7 +69,7 @@ async def test_a_permanent_model_error_fails_the_task_within_one_call(
 
 
 async def test_a_failed_conversation_resumes_on_the_next_message(
-    tasks: Tasks, operator: Operator, model_server: ModelServer
+    tasks: Tasks, operator: Operator, model_server: ModelServer, kubectl: Kubectl
 ) -> None:
     await model_server.control.script(
         [{"type": "error", "status": 404, "message": "gone"}, {"type": "text", "text": "Back."}]
@@ -76,7 +80,28 @@ async def test_a_failed_conversation_resumes_on_the_next_message(
     await tasks.send("phoenix", "First try.")
     await tasks.wait("phoenix", "TASK_STATE_FAILED", turn=1)
 
-    await tasks.send("phoenix", "Second try.")
+    # Sent as a participant does, with kubectl harness: a failed conversation takes messages.
+    sent = await asyncio.to_thread(
+        subprocess.run,
+        [
+            sys.executable,
+            "-m",
+            "tiny_harness.cli.kubectl_plugin",
+            "send",
+            "phoenix",
+            "Second try.",
+            f"--kubeconfig={kubectl.kubeconfig}",
+            "-n",
+            kubectl.namespace,
+            "--as-participant",
+            "alice",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+    )
+    assert sent.returncode == 0, sent.stderr
     status = await tasks.wait("phoenix", "TASK_STATE_INPUT_REQUIRED", turn=2)
 
     assert status["message"] == "Back."

@@ -67,6 +67,7 @@ from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMet
 from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
 from tiny_harness.a2a_gateway.policy import (
     caller,
+    closed,
     first_task_spec,
     refuse_if_ended,
     require_ending_role,
@@ -269,7 +270,7 @@ class GatewayRequestHandler(RequestHandler):
     async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
         """The visible changes of the task after the send, until it ends or waits for a
         participant again having taken the message."""
-        if is_terminal(sent.task):
+        if closed(sent.task):
             return
         if (
             sent.existed

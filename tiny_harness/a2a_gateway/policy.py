@@ -29,11 +29,14 @@ from pydantic import ValidationError
 from tiny_harness.a2a_gateway.identity import participant_of
 from tiny_harness.a2a_gateway.rendering import is_terminal, plain_metadata
 from tiny_harness.core.a2a_task import envelope_from_metadata, extension_from_a2a
+from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
+    HarnessError,
     InvalidTaskError,
     ServerControlledFieldError,
     TerminalTaskError,
 )
+from tiny_harness.core.states import TaskState as CoreTaskState
 from tiny_harness.core.task import TEXT_MAX, Participant, Role, TaskSpec, invalid_task_error
 
 #: Roles that may end a task (complete or cancel it).
@@ -49,9 +52,22 @@ def caller(context: ServerCallContext) -> str:
     return participant
 
 
+def closed(task: Task) -> bool:
+    """Has the task ended for good? A failed conversation has not: a participant's next
+    message resumes it (the operator's rule, :func:`tiny_harness.core.decide.resumable`)."""
+    if not is_terminal(task):
+        return False
+    state = CoreTaskState(TaskState.Name(task.status.state))
+    try:
+        lifecycle = extension_from_a2a(task).effective_lifecycle
+    except HarnessError:
+        return True
+    return not resumable(state, lifecycle)
+
+
 def refuse_if_ended(task: Task, error: type[A2AError] = UnsupportedOperationError) -> None:
-    """Refuse with ``error`` when the task has ended, naming its state."""
-    if is_terminal(task):
+    """Refuse with ``error`` when the task has ended for good, naming its state."""
+    if closed(task):
         raise error(message=str(TerminalTaskError(TaskState.Name(task.status.state))))
 
 

@@ -29,6 +29,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
     HarnessError,
     NotPermittedError,
@@ -44,7 +45,14 @@ from tiny_harness.core.history import (
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import ENDING_ROLES, Role, TaskSpec, TaskStatus, invalid_task_error
+from tiny_harness.core.task import (
+    ENDING_ROLES,
+    Lifecycle,
+    Role,
+    TaskSpec,
+    TaskStatus,
+    invalid_task_error,
+)
 from tiny_harness.core.turn import DrainEntry
 from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
@@ -158,6 +166,15 @@ def status_of(obj: Obj) -> TaskStatus:
         return TaskStatus.model_validate({k: v for k, v in raw.items() if k in _STATUS_KEYS})
     except ValidationError:
         return TaskStatus(state=state_of(obj))
+
+
+def lifecycle_of(obj: Obj) -> Lifecycle:
+    """The task's lifecycle as the operator recorded it, or as its spec implies."""
+    raw = (obj.get("status") or {}).get("lifecycle")
+    if raw in (Lifecycle.CONVERSATION.value, Lifecycle.DELEGATED.value):
+        return Lifecycle(raw)
+    parent = (obj.get("spec") or {}).get("parent")
+    return Lifecycle.DELEGATED if parent else Lifecycle.CONVERSATION
 
 
 def state_of(obj: Obj) -> TaskState:
@@ -294,7 +311,7 @@ class Session:
         """The task, if the participant may send to it: on it, and the task has not ended."""
         obj = await self.visible(name)
         state = state_of(obj)
-        if state.is_terminal:
+        if state.is_terminal and not resumable(state, lifecycle_of(obj)):
             raise TerminalTaskError(state.value)
         return obj
 
@@ -308,7 +325,7 @@ class Session:
                 f"{self.participant} is a {what} on {name} and may not {action} it"
             )
         state = state_of(obj)
-        if state.is_terminal:
+        if state.is_terminal and not resumable(state, lifecycle_of(obj)):
             raise TerminalTaskError(state.value)
         return obj
 

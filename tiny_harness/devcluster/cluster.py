@@ -198,9 +198,7 @@ class LocalCluster:
             f.write(f"{proc.pid}\n")
         return proc
 
-    def _start_etcd(
-        self, binaries: ControlPlaneBinaries, *, port: int = 0, peer: int = 0
-    ) -> None:
+    def _start_etcd(self, binaries: ControlPlaneBinaries, *, port: int = 0, peer: int = 0) -> None:
         self.etcd_port = port or _free_port()
         peer = peer or _free_port()
         self._etcd_peer = peer
