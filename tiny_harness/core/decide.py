@@ -17,10 +17,11 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  4    another replica holds a live lease               :class:`WaitForLease`
  5    a pending message from a non-participant         :class:`Refuse`
  6    ended task (not a resumable failure): a message  :class:`Refuse`, or :class:`Acknowledge`
-      (a control that already took effect is acked)    for the control that ended it
+      (a control that already took effect is acked)    for the control that ended it, from
+                                                       someone who may end the task
  7    a control (complete, cancel)                     :class:`ApplyControl` or :class:`Refuse`
  8    a command before any ordinary message            :class:`RunCommand`
- 9    an open turn (lease mine or expired)             :class:`RunTurn` (resume)
+ 9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume)
  10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn)
  11   a conversation just submitted                    :class:`Park`
  12   the sub-task rows differ from the children       :class:`SyncRows`
@@ -194,7 +195,11 @@ def decide(facts: Facts) -> Action:
         if why is not None:
             return Refuse(m.message_id, why)
         if closed:
-            if m.kind == "control" and CONTROL_ENDS_IN.get(m.control or "") is facts.state:
+            if (
+                m.kind == "control"
+                and CONTROL_ENDS_IN.get(m.control or "") is facts.state
+                and refuse_ending(spec, m.sender, m.control or "end") is None
+            ):
                 return Acknowledge(m.message_id)
             return Refuse(
                 m.message_id, f"refused: the task is in a terminal state ({facts.state.value})"
@@ -207,7 +212,7 @@ def decide(facts: Facts) -> Action:
         if m.kind == "command":
             return RunCommand(m.message_id)
         break  # an ordinary message comes first: the turn takes it, commands wait their turn
-    if facts.lease in (Lease.MINE, Lease.EXPIRED):
+    if facts.lease in (Lease.MINE, Lease.EXPIRED) and not facts.state.is_terminal:
         return RunTurn(facts.turn, resume=True)
     ordinary = any(m.kind == "ordinary" for m in facts.pending)
     if ordinary or (facts.news and not facts.state.is_terminal):

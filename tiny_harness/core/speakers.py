@@ -25,7 +25,7 @@ def refuse_speaker(spec: TaskSpec, sender: str, message_id: str) -> str | None:
     """Why ``sender`` may not send this task a message, or None when they may."""
     if spec.role_of(sender) is not None or sender == parent_sender(spec):
         return None
-    if sender == "system" and message_id == BRIEF_ID:
+    if sender == "system" and message_id == BRIEF_ID and spec.parent is None:
         return None
     return f"refused: {sender} is not a participant of this task"
 

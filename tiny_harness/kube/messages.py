@@ -50,8 +50,9 @@ class StoredMessage:
 
     @property
     def order(self) -> tuple[str, str, str]:
-        """Sort key: the writer's clock, then the API server's, then the name."""
-        return (self.spec.sent_at or "", self.created, self.name)
+        """Sort key: the writer's clock (the API server's when the writer gave none, as with
+        ``kubectl apply``), then the API server's, then the name."""
+        return (self.spec.sent_at or self.created, self.created, self.name)
 
 
 def now_rfc3339_nanos() -> str:

@@ -155,6 +155,7 @@ class OperatorTurnHost:
         }
         if outcome.plan is not None:
             patch["plan"] = outcome.plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.holding.closing = True
         await self.w.write_status(patch, leased=True)
 
     # -- the operator's own steps -------------------------------------------------------------

@@ -87,6 +87,9 @@ class Holding:
         self.clock = clock
         self.valid_from = clock()
         self.lost = False
+        #: Set before the write that ends the turn (and clears the runner): from then on no
+        #: renewal may be written, or it would put the runner back on an ended turn.
+        self.closing = False
 
     @property
     def deadline(self) -> float:

@@ -424,7 +424,9 @@ class TaskWorker:
 
     # -- status writes ---------------------------------------------------------------------
 
-    async def write_status(self, patch: Mapping[str, Any], *, leased: bool = False) -> Obj:
+    async def write_status(
+        self, patch: Mapping[str, Any], *, leased: bool = False, renewal: bool = False
+    ) -> Obj | None:
         """Merge-patch the status on the version last read.
 
         A 409 means someone wrote meanwhile. Outside a turn it is a :class:`ConflictError` and
@@ -433,6 +435,8 @@ class TaskWorker:
         the turn with: its values are absolute, so applying it twice is the same as once.
         """
         async with self.lock:
+            if renewal and self.held().closing:
+                return None  # the turn is ending: its last write clears the runner
             while True:
                 if leased:
                     self.held().check()
@@ -766,6 +770,7 @@ class TaskWorker:
             return True
         except ModelCallError as exc:
             await host.close_cut_turn()
+            holding.closing = True
             await self.write_status(
                 failed_status(snap.status, exc.reason, failure_text(exc, snap.lifecycle)),
                 leased=True,
@@ -808,6 +813,7 @@ class TaskWorker:
                         }
                     },
                     leased=True,
+                    renewal=True,
                 )
             except LeaseLostError:
                 return

@@ -141,7 +141,6 @@ class MemoryHost:
             self.children[intent.id] = f"{intent.parent_task_id}-child-{len(self.children) + 1}"
         return self.children[intent.id]
 
-
     async def end_turn(self, outcome: TurnOutcome) -> None:
         self.outcomes.append(outcome)
 

@@ -398,10 +398,6 @@ def test_a_failed_delegated_task_refuses_a_message_naming_its_state() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: decide.py row 9 resumes an open turn without checking that the task has ended",
-)
 @pytest.mark.parametrize("lease", [Lease.MINE, Lease.EXPIRED])
 @pytest.mark.parametrize("state", [TaskState.COMPLETED, TaskState.CANCELED])
 def test_an_ended_task_with_a_runner_left_over_does_not_run_a_turn(

@@ -76,12 +76,16 @@ def test_a_stranger_may_not_borrow_the_briefs_id() -> None:
     assert refuse_speaker(TOP, "mallory", "brief") is not None
 
 
-def test_a_task_without_participants_hears_only_its_parent_and_its_brief() -> None:
+def test_a_child_without_participants_hears_only_its_parent() -> None:
+    """Its brief comes from its parent; only a top-level delegated task is briefed by the
+    operator itself (``system``)."""
     bare = TaskSpec(goal="tidy up", parent=TaskLink(task_id="release"))
 
     assert refuse_speaker(bare, "task:release", "m1") is None
-    assert refuse_speaker(bare, "system", "brief") is None
+    assert refuse_speaker(bare, "task:release", "brief") is None
+    assert refuse_speaker(bare, "system", "brief") is not None
     assert refuse_speaker(bare, "alice", "m1") is not None
+    assert refuse_speaker(TaskSpec(goal="tidy up"), "system", "brief") is None
 
 
 # -- ending ---------------------------------------------------------------------------------------

@@ -57,9 +57,7 @@ def record(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> TurnR
     )
 
 
-def message(
-    name: str, *, sent_at: str | None, created: str, text: str = "hello"
-) -> StoredMessage:
+def message(name: str, *, sent_at: str | None, created: str, text: str = "hello") -> StoredMessage:
     spec: dict[str, Any] = {
         "task": "release",
         "messageId": f"id-{name}",
@@ -117,9 +115,7 @@ def state_of(obj: dict[str, Any] | None) -> str:
         ("abc", "abd", True),  # opaque versions: a different one is taken as the later
     ],
 )
-def test_newer_compares_resource_versions_as_etcd_revisions(
-    a: str, b: str, expected: bool
-) -> None:
+def test_newer_compares_resource_versions_as_etcd_revisions(a: str, b: str, expected: bool) -> None:
     assert newer(a, b) is expected
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from tiny_harness.core.decide import Lease
-from tiny_harness.operator.lease import SAFETY, Holding, LeaseLostError, LeaseObserver
 from tiny_harness.core.task import Runner
+from tiny_harness.operator.lease import SAFETY, Holding, LeaseLostError, LeaseObserver
 
 LEASE_SECONDS = 30.0
 KEY = ("team-a", "release")
@@ -69,7 +69,7 @@ def test_another_replicas_lease_is_held_for_the_whole_lease_time_from_first_sigh
     assert observer.judge(KEY, runner()) == (Lease.HELD, LEASE_SECONDS)
 
     clock.advance(12.0)
-    assert observer.judge(KEY, runner()) == (Lease.HELD, pytest.approx(18.0))
+    assert observer.judge(KEY, runner()) == (Lease.HELD, 18.0)
 
     clock.advance(17.9)
     state, remaining = observer.judge(KEY, runner())
@@ -128,7 +128,7 @@ def test_a_renewal_restarts_the_count(observer: LeaseObserver, clock: FakeClock)
     renewed = runner(renew_time="2026-11-30T16:00:10Z")
     assert observer.judge(KEY, renewed) == (Lease.HELD, LEASE_SECONDS)
     clock.advance(25.0)
-    assert observer.judge(KEY, renewed) == (Lease.HELD, pytest.approx(5.0))
+    assert observer.judge(KEY, renewed) == (Lease.HELD, 5.0)
 
 
 def test_a_new_epoch_restarts_the_count_even_with_the_same_renew_time(
@@ -156,7 +156,7 @@ def test_each_task_is_counted_on_its_own(observer: LeaseObserver, clock: FakeClo
     clock.advance(10.0)
 
     assert observer.judge(KEY, runner())[0] is Lease.EXPIRED
-    assert observer.judge(other, runner()) == (Lease.HELD, pytest.approx(20.0))
+    assert observer.judge(other, runner()) == (Lease.HELD, 20.0)
 
 
 @pytest.mark.parametrize("interlude", [None, "mine"])
