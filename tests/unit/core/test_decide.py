@@ -116,7 +116,18 @@ def may_speak(f: Facts, m: Pending) -> bool:
         return True
     if f.spec.parent is not None and m.sender == f"task:{f.spec.parent.task_id}":
         return True
-    return m.sender == "system" and m.message_id == "brief"
+    return m.sender == "system" and m.message_id == "brief" and f.spec.parent is None
+
+
+def may_end(f: Facts, m: Pending) -> bool:
+    """Assignees, reporters and admins may end a task, and so may its parent."""
+    assert f.spec is not None
+    if f.spec.parent is not None and m.sender == f"task:{f.spec.parent.task_id}":
+        return True
+    return any(
+        p.id == m.sender and p.role.value in ("assignee", "reporter", "admin")
+        for p in f.spec.participants
+    )
 
 
 def closed(f: Facts) -> bool:
@@ -541,7 +552,7 @@ def test_an_ended_task_answers_its_first_message_with_a_refusal_or_an_ack(f: Fac
     if not may_speak(f, first):
         assert isinstance(action, Refuse)
         assert action.message_id == first.message_id
-    elif first.kind == "control" and ENDS_IN[first.control or ""] is f.state:
+    elif first.kind == "control" and ENDS_IN[first.control or ""] is f.state and may_end(f, first):
         assert action == Acknowledge(first.message_id)
     else:
         assert f.state is not None
