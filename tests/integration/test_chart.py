@@ -341,7 +341,7 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
         ("operator", "get", "secrets", ""),
         ("operator", "list", "secrets", ""),
         ("operator", "delete", "harnesstasks", ""),
-        ("operator", "create", "harnessmessages", ""),
+        ("operator", "delete", "harnessmessages", ""),
         ("operator", "list", "namespaces", ""),
         ("operator", "create", "pods", ""),
     ],
