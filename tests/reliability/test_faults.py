@@ -29,11 +29,6 @@ Operator = Callable[..., OperatorProcess]
 TOOLS = ["tests.integration.sidefx_tools:TOOLS"]
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 def inputs(request: Any) -> str:
     return json.dumps((request.body or {}).get("input", []))
 

@@ -22,11 +22,6 @@ pytestmark = pytest.mark.controlplane
 Operator = Callable[..., OperatorProcess]
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 def error_condition(status: dict[str, Any]) -> dict[str, Any]:
     [condition] = [c for c in status.get("conditions", []) if c["type"] == "Error"]
     return condition

@@ -31,11 +31,6 @@ ENDS = {
 }
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 async def test_a_control_sent_at_any_moment_of_a_turn_is_always_applied(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:

@@ -24,11 +24,6 @@ pytestmark = pytest.mark.controlplane
 Operator = Callable[..., OperatorProcess]
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 def message_manifest(task: str, message_id: str, sender: str, **spec: Any) -> str:
     """A HarnessMessage as someone writes it by hand: no labels, no owner."""
     body = {
