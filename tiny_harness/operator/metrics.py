@@ -62,18 +62,22 @@ class OperatorMetrics:
             "tiny_harness_errors_total", "Errors, by where they happened.", ["where"], registry=r
         )
         self._states: dict[tuple[str, str], str] = {}
-        self._labels: set[str] = set()
+        self._tally: Tally[str] = Tally()
 
     def task_state(self, namespace: str, name: str, state: str | None) -> None:
+        """Record one task's state. Constant time: it runs on every pass of every task, and a
+        recount over all tasks would make each pass cost more the more tasks there are."""
         key = (namespace, name)
-        if state is None:
-            self._states.pop(key, None)
-        else:
+        old = self._states.pop(key, None) if state is None else self._states.get(key)
+        if old == state:
+            return
+        if state is not None:
             self._states[key] = state
-        tally = Tally(self._states.values())
-        self._labels.update(tally)
-        for label in self._labels:
-            self.tasks.labels(state=label).set(tally.get(label, 0))
+            self._tally[state] += 1
+            self.tasks.labels(state=state).set(self._tally[state])
+        if old is not None:
+            self._tally[old] -= 1
+            self.tasks.labels(state=old).set(self._tally[old])
 
     def serve(self, bind: str) -> None:
         host, _, port = bind.rpartition(":")
