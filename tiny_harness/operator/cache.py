@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import kopf
 
@@ -156,12 +156,19 @@ class Cache:
         self._records.pop((namespace, name), None)
 
 
+#: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
+#: (every status write adds to it), and the index holds every task in memory.
+_UNREAD_METADATA: Final = frozenset({"managedFields", "annotations"})
+
+
 def _plain(body: kopf.Body) -> Obj:
-    """The raw object behind kopf's read-only view (no copy: nothing here mutates it)."""
+    """The parts of the object the operator reads, as plain dicts (shared, not copied:
+    nothing here mutates them)."""
+    metadata = body["metadata"]
     return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
-        "metadata": body["metadata"],
+        "metadata": {k: v for k, v in metadata.items() if k not in _UNREAD_METADATA},
         "spec": body.get("spec") or {},
         "status": body.get("status") or {},
     }
