@@ -14,18 +14,21 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from tiny_harness.a2a_gateway.app import serve_gateway
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
 from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
-from tiny_harness.operator.runner import run_operator
-from tiny_harness.testing.model_server import ScriptedModelServer
+
+if TYPE_CHECKING:
+    from tiny_harness.testing.model_server import ScriptedModelServer
+
+# The servers are imported by the subcommand that runs them: the operator process then carries
+# no web server or A2A SDK in memory, and the gateway no kopf or provider SDKs.
 
 DEFAULT_CLUSTER_DIR = Path("~/.tiny-harness/cluster")
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"
@@ -113,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                         "operator": settings.operator.model_copy(update={"identity": args.identity})
                     }
                 )
+            from tiny_harness.operator.runner import run_operator
+
             return _run(
                 run_operator(
                     settings,
@@ -127,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                 settings = settings.model_copy(
                     update={"gateway": settings.gateway.model_copy(update={"bind": args.bind})}
                 )
+            from tiny_harness.a2a_gateway.app import serve_gateway
+
             return _run(serve_gateway(settings, args.kubeconfig))
         if args.command == "up":
             return _up(args.data_dir.expanduser(), args.config)
@@ -173,6 +180,10 @@ def _up(data_dir: Path, config: Path | None) -> int:
 async def _serve_all(settings: Settings, kubeconfig: Path) -> None:
     """The operator (and the gateway) against the local cluster. With no model configured
     and no key in the environment, a scripted stand-in model answers, so a first run works."""
+    from tiny_harness.a2a_gateway.app import serve_gateway
+    from tiny_harness.operator.runner import run_operator
+    from tiny_harness.testing.model_server import ScriptedModelServer
+
     demo: ScriptedModelServer | None = None
     if settings.provider == "openai" and settings.openai is None:
         if os.environ.get("OPENAI_API_KEY"):

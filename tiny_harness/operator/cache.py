@@ -141,11 +141,18 @@ class Cache:
     def wrote_task(self, obj: Obj) -> None:
         meta = obj["metadata"]
         key = (str(meta.get("namespace", "")), str(meta["name"]))
+        stored = self._store(TASKS, key)
+        if stored and not newer(rv_of(obj), rv_of(stored[0])):
+            return  # the watch was faster than the write's response
         have = self._tasks.get(key)
         if have is None or newer(rv_of(obj), have.resource_version):
             self._tasks[key] = _TaskObj(obj)
 
     def wrote_record(self, namespace: str, record: TurnRecord) -> None:
+        stored: list[TurnRecord] = self._store(TURNS, (namespace, record.task))
+        seen = next((r for r in stored if r.name == record.name), None)
+        if seen is not None and not newer(record.resource_version, seen.resource_version):
+            return  # the watch was faster than the write's response
         own = self._records.setdefault((namespace, record.task), {})
         have = own.get(record.name)
         if have is None or newer(record.resource_version, have.resource_version):
@@ -154,6 +161,25 @@ class Cache:
     def forget(self, namespace: str, name: str) -> None:
         self._tasks.pop((namespace, name), None)
         self._records.pop((namespace, name), None)
+
+    def indexed_task(self, namespace: str, name: str, rv: str) -> None:
+        """The index now holds version ``rv`` of the task: an overlay copy that is not newer
+        is dropped, so a parked task keeps no second copy of itself in memory."""
+        key = (namespace, name)
+        own = self._tasks.get(key)
+        if own is not None and not newer(own.resource_version, rv):
+            del self._tasks[key]
+
+    def indexed_record(self, namespace: str, record: TurnRecord) -> None:
+        """As :meth:`indexed_task`, for a turn record."""
+        own = self._records.get((namespace, record.task))
+        if own is None:
+            return
+        mine = own.get(record.name)
+        if mine is not None and not newer(mine.resource_version, record.resource_version):
+            del own[record.name]
+        if not own:
+            del self._records[(namespace, record.task)]
 
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
@@ -174,12 +200,14 @@ def _plain(body: kopf.Body) -> Obj:
     }
 
 
-def register_indexes(registry: kopf.OperatorRegistry) -> None:
+def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
     """The four indexes the cache reads, on our own registry."""
 
     @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=TASKS)
     def tasks(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, Obj]:
-        return {(namespace or "", name): _plain(body)}
+        obj = _plain(body)
+        cache.indexed_task(namespace or "", name, rv_of(obj))
+        return {(namespace or "", name): obj}
 
     @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=CHILDREN)
     def children(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Obj] | None:
@@ -204,4 +232,5 @@ def register_indexes(registry: kopf.OperatorRegistry) -> None:
         except Exception as exc:
             log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
             return None
+        cache.indexed_record(namespace or "", record)
         return {(namespace or "", record.task): record}

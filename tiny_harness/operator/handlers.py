@@ -21,7 +21,7 @@ from tiny_harness.operator.runtime import Runtime
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
-    register_indexes(registry)
+    register_indexes(registry, runtime.cache)
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).

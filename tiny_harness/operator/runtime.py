@@ -86,7 +86,14 @@ class Runtime:
     def poke_unless_own(self, kind: str, namespace: str, name: str, task: str, rv: str) -> None:
         """A watch event for an object: poke its task, unless the event only shows a version
         this replica wrote itself (its worker already acted on that write)."""
-        if rv in self._written.get((kind, namespace, name), ()):
+        key = (kind, namespace, name)
+        written = self._written.get(key)
+        if written is not None and rv in written:
+            # Versions are written in order: this one and any older are now seen.
+            while written and written.popleft() != rv:
+                pass
+            if not written:
+                del self._written[key]
             return
         self.poke(namespace, task)
 

@@ -352,3 +352,34 @@ def test_messages_without_a_send_time_go_by_creation_then_name() -> None:
 
 def test_a_task_without_messages_has_none() -> None:
     assert Cache(indices()).messages(NS, "release") == []
+
+
+# -- the overlay holds only writes the watch has not shown yet -------------------------------------
+
+
+def test_an_own_write_is_dropped_from_the_overlay_once_the_index_has_it() -> None:
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    idx["tasks"][(NS, "release")] = [task("release", "12", state="TASK_STATE_INPUT_REQUIRED")]
+    cache.indexed_task(NS, "release", "12")
+
+    assert cache._tasks == {}
+    assert cache.task(NS, "release") == task("release", "12", state="TASK_STATE_INPUT_REQUIRED")
+
+
+def test_a_write_whose_event_came_first_is_not_kept_in_the_overlay() -> None:
+    cache = Cache(indices(tasks=[task("release", "12")], turns=[record("release", 1, 0, "12")]))
+    cache.wrote_task(task("release", "12"))
+    cache.wrote_record(NS, record("release", 1, 0, "12"))
+
+    assert cache._tasks == {}
+    assert cache._records == {}
+
+
+def test_a_record_written_here_is_dropped_once_indexed() -> None:
+    cache = Cache(indices())
+    cache.wrote_record(NS, record("release", 1, 0, "7", "a"))
+    cache.indexed_record(NS, record("release", 1, 0, "7", "a"))
+    assert cache._records == {}
