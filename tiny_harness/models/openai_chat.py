@@ -16,7 +16,11 @@ from openai.types.chat import (
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.tool_params import ToolParams
 from tiny_harness.models.retry import CallContext
+
+
+TOOLS: ToolParams[ChatCompletionFunctionToolParam] = ToolParams()
 
 
 class OpenAIChatAdapter(RetryingAdapter[AsyncOpenAI, ChatCompletion]):
@@ -33,7 +37,7 @@ class OpenAIChatAdapter(RetryingAdapter[AsyncOpenAI, ChatCompletion]):
         return await self._client.chat.completions.create(
             model=request.model or self._default_model,
             messages=chat_messages(request.system, request.messages),
-            tools=[function_tool(tool) for tool in request.tools] if request.tools else omit,
+            extra_body=TOOLS.body(request.tools, function_tool),
             max_completion_tokens=request.max_output_tokens or omit,
             reasoning_effort=effort if effort is not None else omit,
         )

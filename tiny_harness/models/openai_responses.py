@@ -11,7 +11,11 @@ from openai.types.responses import FunctionToolParam, Response, ResponseInputIte
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.tool_params import ToolParams
 from tiny_harness.models.retry import CallContext
+
+
+TOOLS: ToolParams[FunctionToolParam] = ToolParams()
 
 
 class OpenAIResponsesAdapter(RetryingAdapter[AsyncOpenAI, Response]):
@@ -31,9 +35,9 @@ class OpenAIResponsesAdapter(RetryingAdapter[AsyncOpenAI, Response]):
             model=request.model or self._default_model,
             instructions=request.system or omit,
             input=input_items(request.messages),
-            tools=[function_tool(tool) for tool in request.tools] if request.tools else omit,
             max_output_tokens=request.max_output_tokens or omit,
             reasoning={"effort": effort} if effort is not None else omit,
+            extra_body=TOOLS.body(request.tools, function_tool),
         )
 
 
