@@ -8,7 +8,7 @@ watches). The machine is shared, so absolute milliseconds drift between runs; th
 
 Targets (2 cores):
 
-- message → parked p50 ≤ 6 × the raw PATCH p50;
+- message → parked p50 ≤ 6 x the raw PATCH p50;
 - ≤ 1 API read per simple turn (and the operator's writes are printed beside it);
 - ≥ 60 turns/s with 100 concurrent conversations;
 - operator RSS ≤ 300 MB with 10,000 parked tasks.
@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -150,7 +151,8 @@ class Parked:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a dropped watch: open it again (LIST replays the state)
-                print(f"    (watch on {self.namespace} restarted: {exc})", file=sys.stderr)
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                print(f"    (watch on {self.namespace} opened again: {first})", file=sys.stderr)
                 await asyncio.sleep(0.1)
 
     def _seen(self, obj: dict[str, Any], now: float) -> None:
@@ -351,8 +353,8 @@ class OperatorProcess:
                     self._pid = int(kids[0])
         return self._pid
 
-    async def ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
+    async def ready(self, within: float = 60) -> None:
+        deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise SystemExit(f"the operator exited with code {self.proc.returncode}")
@@ -386,7 +388,7 @@ def apiserver_requests(cluster: LocalCluster) -> Counter[tuple[str, str]]:
             part.split("=", 1) for part in line[line.index("{") + 1 : line.index("}")].split(",")
         )
         resource = labels.get("resource", "").strip('"')
-        if resource.startswith("harness") or resource in ("events", "leases"):
+        if resource.startswith("harness") or resource == "events":
             sub = labels.get("subresource", "").strip('"')
             key = (labels["verb"].strip('"'), resource + (f"/{sub}" if sub else ""))
             counts[key] += int(float(line.rsplit(" ", 1)[1]))
@@ -428,11 +430,10 @@ class Reference:
         self.ms: list[float] = []
 
     async def setup(self) -> None:
-        await client.CoreV1Api(self.api).create_namespace(
-            {"metadata": {"name": REF_NS}}
-        )
+        await client.CoreV1Api(self.api).create_namespace({"metadata": {"name": REF_NS}})
         obj = await self.tasks.create(
-            "reference", {"goal": "reference", "participants": [{"id": "alice", "role": "assignee"}]}
+            "reference",
+            {"goal": "reference", "participants": [{"id": "alice", "role": "assignee"}]},
         )
         self.rv = obj["metadata"]["resourceVersion"]
         for _ in range(5):  # warm the connection
@@ -523,7 +524,9 @@ class TurnFigures:
     writes: dict[tuple[str, str], float] = field(default_factory=dict)
     reads: dict[tuple[str, str], float] = field(default_factory=dict)
     participant: float = 0.0
-    rates: dict[int, tuple[float, list[float], dict[str, float], dict[str, float]]] = field(default_factory=dict)
+    rates: dict[int, tuple[float, list[float], dict[str, float], dict[str, float]]] = field(
+        default_factory=dict
+    )
 
 
 async def serial_phase(
@@ -593,7 +596,10 @@ async def concurrency_phase(
         elapsed = time.perf_counter() - t0
         lat = [x * 1000 for r in results for x in r]
         figures.rates[concurrency] = (
-            len(lat) / elapsed, lat, meter.per(len(lat)), meter.waits(len(lat))
+            len(lat) / elapsed,
+            lat,
+            meter.per(len(lat)),
+            meter.waits(len(lat)),
         )
 
 
@@ -607,9 +613,9 @@ def print_turn_figures(f: TurnFigures) -> None:
     s50 = percentile(f.serial_ms, 50)
     print(
         f"(b) message → parked, one conversation ({len(f.serial_ms)} turns): "
-        f"{p50_p99(f.serial_ms)}; p50 = {s50 / ref50:.1f}× raw PATCH p50 "
-        f"(target ≤ {TARGET_RATIO:.0f}×, i.e. ≤ {TARGET_RATIO * ref50:.1f} ms in this run); "
-        f"p99 = {percentile(f.serial_ms, 99) / ref50:.1f}×"
+        f"{p50_p99(f.serial_ms)}; p50 = {s50 / ref50:.1f}x raw PATCH p50 "
+        f"(target ≤ {TARGET_RATIO:.0f}x, i.e. ≤ {TARGET_RATIO * ref50:.1f} ms in this run); "
+        f"p99 = {percentile(f.serial_ms, 99) / ref50:.1f}x"
     )
     reads = sum(f.reads.values())
     writes = sum(f.writes.values())
@@ -627,7 +633,7 @@ def print_turn_figures(f: TurnFigures) -> None:
         print(
             f"(d) {concurrency:>3} concurrent conversations: {rate:6.1f} turns/s{target}; "
             f"message → parked {p50_p99(lat)} "
-            f"(p50 = {percentile(lat, 50) / ref50:.1f}× raw PATCH p50)"
+            f"(p50 = {percentile(lat, 50) / ref50:.1f}x raw PATCH p50)"
         )
         print(f"        {format_cpu(cpu, waits)}")
 
@@ -637,16 +643,16 @@ async def turn_phases(
 ) -> TurnFigures:
     namespace = f"bench-{provider}"
     await client.CoreV1Api(bench.api).create_namespace({"metadata": {"name": namespace}})
-    operator = OperatorProcess(
-        bench.cluster, namespace, bench.model.config(provider), bench.tmp
-    )
+    operator = OperatorProcess(bench.cluster, namespace, bench.model.config(provider), bench.tmp)
     parked = Parked(bench.api, namespace)
     figures = TurnFigures(provider)
     try:
         await operator.ready()
         await parked.start()
         await serial_phase(bench, ref, namespace, parked, figures, args.serial, args.patches)
-        await concurrency_phase(bench, operator, namespace, parked, figures, (1, 10, 100), args.turns)
+        await concurrency_phase(
+            bench, operator, namespace, parked, figures, (1, 10, 100), args.turns
+        )
     finally:
         await parked.stop()
         operator.stop()
@@ -660,7 +666,9 @@ async def memory_phase(bench: Bench, ref: Reference, args: argparse.Namespace) -
     operator = OperatorProcess(bench.cluster, namespace, bench.model.config(provider), bench.tmp)
     parked = Parked(bench.api, namespace)
     tasks = HarnessTasks(bench.api, namespace)
-    print(f"\n== operator memory ({PROVIDERS[provider]} operator of its own, namespace {namespace})")
+    print(
+        f"\n== operator memory ({PROVIDERS[provider]} operator of its own, namespace {namespace})"
+    )
     try:
         await operator.ready()
         await parked.start()
@@ -674,7 +682,11 @@ async def memory_phase(bench: Bench, ref: Reference, args: argparse.Namespace) -
             existing = target
             # kopf keeps a per-object worker for a few seconds after its last event; let them go.
             await asyncio.sleep(8)
-            mark = f"target ≤ {TARGET_RSS_MB:.0f} MB at {TARGET_PARKED:,}" if target == args.parked else ""
+            mark = (
+                f"target ≤ {TARGET_RSS_MB:.0f} MB at {TARGET_PARKED:,}"
+                if target == args.parked
+                else ""
+            )
             print(
                 f"(e) operator RSS with {existing:,} parked tasks: {rss_mb(operator.pid):.0f} MB "
                 f"(peak so far {rss_mb(operator.pid, 'VmHWM'):.0f} MB) {mark}"
@@ -684,6 +696,13 @@ async def memory_phase(bench: Bench, ref: Reference, args: argparse.Namespace) -
                 f"all created in {created:.1f} s, all parked in {done:.1f} s "
                 f"({len(names) / max(done, 1e-9):.0f} tasks/s)"
             )
+        sample = await tasks.get("idle-0")
+        size = len(json.dumps(sample))
+        managed = len(json.dumps(sample["metadata"].get("managedFields", [])))
+        print(
+            f"        one parked task is {size:,} bytes of JSON, of which metadata.managedFields "
+            f"{managed:,} bytes ({managed / size * 100:.0f}%)"
+        )
         figures = TurnFigures(provider)
         ref_start = len(ref.ms)
         for _ in range(20):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import itertools
 import os
 import signal
 import statistics
@@ -42,8 +43,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+CHILD_ENTRY = str(Path(__file__).resolve())
 
-# -- the operator's side: wrap, then run the CLI ----------------------------------------------------
+# -- the operator's side: wrap, then run the CLI -------------------------------------------------
 
 
 def _child(argv: list[str]) -> int:
@@ -118,7 +120,9 @@ def _child(argv: list[str]) -> int:
 
     original_own = runtime.Runtime.poke_unless_own
 
-    def poke_unless_own(self: Any, kind: str, namespace: str, name: str, task: str, rv: str) -> None:
+    def poke_unless_own(
+        self: Any, kind: str, namespace: str, name: str, task: str, rv: str
+    ) -> None:
         own = rv in self._written.get((kind, namespace, name), ())
         trace("own_event" if own else "poke_event", kind, task)
         original_own(self, kind, namespace, name, task, rv)
@@ -136,9 +140,25 @@ def _child(argv: list[str]) -> int:
     wrap_async(httpx2.AsyncClient, "send", lambda self, request, **kw: str(request.url.path))
     wrap_async(rest.RESTClientObject, "request", lambda self, method, url, *a, **kw: method)
 
-    import tiny_harness.cli.main as cli
+    if os.environ.get("PROFILE_TURN_TRACEMALLOC"):
+        install_memory_dump(os.environ["PROFILE_TURN_TRACEMALLOC"])
 
-    original_run = cli.run_operator
+    def trim(*_: Any) -> None:
+        """gc.collect() and glibc's malloc_trim(0): what RSS is free memory kept by malloc?"""
+        import ctypes
+        import gc
+
+        gc.collect()
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+    signal.signal(signal.SIGUSR2, trim)
+    experiments = [e for e in os.environ.get("PROFILE_TURN_EXPERIMENTS", "").split(",") if e]
+    apply_experiments(experiments)
+
+    import tiny_harness.cli.main as cli
+    from tiny_harness.operator import runner as operator_runner
+
+    original_run = operator_runner.run_operator
 
     async def lag_monitor() -> None:
         """The event loop's lag: how late a 5 ms sleep wakes up."""
@@ -154,11 +174,161 @@ def _child(argv: list[str]) -> int:
         finally:
             monitor.cancel()
 
-    cli.run_operator = run_operator  # type: ignore[assignment]
+    # The CLI imports run_operator from the runner when the subcommand runs.
+    operator_runner.run_operator = run_operator  # type: ignore[assignment]
     return cli.main(argv)
 
 
-# -- the bench's side ---------------------------------------------------------------------------------
+EXPERIMENTS = {
+    "transform": "openai Responses: send the params without the SDK's TypedDict transform",
+    "asyncindex": "the kopf index functions as async def (no thread-pool hop per event)",
+    "nodiff": "kopf settings: a diff-base storage that builds and stores nothing",
+    "quietlogs": "kopf.objects and httpx2 loggers at WARNING (no line per event/request)",
+    "pool8": "the operator's kubernetes_asyncio connection pool at 8 connections (default 100)",
+}
+
+
+def apply_experiments(names: list[str]) -> None:
+    """Candidate changes, applied by patching the operator's process at start-up, so their
+    effect can be measured before anyone edits tiny_harness/. Each is a sketch of the
+    recommended change, not a drop-in implementation."""
+    import logging
+
+    unknown = set(names) - set(EXPERIMENTS)
+    if unknown:
+        raise SystemExit(f"unknown experiments: {sorted(unknown)}")
+    if "transform" in names:
+        from openai._types import NotGiven, Omit
+        from openai.resources.responses import responses
+
+        async def as_is(data: Any, expected_type: Any) -> Any:
+            # Our params are plain JSON already: nothing to alias or format; only the
+            # unset (omit) keys are left out, which is all the transform does to them.
+            if isinstance(data, dict):
+                return {k: v for k, v in data.items() if not isinstance(v, (Omit, NotGiven))}
+            return data
+
+        responses.async_maybe_transform = as_is  # type: ignore[assignment]
+    if "asyncindex" in names:
+        import kopf
+
+        from tiny_harness.operator import handlers
+
+        original_register = handlers.register_indexes
+
+        def register_indexes(*args: Any, **kwargs: Any) -> None:
+            # kopf runs a sync handler in a thread pool; an async one inline. Wrap each index
+            # function as it is registered (no functools.wraps: kopf follows __wrapped__).
+            original_index = kopf.index
+
+            def index(*a: Any, **kw: Any) -> Any:
+                decorate = original_index(*a, **kw)
+
+                def wrap(fn: Any) -> Any:
+                    async def inline(**fkw: Any) -> Any:
+                        return fn(**fkw)
+
+                    inline.__name__ = fn.__name__
+                    decorate(inline)
+                    return fn
+
+                return wrap
+
+            kopf.index = index  # type: ignore[assignment]
+            try:
+                original_register(*args, **kwargs)
+            finally:
+                kopf.index = original_index  # type: ignore[assignment]
+
+        handlers.register_indexes = register_indexes  # type: ignore[assignment]
+    if "nodiff" in names:
+        import kopf
+        from kopf._cogs.structs import bodies
+
+        from tiny_harness.operator import runner
+        from tiny_harness.operator import settings as op_settings
+
+        class NoDiffBase(kopf.DiffBaseStorage):
+            """Only raw-event handlers and indexes are registered: no diff is ever read."""
+
+            def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+                return bodies.BodyEssence()
+
+            def fetch(self, *, body: Any) -> Any:
+                return None
+
+            def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+                return None
+
+        original_settings = op_settings.operator_settings
+
+        def operator_settings(*, standalone: bool = True) -> Any:
+            settings = original_settings(standalone=standalone)
+            settings.persistence.diffbase_storage = NoDiffBase()
+            return settings
+
+        runner.operator_settings = operator_settings  # type: ignore[assignment]
+    if "quietlogs" in names:
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+        logging.getLogger("httpx2").setLevel(logging.WARNING)
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+    if "pool8" in names:
+        from kubernetes_asyncio.client import configuration
+
+        original_init = configuration.Configuration.__init__
+
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            original_init(self, *args, **kwargs)
+            self.connection_pool_maxsize = 8
+
+        configuration.Configuration.__init__ = init  # type: ignore[method-assign]
+
+
+def install_memory_dump(path: str) -> None:
+    """On SIGUSR1, write where the live Python memory was allocated (tracemalloc, attributed to
+    the innermost frame in tiny_harness or kopf) and the commonest object types to ``path``."""
+    import gc
+    import tracemalloc
+
+    tracemalloc.start(12)
+
+    def site(tb: Any) -> str:
+        for frame in reversed(tb):  # innermost first... tracemalloc lists oldest call first
+            name = frame.filename
+            if "/tiny_harness/" in name or "/kopf/" in name:
+                short = name.split("/site-packages/")[-1].split("/work/main/")[-1]
+                return f"{short}:{frame.lineno}"
+        frame = tb[-1]
+        short = frame.filename.split("/site-packages/")[-1]
+        return f"{short}:{frame.lineno} (no tiny_harness/kopf frame)"
+
+    def dump(*_: Any) -> None:
+        gc.collect()
+        snap = tracemalloc.take_snapshot()
+        by_site: Counter[str] = Counter()
+        by_file: Counter[str] = Counter()
+        for stat in snap.statistics("traceback"):
+            key = site(stat.traceback)
+            by_site[key] += stat.size
+            by_file[key.rsplit(":", 1)[0]] += stat.size
+        types = Counter(type(o).__name__ for o in gc.get_objects())
+        with open(path, "w") as f:
+            total = sum(by_site.values())
+            f.write(f"traced total {total / 2**20:.1f} MB\n")
+            f.write("by file (innermost tiny_harness/kopf frame):\n")
+            for key, size in by_file.most_common(20):
+                f.write(f"  {size / 2**20:8.2f} MB  {key}\n")
+            f.write("by line:\n")
+            for key, size in by_site.most_common(30):
+                f.write(f"  {size / 2**20:8.2f} MB  {key}\n")
+            f.write("gc-tracked objects by type:\n")
+            for name, n in types.most_common(15):
+                f.write(f"  {n:9d}  {name}\n")
+
+    signal.signal(signal.SIGUSR1, dump)
+
+
+# -- the bench's side ------------------------------------------------------------------------------
 
 
 sys.path.insert(0, str(HERE))
@@ -263,7 +433,8 @@ def loop_lag(by_task: dict[str, list[Row]], start: float, end: float) -> str:
     if not lags:
         return "operator event-loop lag: no samples"
     return (
-        f"operator event-loop lag (a 5 ms sleep wakes late by): p50 {bt.percentile(lags, 50):.1f} ms, "
+        "operator event-loop lag (a 5 ms sleep wakes late by): "
+        f"p50 {bt.percentile(lags, 50):.1f} ms, "
         f"p90 {bt.percentile(lags, 90):.1f} ms, p99 {bt.percentile(lags, 99):.1f} ms, "
         f"max {max(lags):.1f} ms"
     )
@@ -276,10 +447,10 @@ def report_milestones(all_m: list[dict[str, float]], ref_ms: list[float]) -> Non
     ref50 = statistics.median(ref_ms)
     print(
         f"\none simple turn, median over {len(all_m)} turns: message → parked {total:.1f} ms "
-        f"= {total / ref50:.1f}× the raw status PATCH p50 ({ref50:.1f} ms)\n"
+        f"= {total / ref50:.1f}x the raw status PATCH p50 ({ref50:.1f} ms)\n"
     )
     print(f"  {'from → to':<78} {'p50 ms':>7} {'mean':>7}")
-    for a, b in zip(keys, keys[1:], strict=False):
+    for a, b in itertools.pairwise(keys):
         gaps = [(m[b] - m[a]) * 1000 for m in all_m]
         print(
             f"  {labels[a][:36]:<36} → {labels[b][:39]:<39} "
@@ -301,7 +472,10 @@ def report_milestones(all_m: list[dict[str, float]], ref_ms: list[float]) -> Non
         ("parked status write → the bench's watch shows it", "w2_wire", "seen"),
     ]
     gaps = [(m["w2_done"] - m["w2_wire"]) * 1000 for m in all_m]
-    print(f"  (the parked status write's response: {statistics.median(gaps):.2f} ms after it was sent)")
+    print(
+        "  (the parked status write's response: "
+        f"{statistics.median(gaps):.2f} ms after it was sent)"
+    )
     print(f"\n  {'segment':<62} {'p50 ms':>7} {'share':>6}")
     for label, a, b in groups:
         gaps = [(m[b] - m[a]) * 1000 for m in all_m]
@@ -351,7 +525,8 @@ CALLERS = [  # any frame in the stack: what the CPU was spent *for* (asyncio tas
     ("infinite_watch", "kopf: reading + parsing watch streams"),
     ("TaskWorker.step", "worker passes (step: snapshot, decide, act; not the turn)"),
     ("TaskWorker.snapshot", "  of which: snapshot (cache + pydantic)"),
-    ("task_state", "  of which: metrics.task_state"),
+    ("Cache.children", "any: Cache.children (scans the whole overlay)"),
+    ("task_state", "any: metrics.task_state (tallies every task)"),
     ("TaskWorker.take_lease", "  of which: status WORKING write"),
     ("CoreLoop.run_turn", "the turn (core loop task)"),
     ("MeteredAdapter.complete", "  of which: model adapter call"),
@@ -406,8 +581,20 @@ class PySpy:
         self.rate = rate
         spy = Path(sys.executable).parent / "py-spy"
         self.proc = subprocess.Popen(
-            [str(spy), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
-             "--output", str(out), "--gil", "--full-filenames"],
+            [
+                str(spy),
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                str(rate),
+                "--format",
+                "raw",
+                "--output",
+                str(out),
+                "--gil",
+                "--full-filenames",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
@@ -480,6 +667,103 @@ async def concurrent_round(
         summarise_pyspy(out, args.rate, len(samples))
 
 
+def memory_dump(pid: int, dump: Path) -> str:
+    """Ask the operator for its tracemalloc summary and wait for it."""
+    dump.unlink(missing_ok=True)
+    os.kill(pid, signal.SIGUSR1)
+    while not dump.exists():
+        time.sleep(0.5)
+    time.sleep(1)
+    return dump.read_text()
+
+
+async def memory_profile(args: argparse.Namespace, keep: Path) -> None:
+    """Parked tasks on an operator under tracemalloc: where the memory per task goes."""
+    from kubernetes_asyncio import client
+
+    from tiny_harness.devcluster import LocalCluster
+    from tiny_harness.kube.client import HarnessTasks, connect
+    from tiny_harness.kube.crd import REPO_ROOT
+    from tiny_harness.kube.messages import HarnessMessages
+
+    model = bt.ModelServerProcess()
+    dump = keep / "memory.txt"
+    try:
+        with LocalCluster(crds=REPO_ROOT / "crds") as cluster:
+            api = await connect(cluster.kubeconfig)
+            ns = "bench-idle"
+            await client.CoreV1Api(api).create_namespace({"metadata": {"name": ns}})
+            operator = bt.OperatorProcess(
+                cluster,
+                ns,
+                model.config(args.provider),
+                keep,
+                entry=(CHILD_ENTRY, "--child"),
+                env={
+                    "PROFILE_TURN_TRACE": str(keep / "trace.tsv"),
+                    "PROFILE_TURN_EXPERIMENTS": args.experiments,
+                    **({"PROFILE_TURN_TRACEMALLOC": str(dump)} if args.tracemalloc else {}),
+                },
+                log=keep / "operator.log",
+            )
+            parked = bt.Parked(api, ns)
+            try:
+                await operator.ready()
+                await parked.start()
+                done = 0
+                for count in (0, *(int(n) for n in args.memory.split(","))):
+                    names = [f"idle-{i}" for i in range(done, count)]
+                    t0 = time.perf_counter()
+                    await bt.create_parked(HarnessTasks(api, ns), parked, names, 100)
+                    took = time.perf_counter() - t0
+                    done = count
+                    await asyncio.sleep(8)
+                    print(
+                        f"\n== {count} parked tasks (experiments: {args.experiments or 'none'}): "
+                        f"operator RSS {bt.rss_mb(operator.pid):.0f} MB, "
+                        f"peak {bt.rss_mb(operator.pid, 'VmHWM'):.0f} MB"
+                        + (" (under tracemalloc)" if args.tracemalloc else "")
+                        + (f"; created and parked in {took:.1f} s" if names else "")
+                    )
+                    if args.tracemalloc:
+                        print(await asyncio.to_thread(memory_dump, operator.pid, dump))
+                    else:
+                        os.kill(operator.pid, signal.SIGUSR2)
+                        await asyncio.sleep(2)
+                        print(
+                            "    after gc.collect() + malloc_trim(0): "
+                            f"RSS {bt.rss_mb(operator.pid):.0f} MB"
+                        )
+                if args.memory_turns:
+                    tasks = HarnessTasks(api, ns)
+                    messages = HarnessMessages(api, ns)
+                    names = [f"m{i}" for i in range(100)]
+                    await bt.create_parked(tasks, parked, names, 50)
+                    await asyncio.sleep(2)
+                    out = keep / "pyspy-memory-turns.txt"
+                    spy = PySpy(operator.pid, out, args.rate) if args.pyspy else None
+                    meter = bt.CpuMeter({"operator": operator.pid})
+                    t0 = time.perf_counter()
+                    res = await asyncio.gather(
+                        *(bt.conversation(messages, parked, n, 1, args.memory_turns) for n in names)
+                    )
+                    n = sum(len(r) for r in res)
+                    if spy is not None:
+                        spy.stop()
+                        summarise_pyspy(out, args.rate, n)
+                    print(
+                        f"100 conversations among {done} parked tasks: "
+                        f"{n / (time.perf_counter() - t0):.1f} turns/s, operator CPU "
+                        f"{meter.per(n)['operator']:.1f} ms/turn"
+                    )
+            finally:
+                await parked.stop()
+                operator.stop()
+                await api.close()
+    finally:
+        model.stop()
+
+
 async def profile(args: argparse.Namespace, keep: Path) -> None:
     from kubernetes_asyncio import client
 
@@ -504,8 +788,11 @@ async def profile(args: argparse.Namespace, keep: Path) -> None:
                 ns,
                 model.config(args.provider),
                 keep,
-                entry=(str(Path(__file__).resolve()), "--child"),
-                env={"PROFILE_TURN_TRACE": str(trace_path)},
+                entry=(CHILD_ENTRY, "--child"),
+                env={
+                    "PROFILE_TURN_TRACE": str(trace_path),
+                    "PROFILE_TURN_EXPERIMENTS": args.experiments,
+                },
                 log=keep / "operator.log",
             )
             parked = bt.Parked(api, ns)
@@ -519,7 +806,8 @@ async def profile(args: argparse.Namespace, keep: Path) -> None:
                     await bt.one_turn(messages, parked, "solo", turn)
                 await asyncio.sleep(0.3)
                 print(
-                    f"profile_turn: {bt.PROVIDERS[args.provider]}, {args.turns} serial turns; "
+                    f"profile_turn: {bt.PROVIDERS[args.provider]}, {args.turns} serial turns, "
+                    f"experiments: {args.experiments or 'none'}; "
                     f"load average {os.getloadavg()[0]:.2f}"
                 )
                 # 1. timestamps
@@ -563,11 +851,11 @@ async def profile(args: argparse.Namespace, keep: Path) -> None:
                             f"({c1 - c0} requests)"
                         )
                 window = [
-                    r
-                    for r in by_task["solo"]
-                    if samples[0][1] <= r[0] <= samples[-1][3] + 0.1
+                    r for r in by_task["solo"] if samples[0][1] <= r[0] <= samples[-1][3] + 0.1
                 ]
-                own = Counter(e for _, e, _, _ in window if e in ("own_event", "poke_event", "poke"))
+                own = Counter(
+                    e for _, e, _, _ in window if e in ("own_event", "poke_event", "poke")
+                )
                 raw = Counter(d.split(" ")[0] for _, e, _, d in window if e == "raw")
                 acts = Counter(d for _, e, _, d in window if e == "act>")
                 n = len(samples)
@@ -600,8 +888,16 @@ async def profile(args: argparse.Namespace, keep: Path) -> None:
                 if args.concurrency:
                     for round_ in ("trace", "py-spy") if args.pyspy else ("trace",):
                         await concurrent_round(
-                            args, round_, bench, operator, ref, tasks, messages, parked,
-                            trace_path, keep,
+                            args,
+                            round_,
+                            bench,
+                            operator,
+                            ref,
+                            tasks,
+                            messages,
+                            parked,
+                            trace_path,
+                            keep,
                         )
             finally:
                 await parked.stop()
@@ -622,13 +918,29 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=0, help="conversations at once (3.)")
     parser.add_argument("--conc-turns", type=int, default=10, help="turns each, in 3.")
     parser.add_argument("--keep", type=Path, default=None, help="keep trace and profiles here")
+    parser.add_argument(
+        "--memory",
+        default="",
+        help="instead: operator RSS with N parked tasks (a comma-separated list of N: steps)",
+    )
+    parser.add_argument("--tracemalloc", action="store_true", help="with --memory: where it goes")
+    parser.add_argument(
+        "--memory-turns", type=int, default=0, help="with --memory: then 100 conversations"
+    )
+    parser.add_argument(
+        "--experiments",
+        default="",
+        help="comma-separated candidate changes to patch into the operator: "
+        + "; ".join(f"{k}: {v}" for k, v in EXPERIMENTS.items()),
+    )
     args = parser.parse_args()
+    run = memory_profile if args.memory else profile
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
-        asyncio.run(profile(args, args.keep))
+        asyncio.run(run(args, args.keep))
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(profile(args, Path(tmp)))
+            asyncio.run(run(args, Path(tmp)))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ from openai.types.chat import (
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import RetryingAdapter
-from tiny_harness.models.tool_params import ToolParams
 from tiny_harness.models.retry import CallContext
-
+from tiny_harness.models.tool_params import ToolParams
 
 TOOLS: ToolParams[ChatCompletionFunctionToolParam] = ToolParams()
 

@@ -11,9 +11,8 @@ from openai.types.responses import FunctionToolParam, Response, ResponseInputIte
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import RetryingAdapter
-from tiny_harness.models.tool_params import ToolParams
 from tiny_harness.models.retry import CallContext
-
+from tiny_harness.models.tool_params import ToolParams
 
 TOOLS: ToolParams[FunctionToolParam] = ToolParams()
 
