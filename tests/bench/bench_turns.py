@@ -37,6 +37,8 @@ namespace, on the same control plane):
     sending its next message as soon as its previous turn parked), with message → parked
     p50/p99 and CPU milliseconds per turn of each process (operator, kube-apiserver, etcd,
     scripted model server, this bench): on 2 cores, 2000 / the sum is the ceiling on turns/s.
+    Beside it, the milliseconds per turn each of the operator and kube-apiserver spent
+    runnable but waiting for a CPU (schedstat): large values mean the machine was busy.
 
 Then, once, with a fresh operator of ``--memory-provider`` in a namespace of its own:
 
@@ -54,7 +56,11 @@ shared this bench's event loop and slowed the measuring side); the serial phase 
 
 The bench uses the OpenAI Responses adapter (``provider = "openai"``, ``api = "responses"``)
 as it always did, and the Anthropic Messages adapter (``provider = "anthropic"``) beside it;
-the scripted model server speaks both.
+the scripted model server speaks both. ``--providers chat`` adds OpenAI Chat Completions.
+
+The first line printed names the commit measured and any uncommitted change under
+``tiny_harness/``. ``tests/bench/profile_turn.py`` breaks one turn's milliseconds down
+(timestamps, py-spy) and measures candidate changes to the operator before they are made.
 """
 
 from __future__ import annotations
@@ -733,6 +739,7 @@ async def main_async(args: argparse.Namespace) -> None:
             ref = Reference(api)
             await ref.setup()
             providers = [p.strip() for p in args.providers.split(",") if p.strip()]
+            print(f"code: {revision()}")
             print(
                 f"bench_turns: providers {', '.join(providers)}; {args.serial} serial turns, "
                 f"{args.turns} turns per conversation, {args.parked:,} parked tasks; "
@@ -752,6 +759,29 @@ async def main_async(args: argparse.Namespace) -> None:
             await api.close()
     finally:
         model.stop()
+
+
+def revision() -> str:
+    """The commit measured, and any uncommitted change to the code under test (the tree is
+    shared: figures from two runs compare only with this line beside them)."""
+    root = REPO_ROOT
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "log", "-1", "--format=%h %s"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", "tiny_harness"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no git)"
+    changed = [line[3:] for line in dirty if line.strip()]
+    return head[:90] + (f"; uncommitted in tiny_harness: {', '.join(changed)}" if changed else "")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,24 +5,35 @@ subprocess, the operator as a subprocess) but runs the operator through this fil
 a few of its functions to write timestamps to a trace file. Timestamps are
 ``time.perf_counter()``, which is CLOCK_MONOTONIC on Linux and so comparable across processes.
 Nothing under ``tiny_harness/`` is changed: the wrapping happens in the operator's process, at
-start-up, here.
+start-up, here. py-spy must be installed in the venv for ``--pyspy`` (``pip install py-spy``).
 
 ::
 
     python tests/bench/profile_turn.py [--provider responses] [--turns 30] [--pyspy]
-        [--concurrency 0] [--keep DIR]
+        [--concurrency N] [--conc-turns 10] [--experiments a,b] [--keep DIR]
+    python tests/bench/profile_turn.py --memory 1000,4000,10000 [--memory-turns 5]
+        [--tracemalloc] [--experiments a,b] [--operator-env KEY=VALUE]
 
 1. ``--turns`` serial turns on one conversation, with the trace on: a table of the median
    milliseconds between milestones (message create → kopf sees the event → worker acts →
    status WORKING written → model request → model response → record written → parked status
-   written → the bench's watch sees it), plus the raw status PATCH reference measured just
-   before each turn, and the API server's own mean time per request kind (from its
-   ``apiserver_request_duration_seconds`` histogram).
+   on the wire → the bench's watch sees it), plus the raw status PATCH reference measured just
+   before each turn, the API server's own mean time per request kind (from its
+   ``apiserver_request_duration_seconds`` histogram), the watch events and worker actions per
+   turn, CPU per turn of every process, and the operator's event-loop lag.
 2. With ``--pyspy``: the same number of turns again with py-spy sampling the operator
    (``--gil``: only the thread running Python, so idle waits are not counted; py-spy pauses
    the process for each sample, so latencies under it are not the figures of 1.), then the
-   samples summed by component, in CPU ms per turn.
-3. With ``--concurrency N``: N conversations at once under py-spy, for the throughput case.
+   samples summed by component, in CPU ms per turn (py-spy's own overhead inflates them by
+   roughly a third: compare with the CPU line of 1.).
+3. With ``--concurrency N``: N conversations at once, ``--conc-turns`` turns each: the same
+   breakdown (queueing shows as event-loop lag), then with ``--pyspy`` a second round under
+   py-spy.
+
+``--memory`` instead creates parked tasks in steps and prints the operator's RSS at each (after
+its watch has gone quiet), what the runtime keeps per task, and with ``--tracemalloc`` where
+the live Python memory was allocated. ``--experiments`` patches candidate changes into the
+operator's process (see ``EXPERIMENTS``) so their effect is measured before anyone makes them.
 """
 
 from __future__ import annotations
@@ -110,6 +121,15 @@ def _child(argv: list[str]) -> int:
 
     watching.infinite_watch = infinite_watch
 
+    runtimes: list[Any] = []
+    original_init = runtime.Runtime.__init__
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        runtimes.append(self)
+
+    runtime.Runtime.__init__ = init  # type: ignore[method-assign]
+
     original_poke = runtime.Runtime.poke
 
     def poke(self: Any, namespace: str, name: str) -> None:
@@ -144,12 +164,22 @@ def _child(argv: list[str]) -> int:
         install_memory_dump(os.environ["PROFILE_TURN_TRACEMALLOC"])
 
     def trim(*_: Any) -> None:
-        """gc.collect() and glibc's malloc_trim(0): what RSS is free memory kept by malloc?"""
+        """gc.collect() and glibc's malloc_trim(0): what RSS is free memory kept by malloc?
+        Also counts what the runtime keeps per task, into the trace."""
         import ctypes
         import gc
 
         gc.collect()
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+        for rt in runtimes:
+            trace(
+                "counts",
+                f"overlay tasks {len(rt.cache._tasks)}, overlay records "
+                f"{sum(len(v) for v in rt.cache._records.values())}, written "
+                f"{len(rt._written)}, workers {len(rt._workers)}, "
+                f"states {len(rt.metrics._states)}, leases seen {len(rt.leases._seen)}",
+                "-",
+            )
 
     signal.signal(signal.SIGUSR2, trim)
     experiments = [e for e in os.environ.get("PROFILE_TURN_EXPERIMENTS", "").split(",") if e]
@@ -525,8 +555,6 @@ CALLERS = [  # any frame in the stack: what the CPU was spent *for* (asyncio tas
     ("infinite_watch", "kopf: reading + parsing watch streams"),
     ("TaskWorker.step", "worker passes (step: snapshot, decide, act; not the turn)"),
     ("TaskWorker.snapshot", "  of which: snapshot (cache + pydantic)"),
-    ("Cache.children", "any: Cache.children (scans the whole overlay)"),
-    ("task_state", "any: metrics.task_state (tallies every task)"),
     ("TaskWorker.take_lease", "  of which: status WORKING write"),
     ("CoreLoop.run_turn", "the turn (core loop task)"),
     ("MeteredAdapter.complete", "  of which: model adapter call"),
@@ -536,6 +564,8 @@ CALLERS = [  # any frame in the stack: what the CPU was spent *for* (asyncio tas
     ("end_turn", "  of which: end_turn (record + parked status)"),
     ("api_client.py", "kubernetes_asyncio ApiClient (any request)"),
     ("posting", "kopf: posting k8s Events"),
+    ("Cache.children", "any: Cache.children (scans the whole overlay)"),
+    ("task_state", "any: metrics.task_state (tallies every task)"),
 ]
 
 
@@ -667,6 +697,27 @@ async def concurrent_round(
         summarise_pyspy(out, args.rate, len(samples))
 
 
+def wait_quiet(trace: Path, quiet: float = 5.0, limit: float = 900.0) -> float:
+    """Wait until the operator has read no watch event for ``quiet`` seconds (it may lag far
+    behind the bench's own watch under tracemalloc); the seconds waited."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        last = 0.0
+        with trace.open("rb") as f:
+            f.seek(max(0, trace.stat().st_size - 200_000))
+            for line in f.read().decode(errors="replace").splitlines():
+                parts = line.split("\t")
+                if len(parts) > 1 and parts[1] == "raw":
+                    try:
+                        last = float(parts[0])
+                    except ValueError:
+                        continue
+        if time.perf_counter() - last >= quiet:
+            break
+        time.sleep(1.0)
+    return time.perf_counter() - start
+
+
 def memory_dump(pid: int, dump: Path) -> str:
     """Ask the operator for its tracemalloc summary and wait for it."""
     dump.unlink(missing_ok=True)
@@ -703,6 +754,7 @@ async def memory_profile(args: argparse.Namespace, keep: Path) -> None:
                     "PROFILE_TURN_TRACE": str(keep / "trace.tsv"),
                     "PROFILE_TURN_EXPERIMENTS": args.experiments,
                     **({"PROFILE_TURN_TRACEMALLOC": str(dump)} if args.tracemalloc else {}),
+                    **dict(kv.split("=", 1) for kv in args.operator_env),
                 },
                 log=keep / "operator.log",
             )
@@ -717,23 +769,31 @@ async def memory_profile(args: argparse.Namespace, keep: Path) -> None:
                     await bt.create_parked(HarnessTasks(api, ns), parked, names, 100)
                     took = time.perf_counter() - t0
                     done = count
-                    await asyncio.sleep(8)
+                    waited = await asyncio.to_thread(wait_quiet, keep / "trace.tsv")
+                    await asyncio.sleep(3)
                     print(
-                        f"\n== {count} parked tasks (experiments: {args.experiments or 'none'}): "
+                        f"\n== {count} parked tasks (experiments: {args.experiments or 'none'}"
+                        f"{'; env ' + ' '.join(args.operator_env) if args.operator_env else ''}): "
                         f"operator RSS {bt.rss_mb(operator.pid):.0f} MB, "
                         f"peak {bt.rss_mb(operator.pid, 'VmHWM'):.0f} MB"
                         + (" (under tracemalloc)" if args.tracemalloc else "")
                         + (f"; created and parked in {took:.1f} s" if names else "")
+                        + f"; the operator's watch went quiet {waited:.0f} s later"
+                    )
+                    os.kill(operator.pid, signal.SIGUSR2)
+                    await asyncio.sleep(2)
+                    counts = [
+                        d
+                        for _, e, _, d in read_trace(keep / "trace.tsv").get("-", [])
+                        if e == "counts"
+                    ]
+                    print(
+                        "    after gc.collect() + malloc_trim(0): "
+                        f"RSS {bt.rss_mb(operator.pid):.0f} MB; runtime keeps: "
+                        + (counts[-1] if counts else "?")
                     )
                     if args.tracemalloc:
                         print(await asyncio.to_thread(memory_dump, operator.pid, dump))
-                    else:
-                        os.kill(operator.pid, signal.SIGUSR2)
-                        await asyncio.sleep(2)
-                        print(
-                            "    after gc.collect() + malloc_trim(0): "
-                            f"RSS {bt.rss_mb(operator.pid):.0f} MB"
-                        )
                 if args.memory_turns:
                     tasks = HarnessTasks(api, ns)
                     messages = HarnessMessages(api, ns)
@@ -924,6 +984,13 @@ def main() -> None:
         help="instead: operator RSS with N parked tasks (a comma-separated list of N: steps)",
     )
     parser.add_argument("--tracemalloc", action="store_true", help="with --memory: where it goes")
+    parser.add_argument(
+        "--operator-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="with --memory: extra environment for the operator (e.g. PYTHONMALLOC=malloc)",
+    )
     parser.add_argument(
         "--memory-turns", type=int, default=0, help="with --memory: then 100 conversations"
     )
