@@ -209,109 +209,18 @@ def _child(argv: list[str]) -> int:
     return cli.main(argv)
 
 
-EXPERIMENTS = {
-    "transform": "openai Responses: send the params without the SDK's TypedDict transform",
-    "asyncindex": "the kopf index functions as async def (no thread-pool hop per event)",
-    "nodiff": "kopf settings: a diff-base storage that builds and stores nothing",
-    "quietlogs": "kopf.objects and httpx2 loggers at WARNING (no line per event/request)",
-    "pool8": "the operator's kubernetes_asyncio connection pool at 8 connections (default 100)",
-}
+#: Candidate changes to measure before making them: name -> what it changes. Each entry is a
+#: branch in ``apply_experiments`` that patches the operator's process at start-up. (The last
+#: set, an untransformed model request, async index functions, no diff base, quiet per-request
+#: loggers and a capped connection pool, were measured here and are now in tiny_harness.)
+EXPERIMENTS: dict[str, str] = {}
 
 
 def apply_experiments(names: list[str]) -> None:
-    """Candidate changes, applied by patching the operator's process at start-up, so their
-    effect can be measured before anyone edits tiny_harness/. Each is a sketch of the
-    recommended change, not a drop-in implementation."""
-    import logging
-
+    """Apply the named candidate changes (see ``EXPERIMENTS``) in the operator's process."""
     unknown = set(names) - set(EXPERIMENTS)
     if unknown:
-        raise SystemExit(f"unknown experiments: {sorted(unknown)}")
-    if "transform" in names:
-        from openai._types import NotGiven, Omit
-        from openai.resources.responses import responses
-
-        async def as_is(data: Any, expected_type: Any) -> Any:
-            # Our params are plain JSON already: nothing to alias or format; only the
-            # unset (omit) keys are left out, which is all the transform does to them.
-            if isinstance(data, dict):
-                return {k: v for k, v in data.items() if not isinstance(v, (Omit, NotGiven))}
-            return data
-
-        responses.async_maybe_transform = as_is  # type: ignore[assignment]
-    if "asyncindex" in names:
-        import kopf
-
-        from tiny_harness.operator import handlers
-
-        original_register = handlers.register_indexes
-
-        def register_indexes(*args: Any, **kwargs: Any) -> None:
-            # kopf runs a sync handler in a thread pool; an async one inline. Wrap each index
-            # function as it is registered (no functools.wraps: kopf follows __wrapped__).
-            original_index = kopf.index
-
-            def index(*a: Any, **kw: Any) -> Any:
-                decorate = original_index(*a, **kw)
-
-                def wrap(fn: Any) -> Any:
-                    async def inline(**fkw: Any) -> Any:
-                        return fn(**fkw)
-
-                    inline.__name__ = fn.__name__
-                    decorate(inline)
-                    return fn
-
-                return wrap
-
-            kopf.index = index  # type: ignore[assignment]
-            try:
-                original_register(*args, **kwargs)
-            finally:
-                kopf.index = original_index  # type: ignore[assignment]
-
-        handlers.register_indexes = register_indexes  # type: ignore[assignment]
-    if "nodiff" in names:
-        import kopf
-        from kopf._cogs.structs import bodies
-
-        from tiny_harness.operator import runner
-        from tiny_harness.operator import settings as op_settings
-
-        class NoDiffBase(kopf.DiffBaseStorage):
-            """Only raw-event handlers and indexes are registered: no diff is ever read."""
-
-            def build(self, *, body: Any, extra_fields: Any = None) -> Any:
-                return bodies.BodyEssence()
-
-            def fetch(self, *, body: Any) -> Any:
-                return None
-
-            def store(self, *, body: Any, patch: Any, essence: Any) -> None:
-                return None
-
-        original_settings = op_settings.operator_settings
-
-        def operator_settings(*, standalone: bool = True) -> Any:
-            settings = original_settings(standalone=standalone)
-            settings.persistence.diffbase_storage = NoDiffBase()
-            return settings
-
-        runner.operator_settings = operator_settings  # type: ignore[assignment]
-    if "quietlogs" in names:
-        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-        logging.getLogger("httpx2").setLevel(logging.WARNING)
-        logging.getLogger("httpx").setLevel(logging.WARNING)
-    if "pool8" in names:
-        from kubernetes_asyncio.client import configuration
-
-        original_init = configuration.Configuration.__init__
-
-        def init(self: Any, *args: Any, **kwargs: Any) -> None:
-            original_init(self, *args, **kwargs)
-            self.connection_pool_maxsize = 8
-
-        configuration.Configuration.__init__ = init  # type: ignore[method-assign]
+        raise SystemExit(f"unknown experiments: {sorted(unknown)} (known: {sorted(EXPERIMENTS)})")
 
 
 def install_memory_dump(path: str) -> None:

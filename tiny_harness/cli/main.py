@@ -96,12 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Loggers that write a line at INFO for every event or request: kopf's per-object log and the
+#: HTTP clients under the model SDKs. At a few lines per turn they drown what matters and cost
+#: CPU; ``--verbose`` brings them back.
+PER_REQUEST_LOGGERS = ("kopf.objects", "httpx", "httpx2")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        for name in PER_REQUEST_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     try:
         if args.command == "crd":
             sys.stdout.write(yaml.safe_dump_all(crd_manifests().values(), sort_keys=False))

@@ -31,17 +31,30 @@ class KubeError(HarnessError):
         self.status = status
 
 
-async def connect(kubeconfig: Path | None = None, context: str | None = None) -> client.ApiClient:
-    """An API client for the given kubeconfig, ``$KUBECONFIG``, or the in-cluster identity."""
-    if kubeconfig is None and _in_cluster():
-        config.load_incluster_config()
-        return _without_env_lookups(client.ApiClient())
+async def connect(
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    *,
+    max_connections: int | None = None,
+) -> client.ApiClient:
+    """An API client for the given kubeconfig, ``$KUBECONFIG``, or the in-cluster identity.
+
+    ``max_connections`` caps the client's connection pool (the generated client's default is
+    100). Each open connection keeps its TLS buffers, so a process that only makes short
+    requests (the operator's writes) caps it low; one that holds a watch per connection (the
+    gateway's streams) must not.
+    """
     cfg = client.Configuration()
-    await config.load_kube_config(
-        config_file=str(kubeconfig) if kubeconfig else None,
-        context=context,
-        client_configuration=cfg,
-    )
+    if kubeconfig is None and _in_cluster():
+        config.load_incluster_config(client_configuration=cfg)
+    else:
+        await config.load_kube_config(
+            config_file=str(kubeconfig) if kubeconfig else None,
+            context=context,
+            client_configuration=cfg,
+        )
+    if max_connections is not None:
+        cfg.connection_pool_maxsize = max_connections
     return _without_env_lookups(client.ApiClient(configuration=cfg))
 
 

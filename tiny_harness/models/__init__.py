@@ -7,9 +7,11 @@ provider settings they are built from, and the bounded retry loop they share. Ho
     settings = parse_provider_settings("openai", config["openai"])
     adapter = build_adapter(settings)      # key from OPENAI_API_KEY
     catalog = catalog_for(settings)        # for /model, /effort and context windows
+
+The adapter classes live in their provider's module (``openai_responses``, ``openai_chat``,
+``anthropic_messages``), imported only by the one that is configured.
 """
 
-from tiny_harness.models.anthropic_messages import AnthropicMessagesAdapter
 from tiny_harness.models.config import (
     AnthropicSettings,
     OpenAISettings,
@@ -25,22 +27,17 @@ from tiny_harness.models.errors import (
     ModelUnavailableError,
 )
 from tiny_harness.models.factory import Adapter, build_adapter, resolve_api_key
-from tiny_harness.models.openai_chat import OpenAIChatAdapter
-from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
 from tiny_harness.models.retry import CallContext, RetryPolicy
 
 __all__ = [
     "MODEL_CALL_REASONS",
     "Adapter",
-    "AnthropicMessagesAdapter",
     "AnthropicSettings",
     "CallContext",
     "ModelCallError",
     "ModelCallReason",
     "ModelRequestRejectedError",
     "ModelUnavailableError",
-    "OpenAIChatAdapter",
-    "OpenAIResponsesAdapter",
     "OpenAISettings",
     "ProviderSettings",
     "RetryPolicy",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from anthropic import AsyncAnthropic, omit
+import anthropic
+from anthropic import AsyncAnthropic
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
@@ -22,8 +23,8 @@ from anthropic.types import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import RetryingAdapter
-from tiny_harness.models.retry import CallContext, RetryPolicy
+from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors
 
 #: The API requires ``max_tokens``; used when neither the request nor the settings set one.
 DEFAULT_MAX_OUTPUT_TOKENS = 8192
@@ -33,6 +34,11 @@ class AnthropicMessagesAdapter(RetryingAdapter[AsyncAnthropic, Message]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Messages API."""
 
     default_context = CallContext("anthropic", "ANTHROPIC_API_KEY", "anthropic")
+    path = "/v1/messages"
+    raw_type = Message
+    errors = SdkErrors(
+        anthropic.APIStatusError, anthropic.APIConnectionError, anthropic.APITimeoutError
+    )
 
     def __init__(
         self,
@@ -51,19 +57,23 @@ class AnthropicMessagesAdapter(RetryingAdapter[AsyncAnthropic, Message]):
     def _parse(self, raw: Message) -> LLMResponse:
         return parse_message(raw)
 
-    async def _create(self, request: LLMRequest) -> Message:
+    def _body(self, request: LLMRequest) -> Body:
         # Effort goes in `output_config` and nothing else changes with it (no `thinking`
-        # block): see docs/design/model-adapters.md. `omit` keeps the key out of the body
-        # when no effort is set, so such a request is byte-identical to one without the feature.
-        effort = request.reasoning_effort
-        return await self._client.messages.create(
-            model=request.model or self._default_model,
-            max_tokens=request.max_output_tokens or self._max_output_tokens,
-            system=request.system or omit,
-            messages=anthropic_messages(request.messages),
-            tools=[tool_param(tool) for tool in request.tools] if request.tools else omit,
-            output_config={"effort": effort} if effort is not None else omit,
-        )
+        # block): see docs/design/model-adapters.md. Unset keys stay out of the body, so a
+        # request without an effort is byte-identical to one without the feature.
+        # Keys in the order the SDK's own `create` sends them.
+        body: Body = {
+            "max_tokens": request.max_output_tokens or self._max_output_tokens,
+            "messages": anthropic_messages(request.messages),
+            "model": request.model or self._default_model,
+        }
+        if request.reasoning_effort is not None:
+            body["output_config"] = {"effort": request.reasoning_effort}
+        if request.system:
+            body["system"] = request.system
+        if request.tools:
+            body["tools"] = [tool_param(tool) for tool in request.tools]
+        return body
 
 
 def anthropic_messages(messages: tuple[ChatMessage, ...]) -> list[MessageParam]:

@@ -1,19 +1,36 @@
 """What every adapter shares: a provider client, a default model, bounded retries, closing.
 
-Each provider module only says how to build its request and how to read its answer
-(``_create`` and ``_parse``); the retry loop, the default model and the client's lifetime
-live here once.
+Each provider module only says where its API lives, how to build the request body, how to
+read the answer, and which of its SDK's exceptions mean what (``path``, ``_body``, ``_parse``,
+``errors``); the call, the retry loop, the default model and the client's lifetime live here
+once.
+
+The body is built as plain JSON and posted with the SDK client's own ``post``, rather than
+through the typed ``create`` methods. Those walk every parameter through a type-driven
+transform that, for JSON we have already built, changes nothing and costs more CPU than the
+rest of the call together (it grows with the conversation). ``post`` is the SDKs' documented
+way to send a body as it is; the client's key, base URL, headers, timeout and the typed
+response (``raw_type``) are the same as ``create`` would use.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tiny_harness.core.llm import LLMRequest, LLMResponse
-from tiny_harness.models.retry import CallContext, RetryPolicy, call_with_retries
+from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors, call_with_retries
 
 Raw = TypeVar("Raw")
-Client = TypeVar("Client")
+Client = TypeVar("Client", bound="PostingClient")
+Body = dict[str, object]
+
+
+class PostingClient(Protocol):
+    """The part of both SDKs' async clients the adapters use."""
+
+    async def post(self, path: str, *, cast_to: Any, body: Any = None) -> Any: ...
+
+    async def close(self) -> None: ...
 
 
 class RetryingAdapter(Generic[Client, Raw]):
@@ -21,6 +38,12 @@ class RetryingAdapter(Generic[Client, Raw]):
 
     #: The context errors are reported in (API name, key variable, settings section).
     default_context: ClassVar[CallContext]
+    #: The endpoint, relative to the client's base URL.
+    path: ClassVar[str]
+    #: The SDK's model of a successful answer.
+    raw_type: ClassVar[type[Any]]
+    #: The SDK's exceptions, by what they mean for a retry.
+    errors: ClassVar[SdkErrors]
 
     def __init__(
         self,
@@ -40,13 +63,19 @@ class RetryingAdapter(Generic[Client, Raw]):
         return self._default_model
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        body = self._body(request)
         raw = await call_with_retries(
-            lambda: self._create(request),
+            lambda: self._post(body),
             policy=self._retry_policy,
+            errors=self.errors,
             context=self._context,
             redact=self._credentials(),
         )
         return self._parse(raw)
+
+    async def _post(self, body: Body) -> Raw:
+        raw: Raw = await self._client.post(self.path, cast_to=self.raw_type, body=body)
+        return raw
 
     def _credentials(self) -> tuple[str, ...]:
         """The client's key (or token), so the retry loop can scrub a provider's echo of it.
@@ -58,10 +87,9 @@ class RetryingAdapter(Generic[Client, Raw]):
         return tuple(value for value in found if isinstance(value, str) and value)
 
     async def aclose(self) -> None:
-        client: Any = self._client
-        await client.close()
+        await self._client.close()
 
-    async def _create(self, request: LLMRequest) -> Raw:
+    def _body(self, request: LLMRequest) -> Body:
         raise NotImplementedError
 
     def _parse(self, raw: Raw) -> LLMResponse:

@@ -2,24 +2,24 @@
 
 This is the only place an API key is read. It goes straight into the SDK client and is kept
 nowhere else: not in the settings, not on the adapter, not in any message.
+
+Only the configured provider's SDK is imported (inside :func:`build_adapter`): each is tens of
+megabytes of a long-running operator's memory, and a process talks to one provider.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-from anthropic import AsyncAnthropic
-from openai import AsyncOpenAI
+from typing import Any
 
 from tiny_harness.core.errors import ConfigError
-from tiny_harness.models.anthropic_messages import AnthropicMessagesAdapter
+from tiny_harness.models.base import RetryingAdapter
 from tiny_harness.models.config import AnthropicSettings, OpenAISettings
-from tiny_harness.models.openai_chat import OpenAIChatAdapter
-from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
 from tiny_harness.models.retry import CallContext
 
-Adapter = OpenAIResponsesAdapter | OpenAIChatAdapter | AnthropicMessagesAdapter
+#: Any of the three adapters (OpenAI Responses, OpenAI Chat Completions, Anthropic Messages).
+Adapter = RetryingAdapter[Any, Any]
 
 
 def resolve_api_key(
@@ -61,6 +61,10 @@ def build_adapter(
     key = resolve_api_key(settings, api_key, environ)
     # The SDKs' own retries are off: models.retry owns the budget and the backoff.
     if isinstance(settings, AnthropicSettings):
+        from anthropic import AsyncAnthropic
+
+        from tiny_harness.models.anthropic_messages import AnthropicMessagesAdapter
+
         return AnthropicMessagesAdapter(
             AsyncAnthropic(
                 api_key=key,
@@ -73,6 +77,11 @@ def build_adapter(
             retry_policy=settings.retry_policy,
             context=CallContext("anthropic", settings.key_env, "anthropic"),
         )
+    from openai import AsyncOpenAI
+
+    from tiny_harness.models.openai_chat import OpenAIChatAdapter
+    from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
+
     client = AsyncOpenAI(
         api_key=key, base_url=settings.base_url, timeout=settings.timeout_seconds, max_retries=0
     )

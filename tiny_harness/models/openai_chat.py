@@ -6,7 +6,7 @@ servers (vLLM, Ollama, llama.cpp) speak, so it is the adapter for a local model.
 
 from __future__ import annotations
 
-from openai import AsyncOpenAI, omit
+from openai import AsyncOpenAI
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
@@ -15,31 +15,35 @@ from openai.types.chat import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import RetryingAdapter
+from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.openai_responses import OPENAI_ERRORS
 from tiny_harness.models.retry import CallContext
-from tiny_harness.models.tool_params import ToolParams
-
-TOOLS: ToolParams[ChatCompletionFunctionToolParam] = ToolParams()
 
 
 class OpenAIChatAdapter(RetryingAdapter[AsyncOpenAI, ChatCompletion]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over Chat Completions."""
 
     default_context = CallContext("openai chat", "OPENAI_API_KEY", "openai")
+    path = "/chat/completions"
+    raw_type = ChatCompletion
+    errors = OPENAI_ERRORS
 
     def _parse(self, raw: ChatCompletion) -> LLMResponse:
         return parse_completion(raw)
 
-    async def _create(self, request: LLMRequest) -> ChatCompletion:
-        # `omit` keeps unset keys out of the body, so an unset effort changes no byte of it.
-        effort = request.reasoning_effort
-        return await self._client.chat.completions.create(
-            model=request.model or self._default_model,
-            messages=chat_messages(request.system, request.messages),
-            extra_body=TOOLS.body(request.tools, function_tool),
-            max_completion_tokens=request.max_output_tokens or omit,
-            reasoning_effort=effort if effort is not None else omit,
-        )
+    def _body(self, request: LLMRequest) -> Body:
+        # Unset keys stay out of the body, so an unset effort changes no byte of it.
+        body: Body = {
+            "model": request.model or self._default_model,
+            "messages": chat_messages(request.system, request.messages),
+        }
+        if request.tools:
+            body["tools"] = [function_tool(tool) for tool in request.tools]
+        if request.max_output_tokens:
+            body["max_completion_tokens"] = request.max_output_tokens
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
+        return body
 
 
 def chat_messages(

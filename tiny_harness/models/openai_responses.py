@@ -6,38 +6,45 @@ operator can replay a turn from the task's own record without a ``previous_respo
 
 from __future__ import annotations
 
-from openai import AsyncOpenAI, omit
+import openai
+from openai import AsyncOpenAI
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import RetryingAdapter
-from tiny_harness.models.retry import CallContext
-from tiny_harness.models.tool_params import ToolParams
+from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.retry import CallContext, SdkErrors
 
-TOOLS: ToolParams[FunctionToolParam] = ToolParams()
+#: The OpenAI SDK's exceptions (shared with the Chat Completions adapter).
+OPENAI_ERRORS = SdkErrors(openai.APIStatusError, openai.APIConnectionError, openai.APITimeoutError)
 
 
 class OpenAIResponsesAdapter(RetryingAdapter[AsyncOpenAI, Response]):
     """A :class:`~tiny_harness.core.llm.ModelAdapter` over the Responses API."""
 
     default_context = CallContext("openai responses", "OPENAI_API_KEY", "openai")
+    path = "/responses"
+    raw_type = Response
+    errors = OPENAI_ERRORS
 
     def _parse(self, raw: Response) -> LLMResponse:
         return parse_response(raw)
 
-    async def _create(self, request: LLMRequest) -> Response:
-        # Every optional parameter is `omit` when unset, so the SDK leaves the key out of the
-        # body entirely: a request without an effort is byte-identical to one from before
-        # efforts existed.
-        effort = request.reasoning_effort
-        return await self._client.responses.create(
-            model=request.model or self._default_model,
-            instructions=request.system or omit,
-            input=input_items(request.messages),
-            max_output_tokens=request.max_output_tokens or omit,
-            reasoning={"effort": effort} if effort is not None else omit,
-            extra_body=TOOLS.body(request.tools, function_tool),
-        )
+    def _body(self, request: LLMRequest) -> Body:
+        # Optional keys are left out when unset, so a request without an effort is
+        # byte-identical to one from before efforts existed.
+        body: Body = {
+            "model": request.model or self._default_model,
+            "input": input_items(request.messages),
+        }
+        if request.system:
+            body["instructions"] = request.system
+        if request.max_output_tokens:
+            body["max_output_tokens"] = request.max_output_tokens
+        if request.reasoning_effort is not None:
+            body["reasoning"] = {"effort": request.reasoning_effort}
+        if request.tools:
+            body["tools"] = [function_tool(tool) for tool in request.tools]
+        return body
 
 
 def input_items(messages: tuple[ChatMessage, ...]) -> list[ResponseInputItemParam]:

@@ -1,4 +1,4 @@
-"""One bounded retry loop for every adapter, over both SDKs' exceptions.
+"""One bounded retry loop for every adapter, over either SDK's exceptions.
 
 The SDK clients are built with ``max_retries=0`` and this loop retries instead, for three
 reasons: the backoff is a setting (tests run it at zero), the budget is the same for every
@@ -20,10 +20,7 @@ import random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
-
-import anthropic
-import openai
+from typing import Any, TypeVar
 
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.models.errors import (
@@ -35,10 +32,6 @@ from tiny_harness.models.errors import (
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-_STATUS_ERRORS = (openai.APIStatusError, anthropic.APIStatusError)
-_NO_ANSWER_ERRORS = (openai.APIConnectionError, anthropic.APIConnectionError)
-_TIMEOUT_ERRORS = (openai.APITimeoutError, anthropic.APITimeoutError)
 
 #: OpenAI's error code for a conversation longer than the model's window.
 _CONTEXT_TOO_LONG_CODES = frozenset({"context_length_exceeded"})
@@ -84,6 +77,23 @@ class RetryPolicy:
 
 
 @dataclass(frozen=True)
+class SdkErrors:
+    """One SDK's exception classes, by what they mean here.
+
+    Each adapter names its own SDK's, so this module imports neither SDK and a process loads
+    only the one it is configured for (each is tens of megabytes).
+    """
+
+    #: The server answered with an error status (has ``status_code``, ``body``, ``message``,
+    #: ``response``).
+    status: type[Exception]
+    #: No answer at all: the connection failed or timed out.
+    no_answer: type[Exception]
+    #: The timeout among the no-answer errors.
+    timeout: type[Exception]
+
+
+@dataclass(frozen=True)
 class CallContext:
     """What an error message needs to tell the user what to fix."""
 
@@ -113,6 +123,7 @@ async def call_with_retries(
     call: Callable[[], Awaitable[T]],
     *,
     policy: RetryPolicy,
+    errors: SdkErrors,
     context: CallContext,
     redact: Iterable[str] = (),
 ) -> T:
@@ -127,18 +138,19 @@ async def call_with_retries(
         attempt += 1
         try:
             return await call()
-        except _STATUS_ERRORS as exc:
-            status = exc.status_code
-            message, code = _provider_error(exc)
+        except errors.status as exc:
+            failed: Any = exc
+            status = int(failed.status_code)
+            message, code = _provider_error(failed.body, str(failed.message))
             detail = _scrub(message, secrets)
             if not is_retryable_status(status):
                 too_long = is_context_too_long(message, code)
                 raise _rejected(context, status, detail, attempt, too_long=too_long) from None
             failure = f"HTTP {status}: {detail}"
-            retry_after = _retry_after(exc.response.headers)
-        except _NO_ANSWER_ERRORS as exc:
+            retry_after = _retry_after(failed.response.headers)
+        except errors.no_answer as exc:
             status = None
-            failure = "timed out" if isinstance(exc, _TIMEOUT_ERRORS) else "connection failed"
+            failure = "timed out" if isinstance(exc, errors.timeout) else "connection failed"
             retry_after = None
         if attempt > policy.max_retries:
             prefix = context.settings_prefix
@@ -221,21 +233,18 @@ def _rejected(
     )
 
 
-def _provider_error(
-    exc: openai.APIStatusError | anthropic.APIStatusError,
-) -> tuple[str, str | None]:
+def _provider_error(body: object, fallback: str) -> tuple[str, str | None]:
     """The provider's own message and error code, from either SDK's error body.
 
     The OpenAI SDK keeps the inner ``error`` object as the body, Anthropic's the whole
     ``{"type": "error", "error": {...}}``; both shapes are read the same way.
     """
-    body = exc.body
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             code = error.get("code")
             return str(error["message"]), code if isinstance(code, str) else None
-    return exc.message, None
+    return fallback, None
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:

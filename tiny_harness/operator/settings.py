@@ -1,15 +1,36 @@
 """kopf settings for the tiny-harness operator.
 
 The operator registers only indexes and raw-event handlers, which keep no progress or diff-base
-records and add no finalizers: kopf writes nothing to our objects. So no storage is configured
-here; what is, is how kopf watches.
+records and add no finalizers: kopf writes nothing to our objects. What is configured here is
+how kopf watches, and that it builds no diff base (below).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from typing import Any
 
 import kopf
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """A diff base that is never built, read or stored.
+
+    kopf computes an object's "essence" (a deep copy of it, less metadata and status) on
+    every event, to diff it for change handlers. The operator has none (raw-event handlers
+    and indexes only), so the copy was thrown away: about a millisecond of CPU per event, at
+    several events per turn.
+    """
+
+    def build(self, *, body: Any, extra_fields: Iterable[Any] | None = None) -> Any:
+        return {}
+
+    def fetch(self, *, body: Any) -> Any:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
 
 
 def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
@@ -23,4 +44,5 @@ def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     settings.watching.server_timeout = 300
     # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
     settings.scanning.disabled = True
+    settings.persistence.diffbase_storage = NoDiffBase()
     return settings

@@ -8,15 +8,15 @@ import pytest
 
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.models import (
-    AnthropicMessagesAdapter,
     AnthropicSettings,
-    OpenAIChatAdapter,
-    OpenAIResponsesAdapter,
     OpenAISettings,
     build_adapter,
     catalog_for,
     parse_provider_settings,
 )
+from tiny_harness.models.anthropic_messages import AnthropicMessagesAdapter
+from tiny_harness.models.openai_chat import OpenAIChatAdapter
+from tiny_harness.models.openai_responses import OpenAIResponsesAdapter
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
