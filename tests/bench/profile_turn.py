@@ -177,9 +177,40 @@ def _child(argv: list[str]) -> int:
                 f"overlay tasks {len(rt.cache._tasks)}, overlay records "
                 f"{sum(len(v) for v in rt.cache._records.values())}, written "
                 f"{len(rt._written)}, workers {len(rt._workers)}, "
-                f"states {len(rt.metrics._states)}, leases seen {len(rt.leases._seen)}",
+                f"states {len(rt.metrics._states)}, leases seen {len(rt.leases._seen)}; "
+                f"live Python blocks {sys.getallocatedblocks():,}, "
+                f"gc-tracked objects {len(gc.get_objects()):,}, {_pymalloc_arenas()}",
                 "-",
             )
+
+    def _pymalloc_arenas() -> str:
+        """pymalloc's arenas in use and the bytes of their pools, from its own statistics:
+        how much of the RSS is small-object arenas, used or kept for a few live blocks."""
+        import re as regex
+
+        read, write = os.pipe()
+        saved = os.dup(2)
+        try:
+            os.dup2(write, 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(write)
+            os.close(saved)
+        with os.fdopen(read) as pipe:
+            text = pipe.read()
+        wanted = (
+            "arenas allocated current",
+            "bytes in allocated blocks",
+            "bytes in available blocks",
+            "bytes in unused pools",
+        )
+        found = []
+        for label in wanted:
+            match = regex.search(rf"# {label}\s*=\s*([\d,]+)", text)
+            if match:
+                found.append(f"{label} {match.group(1)}")
+        return "pymalloc: " + "; ".join(found)
 
     signal.signal(signal.SIGUSR2, trim)
     experiments = [e for e in os.environ.get("PROFILE_TURN_EXPERIMENTS", "").split(",") if e]

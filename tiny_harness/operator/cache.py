@@ -1,10 +1,17 @@
 """What the operator knows about its objects, without asking the API: kopf indexes, plus the
 objects this replica has just written.
 
-kopf feeds three indexes from its watches (:func:`register_indexes`): every task by name, every
-task by its parent, every message and every turn record by ``spec.task``. kopf fills them from
-the initial LIST before any handler runs, so the first pass over a task after a restart already
+kopf feeds three indexes from its watches (:func:`register_indexes`): every task by name and
+by its parent, every message and every turn record by ``spec.task``. kopf fills them from the
+initial LIST before any handler runs, so the first pass over a task after a restart already
 sees all its messages, records and children; no label is needed for a message to be seen.
+
+The indexes hold every object of the namespace for the operator's whole life, most of them
+parked and unread for hours, so they hold each as its JSON text (:class:`Packed`): one
+allocation, where the parsed form is dozens of small ones scattered among the short-lived
+allocations of event handling, which keeps the allocator from ever returning that memory.
+Reads parse on demand, and the latest parsed versions are kept (:data:`PARSED_KEPT`), so a
+running conversation is parsed once per version, as before.
 
 The watch lags the writes this replica makes by a few milliseconds. So every write's response
 goes into the *overlay* too, and a read takes, per object, whichever of the index's copy and the
@@ -15,8 +22,11 @@ writes.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 import kopf
@@ -30,10 +40,42 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
+#: Index names. The task index has two kinds of key: ``(TASK, namespace, name)`` and
+#: ``(PARENT, namespace, parent name)``, so one index call per task event feeds both.
 TASKS = "tasks"
-CHILDREN = "children"
 MESSAGES = "messages"
 TURNS = "turns"
+TASK = "task"
+PARENT = "parent"
+
+#: Parsed versions kept for reads (about the working set of a few hundred busy tasks).
+PARSED_KEPT: Final = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Packed:
+    """An indexed object as compact JSON text, with what is needed without parsing it."""
+
+    name: str
+    resource_version: str
+    text: str
+
+
+def pack(obj: Obj) -> Packed:
+    meta = obj["metadata"]
+    return Packed(
+        str(meta["name"]),
+        str(meta.get("resourceVersion", "")),
+        json.dumps(obj, separators=(",", ":"), ensure_ascii=False),
+    )
+
+
+#: How each index's packed objects are parsed.
+PARSERS: Final[Mapping[str, Callable[[Obj], Any]]] = {
+    TASKS: lambda obj: obj,
+    MESSAGES: lambda obj: StoredMessage.of(obj),
+    TURNS: lambda obj: TurnRecord.of(obj),
+}
 
 
 def newer(a: str, b: str) -> bool:
@@ -85,16 +127,36 @@ class Cache:
         self._indices = indices
         self._tasks: dict[Key, _TaskObj] = {}
         self._records: dict[Key, dict[str, TurnRecord]] = {}
+        self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def _store(self, index: str, key: Key) -> list[Any]:
+    def _store(self, index: str, key: tuple[str, ...]) -> list[Any]:
         idx = self._indices[index]
-        return list(idx[key]) if key in idx else []
+        if key not in idx:
+            return []
+        namespace = key[-2]
+        return [self._unpack(index, namespace, packed) for packed in idx[key]]
+
+    def _unpack(self, index: str, namespace: str, packed: Packed) -> Any:
+        key = (index, namespace, packed.name, packed.resource_version)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            parsed = PARSERS[index](json.loads(packed.text))
+            self.parsed(key, parsed)
+        else:
+            self._parsed.move_to_end(key)
+        return parsed
+
+    def parsed(self, key: tuple[str, str, str, str], value: Any) -> None:
+        """Keep a parsed version for reads (the index functions hand over what they parsed)."""
+        self._parsed[key] = value
+        if len(self._parsed) > PARSED_KEPT:
+            self._parsed.popitem(last=False)
 
     def task(self, namespace: str, name: str) -> Obj | None:
         key = (namespace, name)
-        stored = self._store(TASKS, key)
+        stored = self._store(TASKS, (TASK, namespace, name))
         own = self._tasks.get(key)
         if own is None:
             return stored[0] if stored else None
@@ -124,7 +186,9 @@ class Cache:
 
     def children(self, namespace: str, parent: str) -> list[Obj]:
         """The task's children as they are now (index and own writes, newest of each)."""
-        by_name = {c["metadata"]["name"]: c for c in self._store(CHILDREN, (namespace, parent))}
+        by_name = {
+            c["metadata"]["name"]: c for c in self._store(TASKS, (PARENT, namespace, parent))
+        }
         for (ns, name), own in self._tasks.items():
             if (
                 ns != namespace
@@ -141,7 +205,7 @@ class Cache:
     def wrote_task(self, obj: Obj) -> None:
         meta = obj["metadata"]
         key = (str(meta.get("namespace", "")), str(meta["name"]))
-        stored = self._store(TASKS, key)
+        stored = self._store(TASKS, (TASK, *key))
         if stored and not newer(rv_of(obj), rv_of(stored[0])):
             return  # the watch was faster than the write's response
         have = self._tasks.get(key)
@@ -201,43 +265,55 @@ def _plain(body: kopf.Body) -> Obj:
 
 
 def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
-    """The four indexes the cache reads, on our own registry.
+    """The three indexes the cache reads, on our own registry.
 
     The functions are ``async`` on purpose: kopf runs a plain function in a thread pool, and
     these update the overlay that workers iterate on the event loop. On the loop they never
-    run concurrently with a worker, and skip a thread hop per event.
+    run concurrently with a worker, and skip a thread hop per event. Each parses what it
+    indexes once (an unreadable message or record is reported here, once) and hands the
+    parsed form to the cache, so a read right after the event parses nothing.
     """
 
     @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=TASKS)
-    async def tasks(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[Key, Obj]:
+    async def tasks(
+        namespace: str | None, name: str, body: kopf.Body, **_: Any
+    ) -> dict[tuple[str, ...], Packed]:
+        ns = namespace or ""
         obj = _plain(body)
-        cache.indexed_task(namespace or "", name, rv_of(obj))
-        return {(namespace or "", name): obj}
-
-    @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=CHILDREN)
-    async def children(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Obj] | None:
-        parent = ((body.get("spec") or {}).get("parent") or {}).get("taskId")
-        return {(namespace or "", parent): _plain(body)} if parent else None
+        packed = pack(obj)
+        cache.indexed_task(ns, name, packed.resource_version)
+        cache.parsed((TASKS, ns, name, packed.resource_version), obj)
+        keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
+        parent = (obj["spec"].get("parent") or {}).get("taskId")
+        if parent:
+            keys[(PARENT, ns, str(parent))] = packed
+        return keys
 
     @kopf.index(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id=MESSAGES)
     async def messages(
         namespace: str | None, body: kopf.Body, **_: Any
-    ) -> dict[Key, StoredMessage] | None:
+    ) -> dict[Key, Packed] | None:
+        ns = namespace or ""
+        obj = _plain(body)
         try:
-            message = StoredMessage.of(_plain(body))
+            message = StoredMessage.of(obj)
         except Exception as exc:  # an unreadable message cannot be taken; say so, once
             log.warning("message %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
             return None
-        return {(namespace or "", message.spec.task): message}
+        packed = pack(obj)
+        cache.parsed((MESSAGES, ns, packed.name, packed.resource_version), message)
+        return {(ns, message.spec.task): packed}
 
     @kopf.index(GROUP, VERSION, TURN_PLURAL, registry=registry, id=TURNS)
-    async def turns(
-        namespace: str | None, body: kopf.Body, **_: Any
-    ) -> dict[Key, TurnRecord] | None:
+    async def turns(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Packed] | None:
+        ns = namespace or ""
+        obj = _plain(body)
         try:
-            record = TurnRecord.of(_plain(body))
+            record = TurnRecord.of(obj)
         except Exception as exc:
             log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
             return None
-        cache.indexed_record(namespace or "", record)
-        return {(namespace or "", record.task): record}
+        cache.indexed_record(ns, record)
+        packed = pack(obj)
+        cache.parsed((TURNS, ns, packed.name, packed.resource_version), record)
+        return {(ns, record.task): packed}

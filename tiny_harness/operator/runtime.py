@@ -21,6 +21,7 @@ from tiny_harness.core.commands.setup import BuiltCommands, build_command_regist
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.operator.admission import Admission, Ticket
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
@@ -35,10 +36,11 @@ class Runtime:
     """Workers by task, the cache they read, and the lease observer they share.
 
     The runtime is the only place a worker is started. A poke for a task with a running worker
-    raises that worker's generation (it will look again before it exits); otherwise it starts
-    one. Both happen on the event loop's thread, so a poke can never fall between a worker's
-    last look and its exit: once its coroutine has returned, its asyncio task is done and the
-    next poke starts a new worker.
+    raises that worker's generation (it will look again before it exits); otherwise it asks for
+    one, which starts at once or, in a burst, when a slot is free (:mod:`.admission`). Both
+    happen on the event loop's thread, so a poke can never fall between a worker's last look
+    and its exit: once its coroutine has returned, its asyncio task is done and the next poke
+    asks for a new worker.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class Runtime:
         self.cache = cache
         self.identity = settings.replica_identity
         self.leases = LeaseObserver(self.identity, settings.lease_seconds)
+        self.admission: Admission[Key] = Admission(self._start)
         self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
         self._written: dict[tuple[str, str, str], deque[str]] = {}
@@ -71,11 +74,16 @@ class Runtime:
         if running is not None and not running[1].done():
             running[0].poke()
             return
-        worker = TaskWorker(self, namespace, name)
-        task = asyncio.create_task(worker.run(), name=f"task {namespace}/{name}")
+        self.admission.ask(key)
+
+    def _start(self, key: Key, ticket: Ticket) -> None:
+        """Admitted: start the task's worker, which gives the slot back when it exits."""
+        worker = TaskWorker(self, *key, ticket=ticket)
+        task = asyncio.create_task(worker.run(), name=f"task {key[0]}/{key[1]}")
         self._workers[key] = (worker, task)
 
         def forget(done: asyncio.Task[None]) -> None:
+            ticket.release()
             if self._workers.get(key, (None, None))[1] is done:
                 del self._workers[key]
             if not done.cancelled() and done.exception() is not None:
@@ -111,6 +119,7 @@ class Runtime:
     def forget(self, namespace: str, name: str) -> None:
         """The task is gone: drop what was kept about it."""
         self._written.pop(("task", namespace, name), None)
+        self.admission.drop((namespace, name))
         self.cache.forget(namespace, name)
         self.leases.forget((namespace, name))
 

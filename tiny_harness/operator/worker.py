@@ -87,6 +87,7 @@ from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.models.errors import ModelCallError
+from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
@@ -182,7 +183,9 @@ def unique_entries(records: list[TurnRecord]) -> list[RecordEntry]:
 class TaskWorker:
     """Works one task until nothing is left to do, then exits; a poke starts it again."""
 
-    def __init__(self, runtime: Runtime, namespace: str, name: str) -> None:
+    def __init__(
+        self, runtime: Runtime, namespace: str, name: str, ticket: Ticket | None = None
+    ) -> None:
         self.rt = runtime
         self.namespace = namespace
         self.name = name
@@ -195,6 +198,9 @@ class TaskWorker:
         self.lock = asyncio.Lock()
         self.rv: str | None = None
         self.holding: Holding | None = None
+        #: This worker's admission slot (operator/admission.py), given back when it exits or
+        #: a turn starts waiting on its model.
+        self.ticket = ticket
         self.errors = 0
         self.conflicts = 0
         self.unreachable = 0
@@ -727,6 +733,10 @@ class TaskWorker:
         if resume:
             fenced = await self.fence_turn(snap, number, holding.epoch)
             records = [r for r in snap.records if r.turn != number] + fenced
+        if self.ticket is not None:
+            # From here the turn waits on its model, for as long as that takes: other tasks'
+            # passes must not wait with it (see operator/admission.py).
+            self.ticket.release()
         history = history_before(records, number)
         own = [r for r in records if r.turn == number]
         journal = tuple(

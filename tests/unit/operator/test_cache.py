@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
-from tiny_harness.kube.messages import StoredMessage
-from tiny_harness.operator.cache import Cache, newer
+from tiny_harness.operator.cache import Cache, Packed, newer, pack
 
 NS = "team-a"
 T1 = "2026-11-30T16:00:01Z"
@@ -42,22 +41,24 @@ def task(
     }
 
 
-def record(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> TurnRecord:
+def record_obj(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> dict[str, Any]:
     suffix = f"-t{turn}" + (f"-c{chunk}" if chunk else "")
-    return TurnRecord.of(
-        {
-            "metadata": {"name": task_name + suffix, "resourceVersion": rv},
-            "spec": {
-                "task": task_name,
-                "turn": turn,
-                "chunk": chunk,
-                "entries": [{"kind": "notice", "id": n, "text": n} for n in notes],
-            },
-        }
-    )
+    return {
+        "metadata": {"name": task_name + suffix, "resourceVersion": rv},
+        "spec": {
+            "task": task_name,
+            "turn": turn,
+            "chunk": chunk,
+            "entries": [{"kind": "notice", "id": n, "text": n} for n in notes],
+        },
+    }
 
 
-def message(name: str, *, sent_at: str | None, created: str, text: str = "hello") -> StoredMessage:
+def record(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> TurnRecord:
+    return TurnRecord.of(record_obj(task_name, turn, chunk, rv, *notes))
+
+
+def message(name: str, *, sent_at: str | None, created: str, text: str = "hello") -> dict[str, Any]:
     spec: dict[str, Any] = {
         "task": "release",
         "messageId": f"id-{name}",
@@ -66,36 +67,48 @@ def message(name: str, *, sent_at: str | None, created: str, text: str = "hello"
     }
     if sent_at is not None:
         spec["sentAt"] = sent_at
-    return StoredMessage.of(
-        {
-            "metadata": {"name": name, "creationTimestamp": created, "resourceVersion": "1"},
-            "spec": spec,
-        }
-    )
+    return {
+        "metadata": {"name": name, "creationTimestamp": created, "resourceVersion": "1"},
+        "spec": spec,
+    }
+
+
+Index = dict[tuple[str, ...], list[Packed]]
 
 
 def indices(
     tasks: list[dict[str, Any]] | None = None,
     children: dict[str, list[dict[str, Any]]] | None = None,
-    messages: list[StoredMessage] | None = None,
-    turns: list[TurnRecord] | None = None,
-) -> dict[str, dict[tuple[str, str], list[Any]]]:
-    """kopf's four indexes as the cache reads them, for tasks in namespace ``NS``."""
-    by_task: dict[str, dict[tuple[str, str], list[Any]]] = {
-        "tasks": {},
-        "children": {},
-        "messages": {},
-        "turns": {},
-    }
+    messages: list[dict[str, Any]] | None = None,
+    turns: list[dict[str, Any]] | None = None,
+) -> dict[str, Index]:
+    """kopf's indexes as the cache reads them (``indices[name][key] -> packed objects``), for
+    tasks in namespace ``NS``, keyed as the index functions key them."""
+    idx: dict[str, Index] = {"tasks": {}, "messages": {}, "turns": {}}
     for t in tasks or []:
-        by_task["tasks"][(t["metadata"]["namespace"], t["metadata"]["name"])] = [t]
+        put_task(idx, t)
     for parent, kids in (children or {}).items():
-        by_task["children"][(NS, parent)] = list(kids)
+        idx["tasks"][("parent", NS, parent)] = [pack(k) for k in kids]
     for m in messages or []:
-        by_task["messages"].setdefault((NS, m.spec.task), []).append(m)
+        idx["messages"].setdefault((NS, m["spec"]["task"]), []).append(pack(m))
     for r in turns or []:
-        by_task["turns"].setdefault((NS, r.task), []).append(r)
-    return by_task
+        put_record(idx, r)
+    return idx
+
+
+def put_task(idx: dict[str, Index], obj: dict[str, Any]) -> None:
+    idx["tasks"][("task", obj["metadata"]["namespace"], obj["metadata"]["name"])] = [pack(obj)]
+
+
+def drop_task(idx: dict[str, Index], name: str) -> None:
+    del idx["tasks"][("task", NS, name)]
+
+
+def put_record(idx: dict[str, Index], obj: dict[str, Any]) -> None:
+    """Add a record, replacing an older version of it, as kopf's index does by object."""
+    records = idx["turns"].setdefault((NS, obj["spec"]["task"]), [])
+    name = obj["metadata"]["name"]
+    records[:] = [p for p in records if p.name != name] + [pack(obj)]
 
 
 def state_of(obj: dict[str, Any] | None) -> str:
@@ -162,11 +175,11 @@ def test_the_index_wins_once_it_has_caught_up_and_the_write_is_dropped() -> None
     cache = Cache(idx)
     cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
 
-    idx["tasks"][(NS, "release")] = [task("release", "13", state="TASK_STATE_COMPLETED")]
+    put_task(idx, task("release", "13", state="TASK_STATE_COMPLETED"))
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
 
     # Dropped: once the task leaves the index, the old write does not bring it back.
-    del idx["tasks"][(NS, "release")]
+    drop_task(idx, "release")
     assert cache.task(NS, "release") is None
 
 
@@ -175,10 +188,10 @@ def test_the_index_holding_the_very_version_written_wins() -> None:
     cache = Cache(idx)
     cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
 
-    idx["tasks"][(NS, "release")] = [task("release", "12", state="TASK_STATE_INPUT_REQUIRED")]
+    put_task(idx, task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
 
-    del idx["tasks"][(NS, "release")]
+    drop_task(idx, "release")
     assert cache.task(NS, "release") is None
 
 
@@ -211,10 +224,10 @@ def test_records_come_in_turn_and_chunk_order_whatever_the_index_order() -> None
     cache = Cache(
         indices(
             turns=[
-                record("release", 2, 0, "30"),
-                record("release", 1, 1, "20"),
-                record("release", 10, 0, "40"),
-                record("release", 1, 0, "10"),
+                record_obj("release", 2, 0, "30"),
+                record_obj("release", 1, 1, "20"),
+                record_obj("release", 10, 0, "40"),
+                record_obj("release", 1, 0, "10"),
             ]
         )
     )
@@ -231,8 +244,8 @@ def test_records_merge_by_name_newest_first_and_keep_write_only_ones() -> None:
     cache = Cache(
         indices(
             turns=[
-                record("release", 1, 0, "10", "hello"),
-                record("release", 2, 0, "20", "first"),
+                record_obj("release", 1, 0, "10", "hello"),
+                record_obj("release", 2, 0, "20", "first"),
             ]
         )
     )
@@ -247,12 +260,12 @@ def test_records_merge_by_name_newest_first_and_keep_write_only_ones() -> None:
 
 
 def test_the_index_copy_of_a_record_wins_once_it_has_caught_up() -> None:
-    idx = indices(turns=[record("release", 1, 0, "10", "hello")])
+    idx = indices(turns=[record_obj("release", 1, 0, "10", "hello")])
     cache = Cache(idx)
     cache.wrote_record(NS, record("release", 1, 0, "12", "hello", "mine"))
     assert ids(cache.records(NS, "release")) == [("release-t1", "12")]
 
-    idx["turns"][(NS, "release")] = [record("release", 1, 0, "14", "hello", "mine", "theirs")]
+    put_record(idx, record_obj("release", 1, 0, "14", "hello", "mine", "theirs"))
 
     records = cache.records(NS, "release")
     assert ids(records) == [("release-t1", "14")]
@@ -260,7 +273,7 @@ def test_the_index_copy_of_a_record_wins_once_it_has_caught_up() -> None:
 
 
 def test_records_of_another_task_are_not_mixed_in() -> None:
-    cache = Cache(indices(turns=[record("changelog", 1, 0, "10")]))
+    cache = Cache(indices(turns=[record_obj("changelog", 1, 0, "10")]))
     cache.wrote_record(NS, record("other", 1, 0, "11"))
 
     assert cache.records(NS, "release") == []
@@ -362,7 +375,7 @@ def test_an_own_write_is_dropped_from_the_overlay_once_the_index_has_it() -> Non
     cache = Cache(idx)
     cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
 
-    idx["tasks"][(NS, "release")] = [task("release", "12", state="TASK_STATE_INPUT_REQUIRED")]
+    put_task(idx, task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
     cache.indexed_task(NS, "release", "12")
 
     assert cache._tasks == {}
@@ -370,7 +383,7 @@ def test_an_own_write_is_dropped_from_the_overlay_once_the_index_has_it() -> Non
 
 
 def test_a_write_whose_event_came_first_is_not_kept_in_the_overlay() -> None:
-    cache = Cache(indices(tasks=[task("release", "12")], turns=[record("release", 1, 0, "12")]))
+    cache = Cache(indices(tasks=[task("release", "12")], turns=[record_obj("release", 1, 0, "12")]))
     cache.wrote_task(task("release", "12"))
     cache.wrote_record(NS, record("release", 1, 0, "12"))
 
@@ -383,3 +396,43 @@ def test_a_record_written_here_is_dropped_once_indexed() -> None:
     cache.wrote_record(NS, record("release", 1, 0, "7", "a"))
     cache.indexed_record(NS, record("release", 1, 0, "7", "a"))
     assert cache._records == {}
+
+
+# -- packed objects, parsed on read --------------------------------------------------------------
+
+
+def test_a_packed_version_is_parsed_once_and_a_new_version_parses_anew() -> None:
+    idx = indices(turns=[record_obj("release", 1, 0, "10", "hello")])
+    cache = Cache(idx)
+
+    first = cache.records(NS, "release")[0]
+    assert cache.records(NS, "release")[0] is first  # the same version: not parsed again
+
+    put_record(idx, record_obj("release", 1, 0, "11", "hello", "more"))
+    newer_one = cache.records(NS, "release")[0]
+    assert newer_one is not first
+    assert [e.id for e in newer_one.entries] == ["hello", "more"]
+
+
+def test_parsed_versions_kept_are_bounded_and_the_rest_parse_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tiny_harness.operator.cache.PARSED_KEPT", 2)
+    cache = Cache(indices(tasks=[task(name, "10") for name in ("a", "b", "c")]))
+
+    a = cache.task(NS, "a")
+    cache.task(NS, "b")
+    cache.task(NS, "c")  # pushes the parsed "a" out
+
+    assert len(cache._parsed) == 2
+    again = cache.task(NS, "a")
+    assert again == a
+    assert again is not a
+
+
+def test_a_packed_task_reads_back_as_the_object_it_was() -> None:
+    obj = task("release", "10", parent="boss")
+    cache = Cache(indices(tasks=[obj], children={"boss": [obj]}))
+
+    assert cache.task(NS, "release") == obj
+    assert cache.children(NS, "boss") == [obj]
