@@ -316,7 +316,10 @@ async def test_a_watchers_complete_is_refused_and_nothing_is_sent(
     refused = await harness.run("complete", "followed", participant="bob")
 
     assert refused.returncode == 1
-    assert refused.stderr.strip() == "Error: bob is a watcher on followed and may not complete it"
+    assert refused.stderr.strip() == (
+        "Error: refused: bob is a watcher and may not complete the task; "
+        "ask its assignee or reporter"
+    )
     assert kubectl.get_json("harnessmessages")["items"] == []
 
 

@@ -156,7 +156,10 @@ async def test_a_watcher_may_not_complete_or_cancel_a_task(
     bob = await users(gateway.url, "bob", transport=transport)
     before = cluster_objects(kubectl)
 
-    with pytest.raises(UnsupportedOperationError, match=f"a watcher may not {action} the task"):
+    with pytest.raises(
+        UnsupportedOperationError,
+        match=f"bob is a watcher and may not {action} the task; ask its assignee",
+    ):
         await act(bob, action, task)
 
     assert cluster_objects(kubectl) == before
@@ -384,3 +387,38 @@ async def test_a_burst_past_the_rate_limit_is_refused_with_429_before_anything_i
     assert "at most 5 requests per minute" in answer.json()["error"]["message"]
     assert other.status_code == 200
     assert cluster_objects(kubectl) == before
+
+
+@pytest.mark.parametrize("status", ["TASK_STATE_BOGUS", "working", "999"])
+async def test_a_list_filter_that_is_not_a_task_state_is_invalid_params_over_both_transports(
+    status: str, gateway: GatewayProcess, task: str
+) -> None:
+    """The SDK's lenient parse would read an unknown state as no filter and list every task."""
+    headers = {**A2A_HEADERS, "X-Participant-Id": "alice"}
+    async with httpx.AsyncClient() as http:
+        rpc = await http.post(
+            f"{gateway.url}/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "ListTasks",
+                "params": {"status": status},
+            },
+            headers=headers,
+        )
+        rest = await http.get(
+            f"{gateway.url}/rest/tasks", params={"status": status}, headers=headers
+        )
+        valid = await http.get(
+            f"{gateway.url}/rest/tasks",
+            params={"status": "TASK_STATE_INPUT_REQUIRED"},
+            headers=headers,
+        )
+
+    expected = f"status: '{status}' is not a task state; use one of"
+    assert rpc.json()["error"]["code"] == -32602
+    assert rpc.json()["error"]["message"].startswith(expected)
+    assert rest.status_code == 400
+    assert rest.json()["error"]["message"].startswith(expected)
+    assert valid.status_code == 200
+    assert task in [t["id"] for t in valid.json()["tasks"]]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, MutableMapping
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 from starlette.requests import Request
 
+from tiny_harness.a2a_gateway.limits import RAW_BODY_KEY
 from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMetrics, note
 from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
 from tiny_harness.a2a_gateway.policy import (
@@ -72,6 +74,7 @@ from tiny_harness.a2a_gateway.policy import (
     refuse_if_ended,
     require_ending_role,
     task_envelope,
+    validate_status_filter,
 )
 from tiny_harness.a2a_gateway.rendering import (
     is_interrupted,
@@ -97,8 +100,34 @@ class GatewayCallContextBuilder(DefaultServerCallContextBuilder):
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
-        context.state[REQUEST_STATE] = request.scope.setdefault("state", {})
+        state = request.scope.setdefault("state", {})
+        state[QUERY_KEY] = request.query_params
+        context.state[REQUEST_STATE] = state
         return context
+
+
+#: The request's query parameters, as the client sent them, in the request state.
+QUERY_KEY: Final = "query"
+
+
+def requested(context: ServerCallContext, name: str) -> object | None:
+    """A request parameter as the client sent it, before the SDK's lenient parse: from the
+    query (HTTP+JSON) or the JSON-RPC ``params``. None when it was not sent."""
+    state = _request_state(context)
+    if state is None:
+        return None
+    query = state.get(QUERY_KEY)
+    if query is not None and name in query:
+        return str(query[name])
+    body = state.get(RAW_BODY_KEY)
+    if not body:
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    params = document.get("params") if isinstance(document, dict) else None
+    return params.get(name) if isinstance(params, dict) else None
 
 
 @dataclass(frozen=True)
@@ -317,6 +346,7 @@ class GatewayRequestHandler(RequestHandler):
         self, params: ListTasksRequest, context: ServerCallContext
     ) -> ListTasksResponse:
         with self._observed(context, "ListTasks"):
+            validate_status_filter(requested(context, "status"))
             validate_history_length(params)
             if params.HasField("page_size"):
                 validate_page_size(params.page_size)

@@ -24,6 +24,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tiny_harness.a2a_gateway.metrics import OUTCOME_KEY, note
 
 _MAX_BUCKETS: Final = 10_000
+#: Where the request's body, as read here, is kept in the ASGI request state: the SDK parses
+#: bodies leniently (unknown values become defaults), so a check that must see what the
+#: client actually sent reads it from here.
+RAW_BODY_KEY: Final = "raw_body"
 
 
 def _refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
@@ -73,6 +77,7 @@ class BodySizeLimit:
                 return
             more = bool(message.get("more_body", False))
 
+        state[RAW_BODY_KEY] = bytes(body)
         replayed = False
 
         async def replay() -> Message:

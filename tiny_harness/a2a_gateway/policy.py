@@ -36,11 +36,9 @@ from tiny_harness.core.errors import (
     ServerControlledFieldError,
     TerminalTaskError,
 )
+from tiny_harness.core.speakers import parent_sender, refuse_ending
 from tiny_harness.core.states import TaskState as CoreTaskState
 from tiny_harness.core.task import TEXT_MAX, Participant, Role, TaskSpec, invalid_task_error
-
-#: Roles that may end a task (complete or cancel it).
-ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
 
 
 def caller(context: ServerCallContext) -> str:
@@ -72,14 +70,37 @@ def refuse_if_ended(task: Task, error: type[A2AError] = UnsupportedOperationErro
 
 
 def require_ending_role(task: Task, participant: str, action: str) -> None:
-    """Refuse a participant who may not ``action`` (complete, cancel) the task: a watcher."""
-    role = extension_from_a2a(task).role_of(participant)
-    if role is None:
+    """Refuse a participant who may not ``action`` (complete, cancel) the task, by the
+    operator's own rule (:func:`tiny_harness.core.speakers.refuse_ending`); someone not on the
+    task is told it does not exist, as for every other call."""
+    extension = extension_from_a2a(task)
+    if extension.role_of(participant) is None and participant != parent_sender(extension):
         raise TaskNotFoundError(message=f"task {task.id!r} not found")
-    if role not in ENDING_ROLES:
-        raise UnsupportedOperationError(
-            message=f"a {role.value} may not {action} the task; ask its assignee or reporter"
-        )
+    refused = refuse_ending(extension, participant, action)
+    if refused is not None:
+        raise UnsupportedOperationError(message=f"{refused}; ask its assignee or reporter")
+
+
+def validate_status_filter(raw: object) -> None:
+    """Refuse a ``ListTasks`` status filter that is not a task state.
+
+    ``raw`` is the value as the client sent it (None when it sent none): the SDK's lenient
+    parse turns an unknown state into "no filter", which would answer with every task.
+    """
+    if raw is None or raw == "":
+        return
+    if isinstance(raw, str) and (raw in _STATE_NAMES or (raw.isdigit() and int(raw) in _STATES)):
+        return
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw in _STATES:
+        return
+    names = sorted(_STATE_NAMES - {"TASK_STATE_UNSPECIFIED"})
+    raise InvalidParamsError(
+        message=f"status: {raw!r} is not a task state; use one of {', '.join(names)}"
+    )
+
+
+_STATE_NAMES: Final = frozenset(TaskState.keys())
+_STATES: Final = frozenset(TaskState.values())
 
 
 def task_envelope(message: Message) -> TaskSpec | None:

@@ -44,9 +44,9 @@ from tiny_harness.core.history import (
     transcript,
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
+from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
-    ENDING_ROLES,
     Lifecycle,
     Role,
     TaskSpec,
@@ -316,14 +316,17 @@ class Session:
         return obj
 
     async def endable(self, name: str, action: Control) -> Obj:
-        """The task, if the participant may ``action`` it: not a watcher, and it has not ended."""
+        """The task, if the participant may ``action`` it (the operator's own rule,
+        :func:`~tiny_harness.core.speakers.refuse_ending`) and it has not ended."""
         obj = await self.visible(name)
-        role = role_of(obj, self.participant)
-        if role not in ENDING_ROLES:
-            what = role.value if role is not None else "participant"
-            raise NotPermittedError(
-                f"{self.participant} is a {what} on {name} and may not {action} it"
-            )
+        spec = spec_of(obj)
+        refused = (
+            refuse_ending(spec, self.participant, action)
+            if spec is not None
+            else f"refused: {name} has a spec the operator cannot read"
+        )
+        if refused is not None:
+            raise NotPermittedError(f"{refused}; ask its assignee or reporter")
         state = state_of(obj)
         if state.is_terminal and not resumable(state, lifecycle_of(obj)):
             raise TerminalTaskError(state.value)
