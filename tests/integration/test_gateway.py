@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.types import StreamResponse, TaskState
+from a2a.types import Role, StreamResponse, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
@@ -151,6 +151,30 @@ async def test_a_whole_conversation_through_the_gateway(
     # kubectl shows the task the A2A client created, in the same state.
     rows = kubectl.run("get", "ht").stdout.splitlines()
     assert rows[1].split()[:2] == [task_id, "TASK_STATE_COMPLETED"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_reply_has_one_id_in_its_status_event_and_the_history_and_two_replies_two(
+    transport: str, gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    """Two turns that both answer "Done.": a client that de-duplicates by message id must
+    still see both, and each event's id must be the one the history holds."""
+    await model_server.control.script(
+        [{"type": "text", "text": "Done."}, {"type": "text", "text": "Done."}]
+    )
+    operator()
+    alice = await users(gateway().url, "alice", transport=transport)
+
+    first = await alice.send("Do one thing.")
+    task_id = task_id_of(first)
+    second = await alice.send("And another.", task_id=task_id)
+    task = await alice.get(task_id)
+
+    event_ids = [events[-1].status_update.status.message.message_id for events in (first, second)]
+    history_ids = [m.message_id for m in task.history if m.role == Role.ROLE_AGENT]
+    assert event_ids == history_ids
+    assert len(set(event_ids)) == 2
+    assert task.status.message.message_id == event_ids[1]
 
 
 async def test_the_sub_state_is_in_the_task_metadata_while_the_task_is_parked(

@@ -71,20 +71,21 @@ def task_to_a2a(
 
     The extension (:meth:`TaskExtension.of`) goes under ``metadata[TASK_EXT_KEY]`` and the
     sub-state, when there is one, under ``metadata[STATUS_EXT_KEY]``. The status text becomes an
-    agent message whose id is derived from the task, state and text, so rendering the same
-    status twice gives the same message (the gateway keeps no ids of its own).
+    agent message with the id the operator wrote beside it (``status.messageId``: the reply's
+    id in the history, or an id of the text's own), so a reply has one id wherever it shows. A
+    status written before those ids existed gets one derived from the task, state and text.
     """
     metadata = with_sub_state(
         {TASK_EXT_KEY: extension_metadata(TaskExtension.of(spec, status))}, status.sub_state
     )
     a2a_status = A2ATaskStatus(state=state_to_a2a(status.state))
     if status.message is not None:
-        message_id = uuid.uuid5(
-            uuid.NAMESPACE_URL, f"{task_id}\n{status.state.value}\n{status.message}"
+        message_id = status.message_id or str(
+            uuid.uuid5(uuid.NAMESPACE_URL, f"{task_id}\n{status.state.value}\n{status.message}")
         )
         a2a_status.message.CopyFrom(
             Message(
-                message_id=str(message_id),
+                message_id=message_id,
                 task_id=task_id,
                 context_id=context_id,
                 role=Role.ROLE_AGENT,
@@ -130,12 +131,15 @@ def status_from_a2a(task: A2ATask) -> TaskStatus:
     """
     extension = extension_from_a2a(task)
     message: str | None = None
+    message_id: str | None = None
     if task.status.HasField("message"):
         message = "".join(p.text for p in task.status.message.parts if p.HasField("text"))
+        message_id = task.status.message.message_id or None
     return TaskStatus(
         state=state_from_a2a(task.status.state),
         sub_state=sub_state_of(task.metadata),
         message=message,
+        message_id=message_id,
         lifecycle=extension.lifecycle,
         model=extension.model,
         reasoning_effort=extension.reasoning_effort,

@@ -441,11 +441,14 @@ class _Turn:
 
     async def settle(self, text: str) -> TurnOutcome | None:
         """The turn's end once the model asks for nothing more; None means one more call."""
+        # The text is the last model call's reply, which the history holds under that call's
+        # entry id: the status message carries the same id.
+        reply_id = self.ref.model(self.model_calls - 1)
         if self.lifecycle is Lifecycle.CONVERSATION:
-            return await self.end(OutcomeKind.WAITING_FOR_MESSAGE, text)
+            return await self.end(OutcomeKind.WAITING_FOR_MESSAGE, text, reply_id)
         decision = decide_completion(self.task, override=self.loop.completion_override)
         if decision.verdict is CompletionVerdict.COMPLETE:
-            return await self.end(OutcomeKind.COMPLETED, text)
+            return await self.end(OutcomeKind.COMPLETED, text, reply_id)
         if decision.verdict is CompletionVerdict.READ_RESULTS:
             for row in self.task.sub_tasks:
                 if row.task_id in decision.unread:
@@ -455,7 +458,10 @@ class _Turn:
         waiting = f"{text}\n\n({decision.reason})" if text else decision.reason
         return await self.end(OutcomeKind.WAITING_FOR_SUBTASKS, waiting)
 
-    async def end(self, kind: OutcomeKind, text: str) -> TurnOutcome:
+    async def end(self, kind: OutcomeKind, text: str, message_id: str | None = None) -> TurnOutcome:
+        """Settle the turn. A text that is not a reply as the history holds it (a question, a
+        note on open sub-tasks, the call limit) gets this turn's end as its id: a turn ends
+        once, so no two texts share it."""
         self.replay.finish()
         state, sub_state = _SETTLES_AS[kind]
         outcome = TurnOutcome(
@@ -463,6 +469,7 @@ class _Turn:
             state=state,
             sub_state=sub_state,
             text=text,
+            message_id=message_id or f"{self.ref.prefix}/end",
             history=tuple(self.history),
             plan=self.task.plan,
             sub_tasks=self.task.sub_tasks,

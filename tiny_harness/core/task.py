@@ -215,6 +215,12 @@ class TaskStatus(Model):
     message: str | None = Field(
         default=None, max_length=TEXT_MAX, description="The latest status text."
     )
+    message_id: str | None = Field(
+        default=None,
+        max_length=512,
+        description="The status text's message id: the history entry of the reply it shows, or "
+        "an id of its own for a text that is in no history (unique per text written).",
+    )
     lifecycle: Lifecycle | None = Field(default=None, description="conversation or delegated.")
     model: str | None = Field(default=None, description="The model this task's turns use.")
     reasoning_effort: Effort | None = Field(

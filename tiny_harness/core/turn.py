@@ -226,6 +226,11 @@ class TurnOutcome(_Data):
     state: TaskState
     sub_state: SubState | None = None
     text: str = Field(default="", description="The status message: the agent's reply.")
+    message_id: str = Field(
+        default="",
+        description="The status message's id: the reply's own entry id when the text is the "
+        "model's reply as the history holds it, else an id for this turn's end.",
+    )
     history: tuple[ChatMessage, ...] = Field(description="The whole history after the turn.")
     plan: Plan | None = None
     sub_tasks: tuple[SubTaskRow, ...] = ()

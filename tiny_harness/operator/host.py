@@ -150,6 +150,7 @@ class OperatorTurnHost:
             "state": outcome.state.value,
             "subState": outcome.sub_state.value if outcome.sub_state else None,
             "message": outcome.text,
+            "messageId": outcome.message_id if outcome.text else None,
             "subTasks": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows],
             "runner": None,
         }

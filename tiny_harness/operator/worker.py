@@ -28,6 +28,7 @@ import datetime as dt
 import logging
 import random
 import time
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -556,6 +557,7 @@ class TaskWorker:
                     "subState": None,
                     "runner": None,
                     "message": f"cancelled by {sender}",
+                    "messageId": own_message_id(),
                 }
             )
             await self.cancel_children(snap)
@@ -574,6 +576,7 @@ class TaskWorker:
                     "subState": None,
                     "runner": None,
                     "message": f"completed by {sender}",
+                    "messageId": own_message_id(),
                     "subTasks": _rows_json(snap.rows),
                 }
             )
@@ -587,6 +590,8 @@ class TaskWorker:
                 "subState": SubState.AWAITING_NEXT_MESSAGE.value,
                 "runner": None,
                 "message": decision.reason,
+                # The refusal notice in the history says the same: one message, one id.
+                "messageId": _refusal(message, decision.reason)[1].id,
                 "subTasks": _rows_json(snap.rows),
             }
         )
@@ -802,7 +807,10 @@ class TaskWorker:
     def retry_notice_writer(self) -> Any:
         async def write(notice: RetryNotice) -> None:
             await self.write_status(
-                {"message": f"retrying ({notice.attempt} of {notice.budget}): {notice.reason}"},
+                {
+                    "message": f"retrying ({notice.attempt} of {notice.budget}): {notice.reason}",
+                    "messageId": own_message_id(),
+                },
                 leased=True,
             )
 
@@ -905,6 +913,7 @@ def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, An
         "subState": None,
         "runner": None,
         "message": message[:16384],
+        "messageId": own_message_id(),
         "conditions": _conditions_json(_with_condition(status.conditions, error)),
     }
 
@@ -964,6 +973,12 @@ def _ack(message: StoredMessage) -> AckEntry:
     return AckEntry(
         id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
     )
+
+
+def own_message_id() -> str:
+    """An id for a status text the operator writes that is in no history (a cancel, a failure,
+    a retry notice): new for every text written, so no two texts share one."""
+    return f"status-{uuid.uuid4().hex}"
 
 
 def _refusal(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:

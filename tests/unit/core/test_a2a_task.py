@@ -66,6 +66,7 @@ PARKED = TaskStatus(
     state=TaskState.INPUT_REQUIRED,
     sub_state=SubState.AWAITING_NEXT_MESSAGE,
     message="Done looking; what next?",
+    message_id="t1/turn-1/model-0",
     lifecycle=Lifecycle.CONVERSATION,
     model="gpt-5",
     reasoning_effort="low",
@@ -139,7 +140,12 @@ def test_the_status_text_becomes_an_agent_message_on_the_task() -> None:
 def test_rendering_the_same_status_twice_gives_the_same_message_id() -> None:
     first = task_to_a2a("fix-login", "ctx-1", SPEC, PARKED)
     second = task_to_a2a("fix-login", "ctx-1", SPEC, PARKED)
-    other = task_to_a2a("fix-login", "ctx-1", SPEC, PARKED.model_copy(update={"message": "hm"}))
+    other = task_to_a2a(
+        "fix-login",
+        "ctx-1",
+        SPEC,
+        PARKED.model_copy(update={"message": "hm", "message_id": "fix-login/turn-2/model-0"}),
+    )
 
     assert first.status.message.message_id == second.status.message.message_id
     assert first.status.message.message_id != other.status.message.message_id
@@ -240,6 +246,7 @@ names = st.text(min_size=1, max_size=20)
     description=st.text(max_size=60),
     criteria=st.lists(st.text(max_size=30), max_size=3),
     message=st.none() | st.text(max_size=60),
+    message_id=st.text(min_size=1, max_size=40),
     sub_state=st.none() | names,
     model=st.none() | names,
     state=st.sampled_from(list(TaskState)),
@@ -250,6 +257,7 @@ def test_any_task_round_trips_losslessly(
     description: str,
     criteria: list[str],
     message: str | None,
+    message_id: str,
     sub_state: str | None,
     model: str | None,
     state: TaskState,
@@ -259,7 +267,14 @@ def test_any_task_round_trips_losslessly(
         update={"goal": goal, "description": description, "acceptance_criteria": tuple(criteria)}
     )
     plan = PLAN.complete_step("look", output=outputs[0]).complete_step("fix", output=outputs[1])
-    status = TaskStatus(state=state, sub_state=sub_state, message=message, model=model, plan=plan)
+    status = TaskStatus(
+        state=state,
+        sub_state=sub_state,
+        message=message,
+        message_id=message_id if message is not None else None,
+        model=model,
+        plan=plan,
+    )
 
     task = A2ATask.FromString(task_to_a2a("t", "c", spec, status).SerializeToString())
 
@@ -393,3 +408,26 @@ def test_a_malformed_status_value_is_refused_naming_the_key(value: Any, field: s
 def test_an_empty_sub_state_cannot_be_written() -> None:
     with pytest.raises(ValueError, match="sub_state"):
         with_sub_state({}, "")
+
+
+def test_the_status_message_carries_the_id_the_operator_wrote_beside_it() -> None:
+    status = PARKED.model_copy(update={"message": "Done.", "message_id": "t/turn-2/model-0"})
+
+    assert task_to_a2a("t", "c", SPEC, status).status.message.message_id == "t/turn-2/model-0"
+
+
+def test_the_same_text_in_two_turns_has_two_ids() -> None:
+    first = PARKED.model_copy(update={"message": "Done.", "message_id": "t/turn-1/model-0"})
+    second = first.model_copy(update={"message_id": "t/turn-2/model-0"})
+
+    ids = {task_to_a2a("t", "c", SPEC, s).status.message.message_id for s in (first, second)}
+
+    assert len(ids) == 2
+
+
+def test_a_status_written_before_message_ids_still_gets_a_stable_one() -> None:
+    old = PARKED.model_copy(update={"message": "Done.", "message_id": None})
+
+    once = task_to_a2a("t", "c", SPEC, old).status.message.message_id
+    assert once
+    assert task_to_a2a("t", "c", SPEC, old).status.message.message_id == once
