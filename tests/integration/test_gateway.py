@@ -177,6 +177,40 @@ async def test_a_reply_has_one_id_in_its_status_event_and_the_history_and_two_re
     assert task.status.message.message_id == event_ids[1]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "send"])
+async def test_a_command_answers_with_its_reply_as_the_status_message_and_the_call_ends(
+    transport: str,
+    streaming: bool,
+    gateway: Replicas,
+    users: Users,
+    operator: Operator,
+    model_server: ModelServer,
+) -> None:
+    """A command changes no state, so a call that waited for a state change would never end:
+    the reply is the status message (with the history entry's id), and there the call ends."""
+    await model_server.control.script([{"type": "text", "text": "Hello Alice."}])
+    operator()
+    alice = await users(gateway().url, "alice", transport=transport, streaming=streaming)
+    task_id = task_id_of(await alice.send("Hi!"))
+
+    for command in ("/status", "/model gpt-5", "/status"):
+        message = text_message(command, task_id=task_id)
+        events = await asyncio.wait_for(alice.stream(message), 20)
+
+        last = events[-1]
+        status = last.status_update.status if streaming else last.task.status
+        assert status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        assert status.message.message_id == f"cmd-{message.message_id}"
+        task = await alice.get(task_id)
+        (reply,) = [m for m in task.history if m.message_id == status.message.message_id]
+        assert reply.parts[0].text == status.message.parts[0].text
+        assert reply.parts[0].text
+
+    assert "gpt-5" in (await alice.get(task_id)).history[-1].parts[0].text
+    assert len(await model_server.control.requests()) == 1  # the commands never reached it
+
+
 async def test_the_sub_state_is_in_the_task_metadata_while_the_task_is_parked(
     gateway: Replicas,
     users: Users,

@@ -83,6 +83,7 @@ from tiny_harness.a2a_gateway.rendering import (
 )
 from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
 from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.task import TaskStatus
 
 #: The ASGI request state, as the call context carries it to the handler (for metrics).
@@ -307,10 +308,11 @@ class GatewayRequestHandler(RequestHandler):
             and await self._store.taken(sent.task.id, sent.message_id)
         ):
             return
+        reply_id = command_reply_id(sent.message_id)
         async for event in self._changes(sent.task, sent.version):
             yield event
-            if is_terminal(event):
-                return
+            if is_terminal(event) or event.status.message.message_id == reply_id:
+                return  # ended, or a command answered (its reply is this status message)
             if is_interrupted(event) and await self._store.taken(sent.task.id, sent.message_id):
                 return
 

@@ -130,13 +130,15 @@ def is_interrupted(item: Task | TaskStatusUpdateEvent) -> bool:
     return item.status.state in INTERRUPTED_STATES
 
 
-StatusKey = tuple[int, str | None, str]
+StatusKey = tuple[int, str | None, str, str]
 
 
 def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
-    """What a participant sees change: the state, the sub-state and the status text."""
-    text = "".join(p.text for p in item.status.message.parts)
-    return item.status.state, sub_state_of(item.metadata), text
+    """What a participant sees change: the state, the sub-state and the status message (its
+    text and id: two equal replies are two messages)."""
+    message = item.status.message
+    text = "".join(p.text for p in message.parts)
+    return item.status.state, sub_state_of(item.metadata), text, message.message_id
 
 
 def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:

@@ -29,6 +29,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
     HarnessError,
@@ -390,8 +391,9 @@ class Session:
                     f"/{command} is not a command the operator runs: it reached the model as an "
                     "ordinary message (kubectl harness commands lists the built-in ones)"
                 )
-            after = said_after(transcript(e for r in records for e in r.entries), message_id)
-            return next((m for m in after if m.metadata.get("command") == command), None)
+            reply_id = command_reply_id(message_id)
+            said = transcript(e for r in records for e in r.entries)
+            return next((m for m in said if m.message_id == reply_id), None)
 
         return await _poll(probe, within, f"the reply to /{command}")
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 import aiohttp
 from pydantic import ValidationError
 
+from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.run import run_command
@@ -72,6 +73,7 @@ from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
+    TEXT_MAX,
     Condition,
     Lifecycle,
     Participant,
@@ -696,14 +698,20 @@ class TaskWorker:
             )
             reply = f"{reply}\nCreated sub-task {child}"
             metadata["task_ref"] = child
+        reply_id = command_reply_id(spec.message_id)
         entries: tuple[RecordEntry, ...] = (
             _ack(message),
-            NoticeEntry(id=f"cmd-{spec.message_id}", text=reply, metadata=metadata),
+            NoticeEntry(id=reply_id, text=reply, metadata=metadata),
         )
         if host is not None:
             await host.record_notices(entries)
         else:
             await self.append_notices(snap, entries)
+        # Whoever waits on the task hears the reply in its status (core/answers.py); the state
+        # stays as it is.
+        await self.write_status(
+            {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
+        )
 
     async def cancel_children(self, snap: Snapshot) -> None:
         for child in self.rt.cache.children(self.namespace, self.name):
@@ -985,7 +993,7 @@ def _refusal(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:
     mid = message.spec.message_id
     return (
         _ack(message),
-        NoticeEntry(id=f"refused-{mid}", text=reason, metadata={"refused": mid}),
+        NoticeEntry(id=refusal_id(mid), text=reason, metadata={"refused": mid}),
     )
 
 
