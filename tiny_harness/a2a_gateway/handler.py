@@ -82,6 +82,7 @@ from tiny_harness.a2a_gateway.rendering import (
     status_key,
 )
 from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
+from tiny_harness.a2a_gateway.stream import TaskChange
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.task import TaskStatus
@@ -129,6 +130,15 @@ def requested(context: ServerCallContext, name: str) -> object | None:
         return None
     params = document.get("params") if isinstance(document, dict) else None
     return params.get(name) if isinstance(params, dict) else None
+
+
+@dataclass(frozen=True)
+class _Change:
+    """A visible change, and where the task's turns stood at it."""
+
+    event: TaskStatusUpdateEvent
+    turn: int
+    running: bool
 
 
 @dataclass(frozen=True)
@@ -298,29 +308,40 @@ class GatewayRequestHandler(RequestHandler):
         return _Sent(task, stored.version, message.message_id, existed=existed)
 
     async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
-        """The visible changes of the task after the send, until it ends or waits for a
-        participant again having taken the message."""
+        """The visible changes of the task after the send, until it ends, a command's reply
+        arrives, or it waits for a participant again after the turn that took the message
+        has ended (:func:`tiny_harness.core.answers.turn_has_ended`, as of each change)."""
         if closed(sent.task):
             return
-        if (
-            sent.existed
-            and is_interrupted(sent.task)
-            and await self._store.taken(sent.task.id, sent.message_id)
-        ):
-            return
+        if sent.existed and is_interrupted(sent.task):
+            # A retried message may have been answered long ago: as of the task now?
+            stand = await self._store.turn_stand(sent.task.id)
+            if stand is not None and await self._store.answered(
+                sent.task.id, sent.message_id, turn=stand[0], running=stand[1]
+            ):
+                return
         reply_id = command_reply_id(sent.message_id)
-        async for event in self._changes(sent.task, sent.version):
+        async for change in self._visible_changes(sent.task, sent.version):
+            event = change.event
             yield event
             if is_terminal(event) or event.status.message.message_id == reply_id:
                 return  # ended, or a command answered (its reply is this status message)
-            if is_interrupted(event) and await self._store.taken(sent.task.id, sent.message_id):
+            if is_interrupted(event) and await self._store.answered(
+                sent.task.id, sent.message_id, turn=change.turn, running=change.running
+            ):
                 return
 
     async def _changes(
         self, task: Task, version: TaskVersion
     ) -> AsyncIterator[TaskStatusUpdateEvent]:
+        """Each change of the task after ``version`` that a participant can see."""
+        async for change in self._visible_changes(task, version):
+            yield change.event
+
+    async def _visible_changes(self, task: Task, version: TaskVersion) -> AsyncIterator[_Change]:
         """Each change of the task after ``version`` that a participant can see (state,
-        sub-state or status text differ from the last one seen, starting from ``task``)."""
+        sub-state or status message differ from the last one seen, starting from ``task``),
+        with where the task's turns stood at it."""
         last = status_key(task)
         async with contextlib.aclosing(self._stream.subscribe(task.id, after=version)) as events:
             async for versioned in events:
@@ -331,7 +352,12 @@ class GatewayRequestHandler(RequestHandler):
                 if key == last and not is_terminal(event):
                     continue
                 last = key
-                yield event
+                turn, running = (
+                    (versioned.turn, versioned.running)
+                    if isinstance(versioned, TaskChange)
+                    else (0, False)
+                )
+                yield _Change(event, turn, running)
 
     # -- GetTask, ListTasks, SubscribeToTask -------------------------------------------------
 

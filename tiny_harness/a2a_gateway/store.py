@@ -71,6 +71,7 @@ from tiny_harness.a2a_gateway.rendering import (
     task_version,
 )
 from tiny_harness.core.a2a_task import extension_from_a2a
+from tiny_harness.core.answers import turn_has_ended, turn_that_took
 from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
     InvalidEnvelopeError,
@@ -172,10 +173,21 @@ class KubeTaskStore(VersionedTaskStore):
             if m.spec.message_id not in taken
         ]
 
-    async def taken(self, task_id: str, message_id: str) -> bool:
-        """Whether a turn has taken the message (its id is acknowledged in a journal)."""
-        records = await self._turns.for_task(task_id)
-        return message_id in acknowledged(e for r in records for e in r.entries)
+    async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
+        """Had the turn that took the message ended, as of a status showing ``turn`` with a
+        runner or not? The records are read now (they only grow); the answer is as of that
+        status (:mod:`tiny_harness.core.answers`)."""
+        taken = turn_that_took(await self._turns.for_task(task_id), message_id)
+        return taken is not None and turn_has_ended(taken, turn=turn, running=running)
+
+    async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
+        """The task's latest turn and whether it runs, read now (None: the task is gone)."""
+        try:
+            obj = await self._tasks.get(task_id)
+        except TaskNotFoundError:
+            return None
+        status = obj.get("status") or {}
+        return int(status.get("turn") or 0), status.get("runner") is not None
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
         """The tasks the caller is on, newest change first, filtered and paged as A2A says."""

@@ -12,6 +12,7 @@ order, with nothing shared between them but the API server.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 
 from a2a.server.cluster import TaskEventStream, TaskVersion, VersionedEvent
 from kubernetes_asyncio import client
@@ -22,8 +23,30 @@ from tiny_harness.a2a_gateway.rendering import (
     status_event,
     task_version,
 )
+from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, read_for_watch, watch_object
+
+
+@dataclass(frozen=True)
+class TaskChange(VersionedEvent):
+    """A change as a subscriber sees it, and where the task's turns stood at it: whether the
+    turn that took a message had ended *as of this change* is a question about the change,
+    not about the task as it is by the time the subscriber asks
+    (:func:`tiny_harness.core.answers.turn_has_ended`)."""
+
+    turn: int = 0
+    running: bool = False
+
+
+def change_of(obj: Obj) -> TaskChange:
+    status = obj.get("status") or {}
+    return TaskChange(
+        status_event(render_task(obj)),
+        task_version(obj),
+        turn=int(status.get("turn") or 0),
+        running=status.get("runner") is not None,
+    )
 
 
 class KubeTaskEventStream(TaskEventStream):
@@ -53,7 +76,7 @@ class KubeTaskEventStream(TaskEventStream):
             if obj is None:
                 return
             version = ResourceVersion(read_at)
-            yield VersionedEvent(status_event(render_task(obj)), task_version(obj))
+            yield change_of(obj)
         while True:
             try:
                 async for change in watch_object(
@@ -66,7 +89,7 @@ class KubeTaskEventStream(TaskEventStream):
                     if change.type == "DELETED":
                         return
                     version = task_version(change.object)
-                    yield VersionedEvent(status_event(render_task(change.object)), version)
+                    yield change_of(change.object)
                 return  # pragma: no cover - watch_object only ends when closed
             except WatchExpiredError:
                 # The history since `version` is gone: read the task as it is now and watch on
@@ -75,7 +98,7 @@ class KubeTaskEventStream(TaskEventStream):
                 if obj is None:
                     return
                 if task_version(obj).is_after(version):
-                    yield VersionedEvent(status_event(render_task(obj)), task_version(obj))
+                    yield change_of(obj)
                 version = ResourceVersion(read_at)
 
     async def destroy(self, task_id: str) -> None:

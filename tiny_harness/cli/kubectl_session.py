@@ -29,7 +29,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from tiny_harness.core.answers import command_reply_id
+from tiny_harness.core.answers import command_reply_id, turn_has_ended, turn_that_took
 from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
     HarnessError,
@@ -38,7 +38,6 @@ from tiny_harness.core.errors import (
     TerminalTaskError,
 )
 from tiny_harness.core.history import (
-    AckEntry,
     NoticeEntry,
     TranscriptMessage,
     acknowledged,
@@ -210,17 +209,6 @@ class Said:
     pending: bool = False
 
 
-def taken_in(records: Iterable[TurnRecord], message_id: str) -> int | None:
-    """The turn whose journal took the message, or None while it waits in the inbox."""
-    for record in records:
-        for entry in record.entries:
-            if isinstance(entry, DrainEntry) and any(m.id == message_id for m in entry.messages):
-                return record.turn
-            if isinstance(entry, AckEntry) and entry.message_id == message_id:
-                return record.turn
-    return None
-
-
 def drained(records: Iterable[TurnRecord], message_id: str) -> bool:
     """Whether a turn gave the message to the model (a command is answered without it)."""
     return any(
@@ -364,12 +352,10 @@ class Session:
             # The status first: a turn's journal is complete before the write that ends it.
             status = status_of(await self.tasks.get(name))
             records = await self.records.for_task(name)
-            turn = taken_in(records, message_id)
+            turn = turn_that_took(records, message_id)
             if turn is None:
                 return None
-            if status.turn == turn and status.runner is not None:
-                return None
-            if status.turn < turn:
+            if not turn_has_ended(turn, turn=status.turn, running=status.runner is not None):
                 return None
             entries = [e for r in records if r.turn <= turn for e in r.entries]
             return said_after(transcript(entries), message_id)

@@ -668,14 +668,10 @@ class TaskWorker:
         )
         metadata: dict[str, Any] = {"command": call.name}
         reply = result.reply
+        status: dict[str, Any] = {}
         if result.settings is not None:
-            await self.write_status(
-                {
-                    "model": result.settings.model,
-                    "reasoningEffort": result.settings.reasoning_effort,
-                },
-                leased=host is not None,
-            )
+            status["model"] = result.settings.model
+            status["reasoningEffort"] = result.settings.reasoning_effort
             if host is not None:
                 host.task_settings = result.settings
         if result.spawn is not None:
@@ -707,11 +703,12 @@ class TaskWorker:
             await host.record_notices(entries)
         else:
             await self.append_notices(snap, entries)
-        # Whoever waits on the task hears the reply in its status (core/answers.py); the state
-        # stays as it is.
-        await self.write_status(
-            {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
-        )
+        # One status write, after the reply is in the journal: the new settings, and the reply
+        # as the status message, so whoever waits on the task hears it (core/answers.py). The
+        # state stays as it is.
+        status["message"] = reply[:TEXT_MAX]
+        status["messageId"] = reply_id
+        await self.write_status(status, leased=host is not None)
 
     async def cancel_children(self, snap: Snapshot) -> None:
         for child in self.rt.cache.children(self.namespace, self.name):
