@@ -41,13 +41,12 @@ from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest
 from kubernetes_asyncio import client as k8s
 
-from tiny_harness.a2a_gateway.rendering import CONTEXT_ID_ANNOTATION
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from tiny_harness.kube.names import API_VERSION, CONTEXT_ID_ANNOTATION, GROUP, KIND, PLURAL, VERSION
 
 NAMESPACE = "bench"
 

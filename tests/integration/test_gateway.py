@@ -211,6 +211,46 @@ async def test_a_command_answers_with_its_reply_as_the_status_message_and_the_ca
     assert len(await model_server.control.requests()) == 1  # the commands never reached it
 
 
+async def test_a_childs_progress_is_an_event_on_its_parents_stream_and_it_shares_the_context(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "Parent here."}, {"type": "text", "text": "Outline drafted."}]
+    )
+    operator()
+    alice = await users(gateway().url, "alice")
+    first = await alice.send("Plan the release.", context_id="release-ctx")
+    parent = task_id_of(first)
+    created = await asyncio.wait_for(alice.send("/sub-task Draft an outline", task_id=parent), 20)
+    child = created[-1].status_update.status.message.parts[0].text.rsplit(" ", 1)[-1]
+
+    assert (await alice.get(child)).context_id == "release-ctx"
+
+    rows_seen: list[list[tuple[str, str]]] = []
+    anchored = asyncio.Event()
+
+    async def watch_parent() -> None:
+        async for event in alice.subscribe(parent):
+            # The task as read comes first; the watch runs from the version read, so nothing
+            # after it is missed however late the watch opens.
+            anchored.set()
+            if event.HasField("status_update"):
+                extension = event.status_update.metadata[TASK_EXT_KEY]
+                rows_seen.append([(r["task_id"], r["state"]) for r in extension["sub_tasks"]])
+                if rows_seen[-1] == [(child, "TASK_STATE_INPUT_REQUIRED")] and len(rows_seen) > 1:
+                    return
+
+    watcher = asyncio.create_task(watch_parent())
+    await asyncio.wait_for(anchored.wait(), 20)
+    await alice.send("Go.", task_id=child)
+    await asyncio.wait_for(watcher, 20)
+
+    assert (child, "TASK_STATE_WORKING") in [row for rows in rows_seen for row in rows]
+    assert rows_seen[-1] == [(child, "TASK_STATE_INPUT_REQUIRED")]
+    parent_task = await alice.get(parent)
+    assert parent_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+
 async def test_the_sub_state_is_in_the_task_metadata_while_the_task_is_parked(
     gateway: Replicas,
     users: Users,

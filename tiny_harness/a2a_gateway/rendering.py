@@ -22,16 +22,14 @@ from pydantic import ValidationError
 
 from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
 from tiny_harness.core.control import control_part
+from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
 from tiny_harness.core.task import TaskSpec, TaskStatus
 from tiny_harness.kube.client import Obj
-from tiny_harness.kube.names import PREFIX
-
-#: On a task the gateway created: the A2A context id the first message named (or chose).
-CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
+from tiny_harness.kube.names import context_id_of
 
 TERMINAL_STATES: Final = frozenset(state_to_a2a(s) for s in TaskState if s.is_terminal)
 INTERRUPTED_STATES: Final = frozenset(
@@ -63,11 +61,6 @@ class ResourceVersion(TaskVersion):
 def task_version(obj: Obj) -> ResourceVersion:
     """The version an object last changed at: its resourceVersion."""
     return ResourceVersion(obj["metadata"]["resourceVersion"])
-
-
-def context_id_of(obj: Obj) -> str:
-    annotations = obj["metadata"].get("annotations") or {}
-    return str(annotations.get(CONTEXT_ID_ANNOTATION) or obj["metadata"]["name"])
 
 
 def spec_of(obj: Obj) -> TaskSpec:
@@ -110,14 +103,27 @@ def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
 
 
 def status_event(task: Task) -> TaskStatusUpdateEvent:
-    """The status update a subscriber sees for ``task``: its status, and the sub-state under the
-    status extension key of the event's metadata."""
+    """The status update a subscriber sees for ``task``: its status, the sub-state under the
+    status extension key of the event's metadata, and, when the task has sub-tasks, their rows
+    under the task extension key (``{"sub_tasks": [...]}``), so a parent's stream shows its
+    children's progress."""
+    metadata = status_metadata(sub_state_of(task.metadata))
+    rows = sub_task_rows(task)
+    if rows:
+        metadata[TASK_EXT_KEY] = {"sub_tasks": rows}
     return TaskStatusUpdateEvent(
         task_id=task.id,
         context_id=task.context_id,
         status=task.status,
-        metadata=status_metadata(sub_state_of(task.metadata)),
+        metadata=metadata,
     )
+
+
+def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:
+    """The sub-task rows a task or event carries in its task extension metadata."""
+    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
+    rows = extension.get("sub_tasks") if isinstance(extension, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def is_terminal(item: Task | TaskStatusUpdateEvent) -> bool:
@@ -130,15 +136,19 @@ def is_interrupted(item: Task | TaskStatusUpdateEvent) -> bool:
     return item.status.state in INTERRUPTED_STATES
 
 
-StatusKey = tuple[int, str | None, str, str]
+StatusKey = tuple[int, str | None, str, str, tuple[tuple[str, str, str], ...]]
 
 
 def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
-    """What a participant sees change: the state, the sub-state and the status message (its
-    text and id: two equal replies are two messages)."""
+    """What a participant sees change: the state, the sub-state, the status message (its text
+    and id: two equal replies are two messages), and each sub-task's state and sub-state."""
     message = item.status.message
     text = "".join(p.text for p in message.parts)
-    return item.status.state, sub_state_of(item.metadata), text, message.message_id
+    rows = tuple(
+        (str(r.get("task_id")), str(r.get("state")), str(r.get("sub_state")))
+        for r in sub_task_rows(item)
+    )
+    return item.status.state, sub_state_of(item.metadata), text, message.message_id, rows
 
 
 def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:

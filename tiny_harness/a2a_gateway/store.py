@@ -58,9 +58,7 @@ from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
 from tiny_harness.a2a_gateway.rendering import (
-    CONTEXT_ID_ANNOTATION,
     ResourceVersion,
-    context_id_of,
     history_message,
     is_terminal,
     message_parts,
@@ -85,7 +83,15 @@ from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_t
 from tiny_harness.kube.client import HarnessTasks, Obj, translate
 from tiny_harness.kube.journal import TurnRecords
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from tiny_harness.kube.names import (
+    API_VERSION,
+    CONTEXT_ID_ANNOTATION,
+    GROUP,
+    KIND,
+    PLURAL,
+    VERSION,
+    context_id_of,
+)
 from tiny_harness.kube.watching import read_for_watch
 
 log = logging.getLogger(__name__)

@@ -103,11 +103,14 @@ class HarnessTasks:
         spec: Mapping[str, Any],
         *,
         labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
         owner: Obj | None = None,
     ) -> Obj:
         metadata: Obj = {"name": name}
         if labels:
             metadata["labels"] = dict(labels)
+        if annotations:
+            metadata["annotations"] = dict(annotations)
         if owner is not None:
             metadata["ownerReferences"] = [
                 {

@@ -5,7 +5,8 @@ The group is the project's own, consistent with the A2A extension namespace
 ``madarauchiha-314.github.io/tiny-harness``.
 """
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
 GROUP: Final = "tiny-harness.madarauchiha-314.github.io"
 VERSION: Final = "v1alpha1"
@@ -29,3 +30,12 @@ PARENT_LABEL: Final = f"{PREFIX}/parent"
 #: On messages and turn records: the name of the task they belong to.
 TASK_LABEL: Final = f"{PREFIX}/task"
 TURN_LABEL: Final = f"{PREFIX}/turn"
+#: The task's A2A context id: the one its first message named (or the gateway chose), or, on a
+#: child task, its parent's. A task without it is its own context (its name).
+CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
+
+
+def context_id_of(obj: Mapping[str, Any]) -> str:
+    """The A2A context id of a stored task (see :data:`CONTEXT_ID_ANNOTATION`)."""
+    annotations = obj["metadata"].get("annotations") or {}
+    return str(annotations.get(CONTEXT_ID_ANNOTATION) or obj["metadata"]["name"])

@@ -36,7 +36,7 @@ from tiny_harness.kube.client import ConflictError
 from tiny_harness.kube.journal import FencedError, TurnRecord
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.names import PARENT_LABEL
+from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION, PARENT_LABEL, context_id_of
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.lease import Holding, LeaseLostError
@@ -221,6 +221,8 @@ async def create_child(
             name,
             spec.model_dump(mode="json", by_alias=True, exclude_none=True),
             labels={PARENT_LABEL: label_value(worker.name)},
+            # A child is part of its parent's conversation: A2A clients group them by context.
+            annotations={CONTEXT_ID_ANNOTATION: context_id_of(parent)},
             owner=parent,
         )
     except ConflictError:

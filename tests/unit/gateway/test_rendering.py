@@ -1,0 +1,58 @@
+"""What a subscriber's stream shows: a change a participant can see is an event, including a
+child's row changing on its parent, and two equal replies are two messages."""
+
+from __future__ import annotations
+
+from tiny_harness.a2a_gateway.rendering import status_event, status_key, sub_task_rows
+from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Participant, Role, SubTaskRow, TaskSpec, TaskStatus
+
+SPEC = TaskSpec(goal="ship", participants=(Participant(id="alice", role=Role.ASSIGNEE),))
+
+
+def parked(*rows: SubTaskRow, message_id: str = "p/turn-1/model-0") -> TaskStatus:
+    return TaskStatus(
+        state=TaskState.INPUT_REQUIRED,
+        sub_state="awaiting-next-message",
+        message="Waiting on the changelog.",
+        message_id=message_id,
+        sub_tasks=rows,
+    )
+
+
+def row(state: TaskState, sub_state: str | None = None) -> SubTaskRow:
+    return SubTaskRow(task_id="p-changelog", goal="write it", state=state, sub_state=sub_state)
+
+
+def test_a_childs_row_rides_on_the_parents_status_event() -> None:
+    event = status_event(task_to_a2a("p", "ctx", SPEC, parked(row(TaskState.WORKING))))
+
+    (shown,) = sub_task_rows(event)
+    assert shown["task_id"] == "p-changelog"
+    assert shown["state"] == "TASK_STATE_WORKING"
+
+
+def test_a_task_without_children_carries_no_rows() -> None:
+    event = status_event(task_to_a2a("p", "ctx", SPEC, parked()))
+
+    assert sub_task_rows(event) == []
+
+
+def test_a_childs_state_or_sub_state_changing_is_a_change_the_parent_shows() -> None:
+    before = status_key(task_to_a2a("p", "ctx", SPEC, parked(row(TaskState.WORKING))))
+    ended = status_key(task_to_a2a("p", "ctx", SPEC, parked(row(TaskState.COMPLETED))))
+    asking = status_key(
+        task_to_a2a("p", "ctx", SPEC, parked(row(TaskState.INPUT_REQUIRED, "awaiting-answer")))
+    )
+
+    assert len({before, ended, asking}) == 3
+
+
+def test_the_same_text_under_a_new_id_is_a_change_and_a_rerender_is_not() -> None:
+    first = task_to_a2a("p", "ctx", SPEC, parked(message_id="p/turn-1/model-0"))
+    again = task_to_a2a("p", "ctx", SPEC, parked(message_id="p/turn-1/model-0"))
+    second = task_to_a2a("p", "ctx", SPEC, parked(message_id="p/turn-2/model-0"))
+
+    assert status_key(first) == status_key(again)
+    assert status_key(first) != status_key(second)
