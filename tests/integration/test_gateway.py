@@ -32,7 +32,7 @@ from tests.integration.gateway_support import (
     task_id_of,
     text_message,
 )
-from tiny_harness.a2a_gateway.rendering import ResourceVersion
+from tiny_harness.a2a_gateway.rendering import ResourceVersion, sub_task_rows
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
 from tiny_harness.core.command_spec import commands_from_params
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
@@ -235,8 +235,8 @@ async def test_a_childs_progress_is_an_event_on_its_parents_stream_and_it_shares
             # after it is missed however late the watch opens.
             anchored.set()
             if event.HasField("status_update"):
-                extension = event.status_update.metadata[TASK_EXT_KEY]
-                rows_seen.append([(r["task_id"], r["state"]) for r in extension["sub_tasks"]])
+                rows = sub_task_rows(event.status_update)
+                rows_seen.append([(r["task_id"], r["state"]) for r in rows])
                 if rows_seen[-1] == [(child, "TASK_STATE_INPUT_REQUIRED")] and len(rows_seen) > 1:
                     return
 
