@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tiny_harness.devcluster import LocalCluster
+from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.model_server import ModelServerControl
 
@@ -41,7 +42,7 @@ def wait_for(probe: Callable[[], T | None], *, timeout: float = 20.0, what: str 
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(crds=REPO_ROOT / "crds") as c:
+    with LocalCluster(crds=REPO_ROOT / "crds", admission=local_policy()) as c:
         yield c
 
 

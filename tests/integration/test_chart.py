@@ -29,6 +29,7 @@ from tests.integration.chart_support import (
 )
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.settings import Settings
+from tiny_harness.kube.admission import exempt_users, sender_policy
 from tiny_harness.kube.client import connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
@@ -161,6 +162,36 @@ def test_a_wrong_value_fails_with_a_message_naming_it(
     assert result.returncode != 0
     assert named in result.stderr
     assert "sk-inline-secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("configuration", ["defaults", "namespaced"])
+def test_the_identity_policy_is_the_one_kube_admission_defines(
+    helm: Helm, configuration: str
+) -> None:
+    """The rules live in tiny_harness/kube/admission.py; the chart renders the same policy
+    with its release's ServiceAccounts exempt, bound cluster-wide or to watchNamespace."""
+    namespace = "team-a"
+    values = values_for(configuration, namespace)
+    docs = helm.render(namespace, values)
+    rendered = [
+        d
+        for d in docs
+        if d["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    ]
+    name = f"tiny-harness-{namespace}-identity"
+    harness = [
+        f"system:serviceaccount:{namespace}:tiny-harness-gateway",
+        f"system:serviceaccount:{namespace}:tiny-harness-operator",
+    ]
+    expected = sender_policy(
+        name, exempt_users(harness), namespace if configuration == "namespaced" else None
+    )
+
+    for doc in rendered:
+        doc["metadata"].pop("labels")
+    assert rendered == expected
+    switched_off = helm.render(namespace, {**values, "admissionPolicy.enabled": False})
+    assert not [d for d in switched_off if d["kind"].startswith("ValidatingAdmissionPolicy")]
 
 
 @pytest.mark.parametrize(

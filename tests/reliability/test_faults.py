@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import ModelServer, OperatorProcess, operator_config, wait_for
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
+from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.client import connect
 from tiny_harness.kube.crd import REPO_ROOT
 
@@ -182,7 +183,7 @@ async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]
 
 @pytest.fixture
 def own_cluster() -> Iterator[LocalCluster]:
-    with LocalCluster(crds=REPO_ROOT / "crds") as c:
+    with LocalCluster(crds=REPO_ROOT / "crds", admission=local_policy()) as c:
         yield c
 
 

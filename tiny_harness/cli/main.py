@@ -22,6 +22,7 @@ from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
+from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def _run(coro: Coroutine[Any, Any, None]) -> int:
 def _up(data_dir: Path, config: Path | None) -> int:
     settings = Settings.load(config)
     print(f"starting the local control plane in {data_dir} ...", file=sys.stderr)
-    with LocalCluster(data_dir, crds=REPO_ROOT / "crds") as cluster:
+    with LocalCluster(data_dir, crds=REPO_ROOT / "crds", admission=local_policy()) as cluster:
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
         print(
             f"\nThe cluster is up at {cluster.server}.\n"

@@ -63,6 +63,7 @@ class LocalCluster:
         data_dir: Path | None = None,
         *,
         crds: Path | None = None,
+        admission: list[dict[str, Any]] | None = None,
         binaries: ControlPlaneBinaries | None = None,
         progress: Callable[[str], None] | None = None,
         ready_timeout: float = 90.0,
@@ -70,6 +71,7 @@ class LocalCluster:
         self._persistent = data_dir is not None
         self._data_dir = data_dir
         self._crds = crds
+        self._admission = admission or []
         self._binaries = binaries
         self._progress = progress or (lambda line: print(line, file=sys.stderr))
         self._ready_timeout = ready_timeout
@@ -116,6 +118,7 @@ class LocalCluster:
             self._write_kubeconfig(pki)
             if self._crds is not None:
                 apply_crds(self.admin(), self._crds)
+            apply_admission(self.admin(), self._admission)
         except BaseException:
             self.stop()
             raise
@@ -315,6 +318,30 @@ class LocalCluster:
         fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             yaml.safe_dump(config, f)
+
+
+def apply_admission(admin: AdminHttp, docs: list[dict[str, Any]]) -> None:
+    """Server-side apply admission policies and their bindings (the harness's identity policy,
+    ``kube/admission.py``). The API server starts enforcing a policy within a moment of the
+    write; a caller that depends on it being enforced waits for a refusal."""
+    for doc in docs:
+        plural = {
+            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+        }[doc["kind"]]
+        name = doc["metadata"]["name"]
+        resp = admin.request(
+            "PATCH",
+            f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}"
+            "?fieldManager=tiny-harness&force=true",
+            body=json.dumps(doc).encode(),
+            content_type="application/apply-patch+yaml",
+        )
+        if resp.status >= 300:
+            raise ClusterError(
+                f"applying the {doc['kind']} {name} failed ({resp.status}): "
+                f"{resp.body.decode()[:500]}"
+            )
 
 
 def apply_crds(admin: AdminHttp, directory: Path, timeout: float = 30.0) -> list[str]:
