@@ -83,7 +83,15 @@ async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_
     assert card["description"]
     assert card["skills"]
     assert card["capabilities"]["streaming"] is True
-    assert {i["protocolBinding"] for i in card["supportedInterfaces"]} == {JSONRPC, REST}
+    assert {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]} == {
+        (JSONRPC, "1.0"),
+        (REST, "1.0"),
+        (JSONRPC, "0.3"),
+        (REST, "0.3"),
+    }
+    # What a 0.3 client reads from the same card.
+    assert (card["protocolVersion"], card["preferredTransport"]) == ("0.3", "JSONRPC")
+    assert card["url"] == f"{replica.url}/"
     extensions = {e["uri"]: e for e in card["capabilities"]["extensions"]}
     assert set(extensions) == {TASK_EXT_URI, STATUS_EXT_URI, COMMANDS_EXT_URI}
     for ext in extensions.values():
@@ -249,6 +257,65 @@ async def test_a_childs_progress_is_an_event_on_its_parents_stream_and_it_shares
     assert rows_seen[-1] == [(child, "TASK_STATE_INPUT_REQUIRED")]
     parent_task = await alice.get(parent)
     assert parent_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+async def test_a_protocol_0_3_client_holds_a_conversation_beside_a_1_0_client(
+    gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    """JSON-RPC as 0.3 clients send it (``message/send``, kinds on every object, no
+    ``A2A-Version`` header) against the same gateway a 1.0 client uses."""
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Hello from 0.3."},
+            {"type": "text", "text": "Two is 2."},
+            {"type": "text", "text": "Hello from 1.0."},
+        ]
+    )
+    operator()
+    replica = gateway()
+
+    async def send(http: httpx.AsyncClient, text: str, task_id: str | None) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "kind": "message",
+            "messageId": f"m-{text}",
+            "role": "user",
+            "parts": [{"kind": "text", "text": text}],
+        }
+        if task_id:
+            message["taskId"] = task_id
+        answer = await http.post(
+            f"{replica.url}/",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": message},
+            },
+            headers={"X-Participant-Id": "alice"},
+            timeout=30,
+        )
+        body: dict[str, Any] = answer.json()
+        assert "result" in body, body
+        return body["result"]  # type: ignore[no-any-return]
+
+    async with httpx.AsyncClient() as http:
+        first = await send(http, "Hi!", None)
+        second = await send(http, "And two?", first["id"])
+
+    assert first["kind"] == "task"
+    assert first["status"]["state"] == "input-required"
+    assert second["status"]["state"] == "input-required"
+    assert [(m["role"], m["parts"][0]["text"]) for m in second["history"]] == [
+        ("user", "Hi!"),
+        ("agent", "Hello from 0.3."),
+        ("user", "And two?"),
+        ("agent", "Two is 2."),
+    ]
+    alice = await users(replica.url, "alice")
+    task = await alice.get(first["id"])
+    assert said(task)[-1] == ("agent", "Two is 2.")
+    newer = await alice.send("Hi from 1.0!")
+    assert newer[-1].status_update.status.message.parts[0].text == "Hello from 1.0."
 
 
 async def test_the_sub_state_is_in_the_task_metadata_while_the_task_is_parked(

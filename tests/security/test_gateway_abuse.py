@@ -312,9 +312,17 @@ async def test_an_ended_task_refuses_messages_completion_and_cancel_naming_its_s
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 7}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/delete", "params": {"id": "x"}}', -32601),
-        (b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}', -32601),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}', -32602),
     ],
-    ids=["not-json", "wrong-version", "batch", "bad-params", "no-message", "unknown", "v0.3-name"],
+    ids=[
+        "not-json",
+        "wrong-version",
+        "batch",
+        "bad-params",
+        "no-message",
+        "unknown",
+        "v0.3-no-message",
+    ],
 )
 async def test_malformed_json_rpc_and_unknown_methods_are_refused(
     body: bytes, code: int, gateway: GatewayProcess, kubectl: Kubectl

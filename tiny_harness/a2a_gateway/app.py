@@ -96,8 +96,15 @@ def build_app(
         Route(HEALTH_PATH, _health, methods=["GET"]),
         Route(METRICS_PATH, metrics.endpoint, methods=["GET"]),
         *(Route(path, _schema, methods=["GET"]) for path in _SCHEMAS),
-        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=contexts),
-        *create_rest_routes(handler, context_builder=contexts, path_prefix=REST_PREFIX),
+        # Protocol 0.3 too, through the SDK's own compatibility layer (JSON-RPC `message/send`
+        # and friends on the same endpoint, HTTP+JSON under REST_PREFIX/v1/...), since many
+        # deployed clients still speak it.
+        *create_jsonrpc_routes(
+            handler, JSONRPC_PATH, context_builder=contexts, enable_v0_3_compat=True
+        ),
+        *create_rest_routes(
+            handler, context_builder=contexts, path_prefix=REST_PREFIX, enable_v0_3_compat=True
+        ),
     ]
     middleware = [
         Middleware(MetricsMiddleware, metrics=metrics, public_paths=PUBLIC_PATHS),

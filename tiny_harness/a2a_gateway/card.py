@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentSkill
-from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 from tiny_harness import __version__
 from tiny_harness.core.catalog import ModelCatalog
@@ -81,6 +81,18 @@ def build_agent_card(base_url: str, commands: Sequence[CommandSpec] = ()) -> Age
                 url=f"{base}{REST_PREFIX}",
                 protocol_binding=TransportProtocol.HTTP_JSON.value,
                 protocol_version=PROTOCOL_VERSION_1_0,
+            ),
+            # The same endpoints speak 0.3 (the SDK's compatibility layer, see app.py); the
+            # card route adds the 0.3 card fields (url, preferredTransport ...) from these.
+            AgentInterface(
+                url=f"{base}{JSONRPC_PATH}",
+                protocol_binding=TransportProtocol.JSONRPC.value,
+                protocol_version=PROTOCOL_VERSION_0_3,
+            ),
+            AgentInterface(
+                url=f"{base}{REST_PREFIX}",
+                protocol_binding=TransportProtocol.HTTP_JSON.value,
+                protocol_version=PROTOCOL_VERSION_0_3,
             ),
         ],
         capabilities=AgentCapabilities(
