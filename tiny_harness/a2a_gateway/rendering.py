@@ -18,7 +18,6 @@ from a2a.helpers.proto_helpers import get_data_parts
 from a2a.server.cluster import TaskVersion
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import InvalidParamsError
-from pydantic import ValidationError
 
 from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
 from tiny_harness.core.control import control_part
@@ -27,17 +26,14 @@ from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
-from tiny_harness.core.task import TaskSpec, TaskStatus
+from tiny_harness.core.task import TaskSpec
+from tiny_harness.kube import participant_view
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import context_id_of
 
 TERMINAL_STATES: Final = frozenset(state_to_a2a(s) for s in TaskState if s.is_terminal)
 INTERRUPTED_STATES: Final = frozenset(
     state_to_a2a(s) for s in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
-)
-
-_STATUS_KEYS: Final = frozenset(
-    key for name, field in TaskStatus.model_fields.items() for key in (name, field.alias or name)
 )
 
 
@@ -64,20 +60,12 @@ def task_version(obj: Obj) -> ResourceVersion:
 
 
 def spec_of(obj: Obj) -> TaskSpec:
-    """The spec as the task model reads it. The API server's schema already holds a stored spec
-    to the model; a plan the operator rejected (a cycle) is left out rather than failing."""
-    raw = dict(obj.get("spec") or {})
-    try:
-        return TaskSpec.model_validate(raw)
-    except ValidationError:
-        raw.pop("plan", None)
-        return TaskSpec.model_validate(raw)
-
-
-def status_of(obj: Obj) -> TaskStatus:
-    """The status the operator wrote; keys a newer operator added are ignored, not refused."""
-    raw = obj.get("status") or {}
-    return TaskStatus.model_validate({k: v for k, v in raw.items() if k in _STATUS_KEYS})
+    """The spec as every front end reads it (:func:`.participant_view.spec_of`); a spec that
+    does not read at all is a ValidationError here, since a task cannot be rendered without."""
+    spec = participant_view.spec_of(obj)
+    if spec is None:
+        return TaskSpec.model_validate(obj.get("spec") or {})  # raises, naming the field
+    return spec
 
 
 def updated_at(obj: Obj) -> dt.datetime | None:
@@ -96,7 +84,7 @@ def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
         obj["metadata"]["name"],
         context_id_of(obj),
         spec_of(obj),
-        status_of(obj),
+        participant_view.status_of(obj),
         history=history,
         timestamp=updated_at(obj),
     )

@@ -65,7 +65,6 @@ from tiny_harness.a2a_gateway.rendering import (
     pending_message,
     plain_metadata,
     render_task,
-    spec_of,
     task_version,
 )
 from tiny_harness.core.a2a_task import extension_from_a2a
@@ -77,7 +76,6 @@ from tiny_harness.core.errors import (
     ServerControlledFieldError,
     TaskNotFoundError,
 )
-from tiny_harness.core.history import acknowledged, transcript
 from tiny_harness.core.inbox import Control, MessageSpec
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
 from tiny_harness.kube.client import HarnessTasks, Obj, translate
@@ -92,6 +90,7 @@ from tiny_harness.kube.names import (
     VERSION,
     context_id_of,
 )
+from tiny_harness.kube.participant_view import conversation, role_of
 from tiny_harness.kube.watching import read_for_watch
 
 log = logging.getLogger(__name__)
@@ -100,12 +99,7 @@ OwnerResolver = Callable[[ServerCallContext], str | None]
 
 
 def _is_member(obj: Obj, participant: str | None) -> bool:
-    if participant is None:
-        return False
-    try:
-        return spec_of(obj).role_of(participant) is not None
-    except ValidationError:
-        return False
+    return role_of(obj, participant) is not None
 
 
 def _sort_key(task: Task) -> tuple[bool, int, str]:
@@ -165,18 +159,18 @@ class KubeTaskStore(VersionedTaskStore):
         return StoredTask(render_task(obj), version)
 
     async def history(self, obj: Obj) -> list[Message]:
-        """The conversation: the transcript of the turn journals, then the pending messages."""
+        """The conversation as a participant sees it (:func:`.participant_view.conversation`),
+        as A2A messages: a pending message keeps every part it was sent with."""
         name = obj["metadata"]["name"]
         context_id = context_id_of(obj)
         records, sent = await asyncio.gather(
             self._turns.for_task(name), self._messages.for_task(name)
         )
-        entries = [e for r in records for e in r.entries]
-        taken = acknowledged(entries)
-        return [history_message(name, context_id, m) for m in transcript(entries)] + [
-            pending_message(name, context_id, m.spec)
-            for m in sent
-            if m.spec.message_id not in taken
+        return [
+            pending_message(name, context_id, said.sent)
+            if said.sent is not None
+            else history_message(name, context_id, said.message)
+            for said in conversation(records, sent)
         ]
 
     async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:

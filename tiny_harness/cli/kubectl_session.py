@@ -21,7 +21,6 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar, cast
 
@@ -30,7 +29,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tiny_harness.core.answers import command_reply_id, turn_has_ended, turn_that_took
-from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
     HarnessError,
     NotPermittedError,
@@ -40,17 +38,12 @@ from tiny_harness.core.errors import (
 from tiny_harness.core.history import (
     NoticeEntry,
     TranscriptMessage,
-    acknowledged,
     transcript,
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
-    Lifecycle,
-    Role,
-    TaskSpec,
-    TaskStatus,
     invalid_task_error,
 )
 from tiny_harness.core.turn import DrainEntry
@@ -58,6 +51,16 @@ from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, tran
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.names import GROUP, PLURAL, VERSION
+from tiny_harness.kube.participant_view import (
+    Said,
+    conversation,
+    ended_for_good,
+    lifecycle_of,
+    role_of,
+    spec_of,
+    state_of,
+    status_of,
+)
 
 #: Where a pod finds its own namespace, as kubectl reads it in a cluster.
 SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -65,10 +68,6 @@ SERVICE_ACCOUNT_NAMESPACE: Final = Path("/var/run/secrets/kubernetes.io/servicea
 POLL_SECONDS: Final = 0.25
 
 T = TypeVar("T")
-
-_STATUS_KEYS: Final = frozenset(
-    key for name, field in TaskStatus.model_fields.items() for key in (name, field.alias or name)
-)
 
 
 class KubeconfigError(HarnessError):
@@ -146,67 +145,8 @@ async def who_am_i(api: client.ApiClient) -> str:
 # -- reading a task --------------------------------------------------------------------------
 
 
-def spec_of(obj: Obj) -> TaskSpec | None:
-    """The spec as the task model reads it; a plan the operator rejected is left out."""
-    raw = dict(obj.get("spec") or {})
-    try:
-        return TaskSpec.model_validate(raw)
-    except ValidationError:
-        raw.pop("plan", None)
-    try:
-        return TaskSpec.model_validate(raw)
-    except ValidationError:
-        return None
-
-
-def status_of(obj: Obj) -> TaskStatus:
-    """The status the operator wrote; keys a newer operator added are ignored."""
-    raw = obj.get("status") or {}
-    try:
-        return TaskStatus.model_validate({k: v for k, v in raw.items() if k in _STATUS_KEYS})
-    except ValidationError:
-        return TaskStatus(state=state_of(obj))
-
-
-def lifecycle_of(obj: Obj) -> Lifecycle:
-    """The task's lifecycle as the operator recorded it, or as its spec implies."""
-    raw = (obj.get("status") or {}).get("lifecycle")
-    if raw in (Lifecycle.CONVERSATION.value, Lifecycle.DELEGATED.value):
-        return Lifecycle(raw)
-    parent = (obj.get("spec") or {}).get("parent")
-    return Lifecycle.DELEGATED if parent else Lifecycle.CONVERSATION
-
-
-def state_of(obj: Obj) -> TaskState:
-    """The task's A2A state; submitted until the operator has written one."""
-    raw = (obj.get("status") or {}).get("state")
-    try:
-        return TaskState(raw) if raw else TaskState.SUBMITTED
-    except ValueError:
-        return TaskState.SUBMITTED
-
-
-def role_of(obj: Obj, participant: str) -> Role | None:
-    """The participant's role on the task, or None when they are not on it."""
-    for p in (obj.get("spec") or {}).get("participants") or ():
-        if p.get("id") == participant:
-            try:
-                return Role(p.get("role"))
-            except ValueError:
-                return None
-    return None
-
-
 def name_of(obj: Obj) -> str:
     return str(obj["metadata"]["name"])
-
-
-@dataclass(frozen=True)
-class Said:
-    """One message of the conversation; ``pending`` when no turn has taken it yet."""
-
-    message: TranscriptMessage
-    pending: bool = False
 
 
 def drained(records: Iterable[TurnRecord], message_id: str) -> bool:
@@ -233,10 +173,6 @@ def refusal_of(records: Iterable[TurnRecord], message_id: str) -> str | None:
             if isinstance(entry, NoticeEntry) and entry.metadata.get("refused") == message_id:
                 return entry.text
     return None
-
-
-def _pending_text(spec: MessageSpec) -> str:
-    return spec.text if spec.control is None else f"/{spec.control}"
 
 
 # -- the session -----------------------------------------------------------------------------
@@ -272,36 +208,19 @@ class Session:
         return [o for o in items if role_of(o, self.participant) is not None]
 
     async def conversation(self, name: str) -> list[Said]:
-        """The transcript of the task's turns, then the messages no turn has taken yet."""
+        """The conversation as the participant sees it (:func:`.participant_view.conversation`)."""
         records, sent = await asyncio.gather(
             self.records.for_task(name), self.messages.for_task(name)
         )
-        entries = [e for r in records for e in r.entries]
-        taken = acknowledged(entries)
-        out = [Said(m) for m in transcript(entries)]
-        out += [
-            Said(
-                TranscriptMessage(
-                    role="user",
-                    message_id=m.spec.message_id,
-                    text=_pending_text(m.spec),
-                    sender=m.spec.sender,
-                ),
-                pending=True,
-            )
-            for m in sent
-            if m.spec.message_id not in taken
-        ]
-        return out
+        return conversation(records, sent)
 
     # -- writes ------------------------------------------------------------------------------
 
     async def writable(self, name: str) -> Obj:
         """The task, if the participant may send to it: on it, and the task has not ended."""
         obj = await self.visible(name)
-        state = state_of(obj)
-        if state.is_terminal and not resumable(state, lifecycle_of(obj)):
-            raise TerminalTaskError(state.value)
+        if ended_for_good(obj):
+            raise TerminalTaskError(state_of(obj).value)
         return obj
 
     async def endable(self, name: str, action: Control) -> Obj:
@@ -316,9 +235,8 @@ class Session:
         )
         if refused is not None:
             raise NotPermittedError(f"{refused}; ask its assignee or reporter")
-        state = state_of(obj)
-        if state.is_terminal and not resumable(state, lifecycle_of(obj)):
-            raise TerminalTaskError(state.value)
+        if ended_for_good(obj):
+            raise TerminalTaskError(state_of(obj).value)
         return obj
 
     async def send_text(self, obj: Obj, text: str) -> StoredMessage:
@@ -429,6 +347,11 @@ __all__ = [
     "Session",
     "TimedOutError",
     "current_namespace",
+    "lifecycle_of",
     "open_api",
+    "role_of",
+    "spec_of",
+    "state_of",
+    "status_of",
     "who_am_i",
 ]

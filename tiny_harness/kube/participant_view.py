@@ -1,0 +1,136 @@
+"""A stored task as its participants see it: the one reading of it that every front end (the
+A2A gateway, ``kubectl harness``) uses.
+
+The questions the front ends ask of a task are answered here, or in :mod:`tiny_harness.core`
+below it, and nowhere else:
+
+- what the task is (:func:`spec_of`, :func:`status_of`, :func:`state_of`, :func:`lifecycle_of`),
+  read leniently: a plan the operator rejected is left out of the spec, and status keys a newer
+  operator added are ignored, so an older front end still shows the task;
+- who is on it (:func:`role_of`; someone not on it is told it does not exist), and whether it
+  has ended for good (:func:`ended_for_good`; a failed conversation has not);
+- the conversation as a participant sees it (:func:`conversation`): the transcript of the turn
+  journals, refused messages with their reasons, then the messages no turn has taken yet;
+- "may this participant end the task?" is :func:`tiny_harness.core.speakers.refuse_ending`,
+  and "has the turn that took my message ended?" is :mod:`tiny_harness.core.answers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from tiny_harness.core.decide import resumable
+from tiny_harness.core.history import TranscriptMessage, acknowledged, transcript
+from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Lifecycle, Role, TaskSpec, TaskStatus
+from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.messages import StoredMessage
+
+Obj = dict[str, Any]
+
+#: The status keys this version knows, by field name and by alias.
+STATUS_KEYS: Final = frozenset(
+    key for name, field in TaskStatus.model_fields.items() for key in (name, field.alias or name)
+)
+
+
+def spec_of(obj: Obj) -> TaskSpec | None:
+    """The spec as the task model reads it; a plan the operator rejected is left out. None
+    when even that does not read (the API server's schema makes this rare)."""
+    raw = dict(obj.get("spec") or {})
+    try:
+        return TaskSpec.model_validate(raw)
+    except ValidationError:
+        raw.pop("plan", None)
+    try:
+        return TaskSpec.model_validate(raw)
+    except ValidationError:
+        return None
+
+
+def state_of(obj: Obj) -> TaskState:
+    """The task's A2A state; submitted until the operator has written one."""
+    raw = (obj.get("status") or {}).get("state")
+    try:
+        return TaskState(raw) if raw else TaskState.SUBMITTED
+    except ValueError:
+        return TaskState.SUBMITTED
+
+
+def status_of(obj: Obj) -> TaskStatus:
+    """The status the operator wrote; keys a newer operator added are ignored, and a status
+    that does not read shows as its state alone."""
+    raw = obj.get("status") or {}
+    try:
+        return TaskStatus.model_validate({k: v for k, v in raw.items() if k in STATUS_KEYS})
+    except ValidationError:
+        return TaskStatus(state=state_of(obj))
+
+
+def lifecycle_of(obj: Obj) -> Lifecycle:
+    """The task's lifecycle as the operator recorded it, or as its spec implies."""
+    raw = (obj.get("status") or {}).get("lifecycle")
+    if raw in (Lifecycle.CONVERSATION.value, Lifecycle.DELEGATED.value):
+        return Lifecycle(raw)
+    parent = (obj.get("spec") or {}).get("parent")
+    return Lifecycle.DELEGATED if parent else Lifecycle.CONVERSATION
+
+
+def role_of(obj: Obj, participant: str | None) -> Role | None:
+    """The participant's role on the task, or None when they are not on it (or the spec does
+    not read, which shows the task to no one rather than to everyone)."""
+    if participant is None:
+        return None
+    spec = spec_of(obj)
+    return spec.role_of(participant) if spec is not None else None
+
+
+def ended_for_good(obj: Obj) -> bool:
+    """Has the task ended for good? A failed conversation has not: a participant's next
+    message resumes it (the operator's rule, :func:`tiny_harness.core.decide.resumable`)."""
+    state = state_of(obj)
+    return state.is_terminal and not resumable(state, lifecycle_of(obj))
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of the conversation. ``sent`` is the message as sent, while no turn has
+    taken it yet (its parts, for a front end that shows more than text)."""
+
+    message: TranscriptMessage
+    sent: MessageSpec | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.sent is not None
+
+
+def pending_text(spec: MessageSpec) -> str:
+    return spec.text if spec.control is None else f"/{spec.control}"
+
+
+def conversation(records: Iterable[TurnRecord], messages: Iterable[StoredMessage]) -> list[Said]:
+    """The transcript of the task's turn journals (refusals included, with their reasons), then
+    the messages no turn has taken yet, in the order they were sent."""
+    entries = [e for r in records for e in r.entries]
+    taken = acknowledged(entries)
+    out = [Said(m) for m in transcript(entries)]
+    out += [
+        Said(
+            TranscriptMessage(
+                role="user",
+                message_id=m.spec.message_id,
+                text=pending_text(m.spec),
+                sender=m.spec.sender,
+            ),
+            sent=m.spec,
+        )
+        for m in messages
+        if m.spec.message_id not in taken
+    ]
+    return out
