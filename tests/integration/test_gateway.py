@@ -202,7 +202,7 @@ async def test_a_command_answers_with_its_reply_as_the_status_message_and_the_ca
     alice = await users(gateway().url, "alice", transport=transport, streaming=streaming)
     task_id = task_id_of(await alice.send("Hi!"))
 
-    for command in ("/status", "/model gpt-5", "/status"):
+    for command in ("/status", "/effort high", "/status"):
         message = text_message(command, task_id=task_id)
         events = await asyncio.wait_for(alice.stream(message), 20)
 
@@ -215,7 +215,7 @@ async def test_a_command_answers_with_its_reply_as_the_status_message_and_the_ca
         assert reply.parts[0].text == status.message.parts[0].text
         assert reply.parts[0].text
 
-    assert "gpt-5" in (await alice.get(task_id)).history[-1].parts[0].text
+    assert "effort: high" in (await alice.get(task_id)).history[-1].parts[0].text
     assert len(await model_server.control.requests()) == 1  # the commands never reached it
 
 

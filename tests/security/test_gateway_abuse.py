@@ -312,7 +312,7 @@ async def test_an_ended_task_refuses_messages_completion_and_cancel_naming_its_s
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 7}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "tasks/delete", "params": {"id": "x"}}', -32601),
-        (b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}', -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}', -32600),
     ],
     ids=[
         "not-json",

@@ -34,7 +34,14 @@ import kopf
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
-from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
+from tiny_harness.kube.names import (
+    CONTEXT_ID_ANNOTATION,
+    GROUP,
+    MESSAGE_PLURAL,
+    PLURAL,
+    TURN_PLURAL,
+    VERSION,
+)
 
 log = logging.getLogger(__name__)
 
@@ -247,18 +254,26 @@ class Cache:
 
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
-#: (every status write adds to it), and the index holds every task in memory.
+#: (every status write adds to it), and the index holds every task in memory. Of the
+#: annotations only the A2A context id is read (a child joins its parent's context).
 _UNREAD_METADATA: Final = frozenset({"managedFields", "annotations"})
+_READ_ANNOTATIONS: Final = frozenset({CONTEXT_ID_ANNOTATION})
 
 
 def _plain(body: kopf.Body) -> Obj:
     """The parts of the object the operator reads, as plain dicts (shared, not copied:
     nothing here mutates them)."""
     metadata = body["metadata"]
+    kept = {k: v for k, v in metadata.items() if k not in _UNREAD_METADATA}
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if k in _READ_ANNOTATIONS
+    }
+    if annotations:
+        kept["annotations"] = annotations
     return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
-        "metadata": {k: v for k, v in metadata.items() if k not in _UNREAD_METADATA},
+        "metadata": kept,
         "spec": body.get("spec") or {},
         "status": body.get("status") or {},
     }

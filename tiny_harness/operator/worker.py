@@ -668,10 +668,15 @@ class TaskWorker:
         )
         metadata: dict[str, Any] = {"command": call.name}
         reply = result.reply
-        status: dict[str, Any] = {}
         if result.settings is not None:
-            status["model"] = result.settings.model
-            status["reasoningEffort"] = result.settings.reasoning_effort
+            # Settings first: whoever sees the reply may rely on them being in force.
+            await self.write_status(
+                {
+                    "model": result.settings.model,
+                    "reasoningEffort": result.settings.reasoning_effort,
+                },
+                leased=host is not None,
+            )
             if host is not None:
                 host.task_settings = result.settings
         if result.spawn is not None:
@@ -703,12 +708,11 @@ class TaskWorker:
             await host.record_notices(entries)
         else:
             await self.append_notices(snap, entries)
-        # One status write, after the reply is in the journal: the new settings, and the reply
-        # as the status message, so whoever waits on the task hears it (core/answers.py). The
-        # state stays as it is.
-        status["message"] = reply[:TEXT_MAX]
-        status["messageId"] = reply_id
-        await self.write_status(status, leased=host is not None)
+        # Once the reply is in the journal, it is also the status message, so whoever waits on
+        # the task hears it (core/answers.py). The state stays as it is.
+        await self.write_status(
+            {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
+        )
 
     async def cancel_children(self, snap: Snapshot) -> None:
         for child in self.rt.cache.children(self.namespace, self.name):
