@@ -430,3 +430,24 @@ async def test_a_list_filter_that_is_not_a_task_state_is_invalid_params_over_bot
     assert rest.json()["error"]["message"].startswith(expected)
     assert valid.status_code == 200
     assert task in [t["id"] for t in valid.json()["tasks"]]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/rest/v1/tasks/none?historyLength=:",  # protocol 0.3: the SDK's adapter answered 500
+        "/rest/tasks/none?historyLength=two",
+        "/rest/tasks?pageSize=1e3",
+    ],
+)
+async def test_a_numeric_query_parameter_that_is_not_a_number_is_a_400_naming_it(
+    path: str, gateway: GatewayProcess
+) -> None:
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(
+            f"{gateway.url}{path}", headers={**A2A_HEADERS, "X-Participant-Id": "alice"}
+        )
+
+    name, value = path.split("?")[1].split("=")
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"] == f"{name}: {value!r} is not a whole number"

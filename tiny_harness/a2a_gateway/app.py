@@ -42,7 +42,7 @@ from tiny_harness.a2a_gateway.identity import (
     identity_backend,
     refuse_credentials,
 )
-from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit
+from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit, QueryNumbers
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
 from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
@@ -109,6 +109,7 @@ def build_app(
     middleware = [
         Middleware(MetricsMiddleware, metrics=metrics, public_paths=PUBLIC_PATHS),
         Middleware(BodySizeLimit, max_bytes=settings.max_request_bytes, public_paths=PUBLIC_PATHS),
+        Middleware(QueryNumbers, public_paths=PUBLIC_PATHS),
         Middleware(
             AuthenticationMiddleware,
             backend=identity or identity_backend(settings, api),

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from starlette.datastructures import QueryParams
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -152,4 +153,34 @@ class ParticipantRateLimit:
             )
             await response(scope, receive, send)
             return
+        await self.app(scope, receive, send)
+
+
+#: Query parameters that must be whole numbers (HTTP+JSON, 1.0 and 0.3).
+_WHOLE_NUMBER_PARAMS: Final = ("historyLength", "pageSize", "history_length", "page_size")
+
+
+class QueryNumbers:
+    """Refuse (400) an HTTP+JSON request whose numeric query parameter is not a whole number,
+    naming it. The SDK's 0.3 adapter turns such a value into an uncaught error (a 500); every
+    malformed request must instead be a 4xx that says what to fix."""
+
+    def __init__(self, app: ASGIApp, public_paths: frozenset[str]) -> None:
+        self.app = app
+        self.public_paths = public_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in self.public_paths:
+            query = QueryParams(scope.get("query_string", b""))
+            for name in _WHOLE_NUMBER_PARAMS:
+                value = query.get(name)
+                if value is not None and not value.lstrip("-").isdigit():
+                    note(scope.setdefault("state", {}), **{OUTCOME_KEY: "invalid"})
+                    refusal = _refusal(
+                        400,
+                        "INVALID_ARGUMENT",
+                        f"{name}: {value!r} is not a whole number",
+                    )
+                    await refusal(scope, receive, send)
+                    return
         await self.app(scope, receive, send)
