@@ -162,8 +162,10 @@ async def test_a_failed_delegated_child_wakes_its_parent(
                 "type": "tool_calls",
                 "calls": [{"name": "spawn_subtask", "arguments": {"goal": "Count."}}],
             },
-            {"type": "text", "text": "Delegated."},
-            {"type": "error", "status": 404, "message": "no model for the child"},
+            # The parent's next call and the child's first race each other: each turn names
+            # the request it answers.
+            {"type": "text", "text": "Delegated.", "when": "Delegate it."},
+            {"type": "error", "status": 404, "message": "no model for the child", "when": "Count."},
             {"type": "text", "text": "The child failed; I will tell Alice."},
         ]
     )

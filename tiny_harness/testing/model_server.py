@@ -74,6 +74,12 @@ class _Turn(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     delay_seconds: float = Field(default=0.0, ge=0, description="Wait this long, then answer.")
+    when: str | None = Field(
+        default=None,
+        description="Answer only a request whose body contains this text; until one comes, "
+        "later turns answer the others. For tests where two tasks call at once and the order "
+        "of their calls is not the test's to choose.",
+    )
 
 
 class TextTurn(_Turn):
@@ -221,6 +227,15 @@ class ScriptedModelServer:
 
     # -- what tests use ----------------------------------------------------------------------
 
+    def _take(self, raw: bytes) -> TextTurn | ToolCallsTurn | ErrorTurn:
+        """The first scripted turn this request may have (see :attr:`_Turn.when`)."""
+        text = raw.decode("utf-8", errors="replace")
+        for i, turn in enumerate(self._turns):
+            if turn.when is None or turn.when in text:
+                del self._turns[i]
+                return turn
+        return TextTurn(text=DEFAULT_REPLY_TEXT)
+
     @property
     def base_url(self) -> str:
         """The server's root URL, ``http://127.0.0.1:<port>``."""
@@ -284,7 +299,7 @@ class ScriptedModelServer:
                 raw_body=raw,
             )
         )
-        turn = self._turns.popleft() if self._turns else TextTurn(text=DEFAULT_REPLY_TEXT)
+        turn = self._take(raw)
         if turn.delay_seconds:
             await asyncio.sleep(turn.delay_seconds)
         if isinstance(turn, ErrorTurn):

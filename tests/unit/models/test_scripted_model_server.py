@@ -206,3 +206,20 @@ def test_a_script_written_before_the_new_fields_still_parses_and_new_ones_round_
 
     assert old == [ErrorTurn(status=503, retry_after_seconds=1)]
     assert parse_turns([new.model_dump(mode="json")]) == [new]
+
+
+async def test_a_turn_with_when_waits_for_a_request_that_contains_its_text(
+    server: ScriptedModelServer, make_adapter: MakeAdapter
+) -> None:
+    """Two tasks calling at once: each gets the turn meant for it, whichever calls first."""
+    server.script([TextTurn(text="for the child", when="Count."), TextTurn(text="for the lead")])
+    adapter = await make_adapter("responses")
+
+    lead = await adapter.complete(HI)
+    child = await adapter.complete(
+        LLMRequest(messages=(ChatMessage(role="user", content="Count."),))
+    )
+    after = await adapter.complete(HI)
+
+    assert (lead.text, child.text) == ("for the lead", "for the child")
+    assert after.text == "Done."  # the script has run out
