@@ -71,29 +71,16 @@ def build_agent_card(base_url: str, commands: Sequence[CommandSpec] = ()) -> Age
         name="tiny-harness",
         description=DESCRIPTION,
         version=__version__,
+        # Both protocol versions on the same endpoints (0.3 through the SDK's compatibility
+        # layer, see app.py); the card route adds the 0.3 card fields (url, preferredTransport
+        # ...) from the 0.3 interfaces. 1.0 first: it is the version clients should prefer.
         supported_interfaces=[
-            AgentInterface(
-                url=f"{base}{JSONRPC_PATH}",
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
-            ),
-            AgentInterface(
-                url=f"{base}{REST_PREFIX}",
-                protocol_binding=TransportProtocol.HTTP_JSON.value,
-                protocol_version=PROTOCOL_VERSION_1_0,
-            ),
-            # The same endpoints speak 0.3 (the SDK's compatibility layer, see app.py); the
-            # card route adds the 0.3 card fields (url, preferredTransport ...) from these.
-            AgentInterface(
-                url=f"{base}{JSONRPC_PATH}",
-                protocol_binding=TransportProtocol.JSONRPC.value,
-                protocol_version=PROTOCOL_VERSION_0_3,
-            ),
-            AgentInterface(
-                url=f"{base}{REST_PREFIX}",
-                protocol_binding=TransportProtocol.HTTP_JSON.value,
-                protocol_version=PROTOCOL_VERSION_0_3,
-            ),
+            AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+            for version in (PROTOCOL_VERSION_1_0, PROTOCOL_VERSION_0_3)
+            for url, binding in (
+                (f"{base}{JSONRPC_PATH}", TransportProtocol.JSONRPC.value),
+                (f"{base}{REST_PREFIX}", TransportProtocol.HTTP_JSON.value),
+            )
         ],
         capabilities=AgentCapabilities(
             streaming=True,
