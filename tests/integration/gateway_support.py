@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import httpx
 import yaml
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -41,6 +41,7 @@ from tiny_harness.kube.crd import REPO_ROOT
 JSONRPC = "JSONRPC"
 REST = "HTTP+JSON"
 TRANSPORTS = (JSONRPC, REST)
+PROTOCOLS = ("1.0", "0.3")
 T = TypeVar("T")
 GATEWAY_ACCOUNT = "tiny-harness-gateway"
 
@@ -221,6 +222,8 @@ class A2AUser:
         self.client = client
         self.http = http
         self.name = name
+        #: The ``A2A-Version`` header of every A2A call sent ("none" for a call without one).
+        self.versions_sent: set[str] = set()
 
     @classmethod
     async def connect(
@@ -232,20 +235,44 @@ class A2AUser:
         token: str | None = None,
         headers: dict[str, str] | None = None,
         streaming: bool = True,
+        protocol: str = "1.0",
     ) -> A2AUser:
+        """A client of the gateway at ``url`` acting as ``name``. ``protocol="0.3"`` gives the
+        SDK's own 0.3 client (its compatibility transports), chosen from the card's 0.3
+        interfaces exactly as a client that only knew 0.3 would choose them."""
         sent = dict(headers or {})
         if name is not None:
             sent["X-Participant-Id"] = name
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
-        http = httpx.AsyncClient(headers=sent, timeout=httpx.Timeout(60.0))
+        versions: set[str] = set()
+
+        async def note_version(request: httpx.Request) -> None:
+            if "/.well-known/" not in request.url.path:  # the card is fetched before a version
+                versions.add(request.headers.get("A2A-Version", "none"))
+
+        http = httpx.AsyncClient(
+            headers=sent,
+            timeout=httpx.Timeout(60.0),
+            event_hooks={"request": [note_version]},
+        )
         factory = ClientFactory(
             ClientConfig(
                 streaming=streaming, httpx_client=http, supported_protocol_bindings=[transport]
             )
         )
-        client = await factory.create_from_url(url)
-        return cls(client, http, name or "")
+        if protocol == "1.0":
+            client = await factory.create_from_url(url)
+        else:
+            card = await A2ACardResolver(http, url).get_agent_card()
+            offered = [i for i in card.supported_interfaces if i.protocol_version == protocol]
+            assert offered, f"the card offers no {protocol} interface"
+            del card.supported_interfaces[:]
+            card.supported_interfaces.extend(offered)
+            client = factory.create(card)
+        user = cls(client, http, name or "")
+        user.versions_sent = versions
+        return user
 
     async def close(self) -> None:
         await self.client.close()

@@ -46,6 +46,7 @@ from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit,
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
 from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.a2a_gateway.waiting import Waits
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.schemas import generated_files
 from tiny_harness.core.settings import GatewaySettings, Settings
@@ -89,6 +90,7 @@ def build_app(
         KubeTaskStore(api, settings.namespace),
         KubeTaskEventStream(watches, settings.namespace),
         metrics,
+        waits=Waits(take=settings.send_take_seconds, idle=settings.send_idle_seconds),
     )
     contexts = GatewayCallContextBuilder()
     routes: list[BaseRoute] = [

@@ -79,12 +79,15 @@ from tiny_harness.a2a_gateway.policy import (
 from tiny_harness.a2a_gateway.rendering import (
     is_interrupted,
     is_terminal,
+    noted,
+    status_event,
     status_key,
 )
 from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
 from tiny_harness.a2a_gateway.stream import TaskChange
+from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.answers import command_reply_id
+from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.task import TaskStatus
 
 #: The ASGI request state, as the call context carries it to the handler (for metrics).
@@ -175,11 +178,13 @@ class GatewayRequestHandler(RequestHandler):
         metrics: GatewayMetrics,
         *,
         cancel_wait_seconds: float = CANCEL_WAIT_SECONDS,
+        waits: Waits | None = None,
     ) -> None:
         self._store = store
         self._stream = stream
         self._metrics = metrics
         self._cancel_wait = cancel_wait_seconds
+        self._waits = waits or Waits()
 
     # -- instrumentation ---------------------------------------------------------------------
 
@@ -217,13 +222,18 @@ class GatewayRequestHandler(RequestHandler):
         with self._observed(context, "SendMessage"):
             validate_proto_required_fields(params)
             sent = await self._send(params, context)
+            notes: list[TaskStatusUpdateEvent] = []
             if not params.configuration.return_immediately:
-                async for _ in self._follow(sent):
+                async for _ in self._follow(sent, notes):
                     pass
             stored = await self._store.get(sent.task.id, context)
             if stored is None:
                 raise TaskNotFoundError(message=f"task {sent.task.id!r} was deleted")
-            return apply_history_length(stored.task, params.configuration)
+            task = stored.task
+            if notes:
+                # The wait ended at a quiet tick: its note is what the caller needs to read.
+                task.status.message.CopyFrom(notes[-1].status.message)
+            return apply_history_length(task, params.configuration)
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -294,6 +304,13 @@ class GatewayRequestHandler(RequestHandler):
                 message=f"message.context_id {message.context_id!r} is not the context of task "
                 f"{task.id!r} ({task.context_id!r})"
             )
+        retried = closed(task) and await self._store.already_sent(
+            task.id, message.message_id, participant
+        )
+        if retried:
+            # The same message again after it ended the task (a retried completion): the
+            # answer is the task as it is, as it was for the first send.
+            return _Sent(task, stored.version, message.message_id, existed=True)
         refuse_if_ended(task)
         if control is not None:
             require_ending_role(task, participant, control)
@@ -307,29 +324,67 @@ class GatewayRequestHandler(RequestHandler):
         existed = not version.is_after(stored.version)
         return _Sent(task, stored.version, message.message_id, existed=existed)
 
-    async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
-        """The visible changes of the task after the send, until it ends, a command's reply
-        arrives, or it waits for a participant again after the turn that took the message
-        has ended (:func:`tiny_harness.core.answers.turn_has_ended`, as of each change)."""
+    async def _follow(
+        self, sent: _Sent, notes: list[TaskStatusUpdateEvent] | None = None
+    ) -> AsyncIterator[TaskStatusUpdateEvent]:
+        """The visible changes of the task after the send, until the wait ends as
+        :mod:`tiny_harness.a2a_gateway.waiting` says: the task ends, the message's answer
+        outside a turn arrives, the turn that took it has ended (as of each change), or a
+        quiet tick finds an answer with no status event or a bound passed (then the last event
+        is the gateway's note, also appended to ``notes``)."""
         if closed(sent.task):
             return
         if sent.existed and is_interrupted(sent.task):
-            # A retried message may have been answered long ago: as of the task now?
+            # A retried message may have been answered long ago: by a notice, or by the end of
+            # the turn that gave it to the model, as of the task now?
+            fate = await self._store.fate(sent.task.id, sent.message_id)
+            if fate.answer is not None:
+                event = noted(status_event(sent.task), Note(fate.answer.id, fate.answer.text))
+                if notes is not None:
+                    notes.append(event)
+                yield event
+                return
             stand = await self._store.turn_stand(sent.task.id)
             if stand is not None and await self._store.answered(
                 sent.task.id, sent.message_id, turn=stand[0], running=stand[1]
             ):
                 return
-        reply_id = command_reply_id(sent.message_id)
-        async for change in self._visible_changes(sent.task, sent.version):
-            event = change.event
-            yield event
-            if is_terminal(event) or event.status.message.message_id == reply_id:
-                return  # ended, or a command answered (its reply is this status message)
-            if is_interrupted(event) and await self._store.answered(
-                sent.task.id, sent.message_id, turn=change.turn, running=change.running
-            ):
-                return
+        answers = {command_reply_id(sent.message_id), refusal_id(sent.message_id)}
+        clock = asyncio.get_running_loop().time
+        written = changed = clock()
+        last = status_event(sent.task)
+        changes = with_quiet_ticks(
+            self._visible_changes(sent.task, sent.version),
+            first=self._waits.first_tick,
+            cap=self._waits.tick_cap,
+        )
+        async with contextlib.aclosing(changes):
+            async for change in changes:
+                if isinstance(change, Quiet):
+                    fate = await self._store.fate(sent.task.id, sent.message_id)
+                    note = at_quiet_tick(
+                        fate,
+                        sent.message_id,
+                        since_written=clock() - written,
+                        since_change=clock() - changed,
+                        waits=self._waits,
+                    )
+                    if note is not None:
+                        event = noted(last, note)
+                        if notes is not None:
+                            notes.append(event)
+                        yield event
+                        return
+                    continue
+                changed = clock()
+                event = last = change.event
+                yield event
+                if is_terminal(event) or event.status.message.message_id in answers:
+                    return  # ended, or answered outside a turn (a command's reply, a refusal)
+                if is_interrupted(event) and await self._store.answered(
+                    sent.task.id, sent.message_id, turn=change.turn, running=change.running
+                ):
+                    return
 
     async def _changes(
         self, task: Task, version: TaskVersion
@@ -338,7 +393,9 @@ class GatewayRequestHandler(RequestHandler):
         async for change in self._visible_changes(task, version):
             yield change.event
 
-    async def _visible_changes(self, task: Task, version: TaskVersion) -> AsyncIterator[_Change]:
+    async def _visible_changes(
+        self, task: Task, version: TaskVersion
+    ) -> AsyncGenerator[_Change, None]:
         """Each change of the task after ``version`` that a participant can see (state,
         sub-state or status message differ from the last one seen, starting from ``task``),
         with where the task's turns stood at it."""

@@ -19,6 +19,7 @@ from a2a.server.cluster import TaskVersion
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import InvalidParamsError
 
+from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import TASK_EXT_KEY
@@ -105,6 +106,23 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
         status=task.status,
         metadata=metadata,
     )
+
+
+def noted(last: TaskStatusUpdateEvent, note: Note) -> TaskStatusUpdateEvent:
+    """``last`` (the task's status as last seen) with the gateway's note as its message: how a
+    send's wait ends when no status event ended it (:mod:`.waiting`)."""
+    event = TaskStatusUpdateEvent()
+    event.CopyFrom(last)
+    event.status.message.CopyFrom(
+        Message(
+            message_id=note.message_id,
+            task_id=last.task_id,
+            context_id=last.context_id,
+            role=Role.ROLE_AGENT,
+            parts=[Part(text=note.text)],
+        )
+    )
+    return event
 
 
 def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:

@@ -68,7 +68,7 @@ from tiny_harness.a2a_gateway.rendering import (
     task_version,
 )
 from tiny_harness.core.a2a_task import extension_from_a2a
-from tiny_harness.core.answers import turn_has_ended, turn_that_took
+from tiny_harness.core.answers import Fate, answered_as_of, fate_of
 from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
     InvalidEnvelopeError,
@@ -76,7 +76,7 @@ from tiny_harness.core.errors import (
     ServerControlledFieldError,
     TaskNotFoundError,
 )
-from tiny_harness.core.inbox import Control, MessageSpec
+from tiny_harness.core.inbox import Control, MessageSpec, message_name
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
 from tiny_harness.kube.client import HarnessTasks, Obj, translate
 from tiny_harness.kube.journal import TurnRecords
@@ -174,11 +174,23 @@ class KubeTaskStore(VersionedTaskStore):
         ]
 
     async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
-        """Had the turn that took the message ended, as of a status showing ``turn`` with a
-        runner or not? The records are read now (they only grow); the answer is as of that
-        status (:mod:`tiny_harness.core.answers`)."""
-        taken = turn_that_took(await self._turns.for_task(task_id), message_id)
-        return taken is not None and turn_has_ended(taken, turn=turn, running=running)
+        """:func:`tiny_harness.core.answers.answered_as_of` a status showing ``turn`` (running
+        or not), with the records read now: they only grow, and the answer is as of that
+        status."""
+        records = await self._turns.for_task(task_id)
+        return answered_as_of(records, message_id, turn=turn, running=running)
+
+    async def already_sent(self, task_id: str, message_id: str, sender: str) -> bool:
+        """Whether ``sender`` already sent this message to the task (a retry)."""
+        try:
+            stored = await self._messages.get(message_name(task_id, message_id))
+        except TaskNotFoundError:
+            return False
+        return stored.spec.sender == sender and stored.spec.task == task_id
+
+    async def fate(self, task_id: str, message_id: str) -> Fate:
+        """What the journal says of the message now (:func:`.answers.fate_of`)."""
+        return fate_of(await self._turns.for_task(task_id), message_id)
 
     async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
         """The task's latest turn and whether it runs, read now (None: the task is gone)."""

@@ -28,7 +28,12 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from tiny_harness.core.answers import command_reply_id, turn_has_ended, turn_that_took
+from tiny_harness.core.answers import (
+    command_reply_id,
+    refusal_of,
+    turn_has_ended,
+    turn_that_took,
+)
 from tiny_harness.core.errors import (
     HarnessError,
     NotPermittedError,
@@ -36,7 +41,6 @@ from tiny_harness.core.errors import (
     TerminalTaskError,
 )
 from tiny_harness.core.history import (
-    NoticeEntry,
     TranscriptMessage,
     transcript,
 )
@@ -164,15 +168,6 @@ def said_after(messages: Sequence[TranscriptMessage], message_id: str) -> list[T
         if message.role == "user" and message.message_id == message_id:
             return [m for m in messages[index + 1 :] if m.role == "agent"]
     return []
-
-
-def refusal_of(records: Iterable[TurnRecord], message_id: str) -> str | None:
-    """The operator's reason for refusing the message, if it refused it."""
-    for record in records:
-        for entry in record.entries:
-            if isinstance(entry, NoticeEntry) and entry.metadata.get("refused") == message_id:
-                return entry.text
-    return None
 
 
 # -- the session -----------------------------------------------------------------------------

@@ -20,6 +20,8 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     participant_identity = "header"   # or "tokenreview"
     max_request_bytes = 1048576
     rate_limit_per_minute = 120
+    send_take_seconds = 60         # a send not taken by a turn this long ends with a note
+    send_idle_seconds = 900        # a send with nothing visible changing this long ends too
 
     [operator]
     namespaces = []                # empty: the whole cluster
@@ -63,6 +65,18 @@ class GatewaySettings(_Section):
     participant_identity: Literal["header", "tokenreview"] = "header"
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
     rate_limit_per_minute: int = Field(default=120, ge=1)
+    send_take_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="How long a send waits for a turn to take its message before it ends "
+        "with a note that no operator has taken it (the message stays queued).",
+    )
+    send_idle_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        description="How long a send waits with nothing visible changing before it ends "
+        "with a note that the task is still at work.",
+    )
 
     @property
     def bind_address(self) -> tuple[str, int]:

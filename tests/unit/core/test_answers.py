@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 import pytest
 
 from tiny_harness.core.answers import (
+    answer_outside_turn,
     command_reply_id,
     refusal_id,
+    refusal_of,
     turn_has_ended,
+    turn_that_drained,
     turn_that_took,
 )
 from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
@@ -71,3 +74,24 @@ def test_answers_given_outside_a_turn_have_ids_made_from_the_message_id() -> Non
     assert command_reply_id("m-7") == "cmd-m-7"
     assert refusal_id("m-7") == "refused-m-7"
     assert command_reply_id("m-7") != command_reply_id("m-8")
+
+
+@pytest.mark.parametrize(("message", "turn"), [("m1", 1), ("m3", 2), ("c1", None), ("x", None)])
+def test_only_a_message_given_to_the_model_has_a_turn_whose_end_answers_it(
+    message: str, turn: int | None
+) -> None:
+    """A command is acknowledged in the journal of a turn that ended before it came: that
+    turn's end is not its answer (a stream once ended a /status early on a row change)."""
+    assert turn_that_drained(RECORDS, message) == turn
+
+
+def test_the_answer_outside_a_turn_is_the_command_reply_or_the_refusal_of_that_message() -> None:
+    reply = NoticeEntry(id=command_reply_id("c1"), text="effort: high")
+    refusal = NoticeEntry(id=refusal_id("c2"), text="refused: bob is a watcher")
+    records = [*RECORDS, Record(3, [reply, refusal])]
+
+    assert answer_outside_turn(records, "c1") == reply
+    assert answer_outside_turn(records, "c2") == refusal
+    assert answer_outside_turn(records, "m1") is None
+    assert refusal_of(records, "c2") == "refused: bob is a watcher"
+    assert refusal_of(records, "c1") is None  # answered, not refused
