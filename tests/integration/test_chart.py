@@ -5,6 +5,9 @@ with tokens minted for the chart's ServiceAccounts."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +36,7 @@ from tiny_harness.kube.admission import exempt_users, sender_policy
 from tiny_harness.kube.client import connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
 from tiny_harness.models.config import parse_provider_settings
 
 EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
@@ -450,3 +454,56 @@ def test_readme_table_never_grants_the_gateway_task_status() -> None:
 
     assert {r.service_account for r in rows} == {OPERATOR_SA, GATEWAY_SA}
     assert [r for r in rows if r.service_account == GATEWAY_SA and "status" in r.resource] == []
+
+
+@pytest.mark.parametrize("configuration", ["defaults", "namespaced"])
+def test_the_installed_identity_policy_refuses_impersonation_on_the_real_authorizer(
+    install: Callable[[dict[str, Any]], Release],
+    kubectl: Kubectl,
+    namespace: str,
+    kubeconfig: Path,
+    configuration: str,
+) -> None:
+    """The chart's policy as installed, in both chart modes. The local control plane's own
+    policy refuses alice as bob too, so the chart's is told apart by what only it refuses: a
+    ServiceAccount that has the gateway's name in another namespace (the local policy exempts
+    that name in any namespace; the chart exempts only its own release's)."""
+    install(values_for(configuration, namespace))
+    outsider = f"t-{namespace[2:]}-x"
+    subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", "create", "namespace", outsider],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    Kubectl(kubeconfig, outsider).run("create", "serviceaccount", GATEWAY_SA)
+    impostor = f"system:serviceaccount:{outsider}:{GATEWAY_SA}"
+    ours = f"system:serviceaccount:{namespace}:{GATEWAY_SA}"
+    kubectl.run("create", "role", "speak", "--verb=create", "--resource=harnessmessages")
+    kubectl.run(
+        "create", "rolebinding", "speak", "--role=speak", "--user=alice",
+        f"--serviceaccount={outsider}:{GATEWAY_SA}",
+    )  # fmt: skip
+    policy = f"{RELEASE}-{namespace}-identity"
+
+    def send(user: str, sender: str) -> subprocess.CompletedProcess[str]:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": MESSAGE_KIND,
+            "metadata": {"name": f"m-{uuid.uuid4().hex[:8]}"},
+            "spec": {"task": "release", "messageId": "m", "sender": sender,
+                     "parts": [{"text": "ship it"}]},
+        }  # fmt: skip
+        return kubectl.run(
+            "create", "--dry-run=server", "-f", "-", f"--as={user}",
+            stdin=json.dumps(body), check=False,
+        )  # fmt: skip
+
+    refused = wait_for(
+        lambda: policy in (r := send(impostor, "alice")).stderr and r,
+        timeout=30,
+        what=f"the chart's policy {policy} to be enforced",
+    )
+    assert "written by " + impostor in refused.stderr
+    assert send(ours, "alice").returncode == 0, "the release's gateway speaks for participants"
+    as_bob = send("alice", "bob")
+    assert as_bob.returncode != 0
+    assert "spec.sender is bob, but this message is written by alice" in as_bob.stderr
