@@ -77,6 +77,7 @@ from tiny_harness.a2a_gateway.policy import (
     validate_status_filter,
 )
 from tiny_harness.a2a_gateway.rendering import (
+    as_of,
     is_interrupted,
     is_terminal,
     noted,
@@ -222,17 +223,17 @@ class GatewayRequestHandler(RequestHandler):
         with self._observed(context, "SendMessage"):
             validate_proto_required_fields(params)
             sent = await self._send(params, context)
-            notes: list[TaskStatusUpdateEvent] = []
+            last: TaskStatusUpdateEvent | None = None
             if not params.configuration.return_immediately:
-                async for _ in self._follow(sent, notes):
-                    pass
+                async for event in self._follow(sent):
+                    last = event
             stored = await self._store.get(sent.task.id, context)
             if stored is None:
                 raise TaskNotFoundError(message=f"task {sent.task.id!r} was deleted")
-            task = stored.task
-            if notes:
-                # The wait ended at a quiet tick: its note is what the caller needs to read.
-                task.status.message.CopyFrom(notes[-1].status.message)
+            # The status the wait ended on (the answer, or the gateway's note), with the
+            # history as it is now: a later change (a turn a child's news started) must not
+            # hide the answer from the caller who waited for it.
+            task = stored.task if last is None else as_of(stored.task, last)
             return apply_history_length(task, params.configuration)
 
     async def on_message_send_stream(
@@ -324,14 +325,12 @@ class GatewayRequestHandler(RequestHandler):
         existed = not version.is_after(stored.version)
         return _Sent(task, stored.version, message.message_id, existed=existed)
 
-    async def _follow(
-        self, sent: _Sent, notes: list[TaskStatusUpdateEvent] | None = None
-    ) -> AsyncIterator[TaskStatusUpdateEvent]:
+    async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
         """The visible changes of the task after the send, until the wait ends as
         :mod:`tiny_harness.a2a_gateway.waiting` says: the task ends, the message's answer
         outside a turn arrives, the turn that took it has ended (as of each change), or a
         quiet tick finds an answer with no status event or a bound passed (then the last event
-        is the gateway's note, also appended to ``notes``)."""
+        is the gateway's note)."""
         if closed(sent.task):
             return
         if sent.existed and is_interrupted(sent.task):
@@ -339,10 +338,7 @@ class GatewayRequestHandler(RequestHandler):
             # the turn that gave it to the model, as of the task now?
             fate = await self._store.fate(sent.task.id, sent.message_id)
             if fate.answer is not None:
-                event = noted(status_event(sent.task), Note(fate.answer.id, fate.answer.text))
-                if notes is not None:
-                    notes.append(event)
-                yield event
+                yield noted(status_event(sent.task), Note(fate.answer.id, fate.answer.text))
                 return
             stand = await self._store.turn_stand(sent.task.id)
             if stand is not None and await self._store.answered(
@@ -370,10 +366,7 @@ class GatewayRequestHandler(RequestHandler):
                         waits=self._waits,
                     )
                     if note is not None:
-                        event = noted(last, note)
-                        if notes is not None:
-                            notes.append(event)
-                        yield event
+                        yield noted(last, note)
                         return
                     continue
                 changed = clock()

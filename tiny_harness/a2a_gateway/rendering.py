@@ -22,7 +22,7 @@ from a2a.utils.errors import InvalidParamsError
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
 from tiny_harness.core.control import control_part
-from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
@@ -106,6 +106,17 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
         status=task.status,
         metadata=metadata,
     )
+
+
+def as_of(task: Task, event: TaskStatusUpdateEvent) -> Task:
+    """``task`` with the status (and sub-state) of ``event``: a unary send answers with the
+    status its wait ended on."""
+    out = Task()
+    out.CopyFrom(task)
+    out.status.CopyFrom(event.status)
+    if STATUS_EXT_KEY in event.metadata:
+        out.metadata[STATUS_EXT_KEY] = event.metadata[STATUS_EXT_KEY]
+    return out
 
 
 def noted(last: TaskStatusUpdateEvent, note: Note) -> TaskStatusUpdateEvent:

@@ -3,8 +3,13 @@ child's row changing on its parent, and two equal replies are two messages."""
 
 from __future__ import annotations
 
-from tiny_harness.a2a_gateway.rendering import status_event, status_key, sub_task_rows
+from a2a.types import Message, Part
+from a2a.types import Role as A2ARole
+from a2a.types import TaskState as A2AState
+
+from tiny_harness.a2a_gateway.rendering import as_of, status_event, status_key, sub_task_rows
 from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.extensions import STATUS_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Participant, Role, SubTaskRow, TaskSpec, TaskStatus
 
@@ -56,3 +61,23 @@ def test_the_same_text_under_a_new_id_is_a_change_and_a_rerender_is_not() -> Non
 
     assert status_key(first) == status_key(again)
     assert status_key(first) != status_key(second)
+
+
+def test_a_unary_send_answers_with_the_status_its_wait_ended_on_and_the_history_now() -> None:
+    answered = status_event(task_to_a2a("p", "ctx", SPEC, parked(message_id="refused-m-1")))
+    now = task_to_a2a(
+        "p",
+        "ctx",
+        SPEC,
+        TaskStatus(state=TaskState.WORKING, sub_state="awaiting-model", message="Thinking."),
+        history=[
+            Message(message_id="refused-m-1", role=A2ARole.ROLE_AGENT, parts=[Part(text="no")])
+        ],
+    )
+
+    shown = as_of(now, answered)
+
+    assert shown.status == answered.status
+    assert shown.metadata[STATUS_EXT_KEY]["sub_state"] == "awaiting-next-message"
+    assert [m.message_id for m in shown.history] == ["refused-m-1"]
+    assert now.status.state == A2AState.TASK_STATE_WORKING  # the input is left as it was
