@@ -166,7 +166,13 @@ async def test_a_completion_refused_for_an_open_sub_task_ends_with_the_refusal(
     operator: Operator,
     model_server: ModelServer,
 ) -> None:
-    await model_server.control.script([{"type": "text", "text": "Planning."}])
+    # The child works on its brief for a long while, so it is open when the completion comes.
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Planning."},
+            {"type": "text", "text": "Outline.", "delay_seconds": 30, "when": "Draft an outline"},
+        ]
+    )
     operator()
     alice = await users(gateway().url, "alice", transport=transport, streaming=streaming)
     task_id = task_id_of(await alice.send("Plan the release."))
