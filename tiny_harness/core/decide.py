@@ -12,7 +12,7 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  #    when                                             action
 ====  ===============================================  =========================================
  1    no status yet                                    :class:`Initialise`
- 2    rejected spec                                    :class:`Nothing`
+ 2    rejected spec                                    row 13
  3    the last turn's record is not in view yet        :class:`AwaitRecords`
  4    another replica holds a live lease               :class:`WaitForLease`
  5    a pending message from a non-participant         :class:`Refuse`
@@ -25,7 +25,9 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn)
  11   a conversation just submitted                    :class:`Park`
  12   the sub-task rows differ from the children       :class:`SyncRows`
- 13   otherwise                                        :class:`Nothing`
+ 13   an ended task whose time to live has passed      :class:`Collect`
+      (:mod:`tiny_harness.core.retention`), or has not  :class:`WaitToCollect`
+ 14   otherwise                                        :class:`Nothing`
 ====  ===============================================  =========================================
 
 A failed *conversation* is resumable: a participant's next message starts a new turn (row 10),
@@ -80,6 +82,8 @@ class Facts:
     pending: tuple[Pending, ...] = ()
     news: bool = False
     rows_stale: bool = False
+    #: Seconds until the ended task is to be deleted (zero or less: now); None: never.
+    expires_in: float | None = None
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -155,6 +159,18 @@ class SyncRows:
     """Write the sub-task rows as the children now are."""
 
 
+@dataclass(frozen=True)
+class Collect:
+    """Delete the ended task: its time to live after the end has passed."""
+
+
+@dataclass(frozen=True)
+class WaitToCollect:
+    """Look again when the ended task's time to live will have passed."""
+
+    seconds: float
+
+
 Action = (
     Nothing
     | Initialise
@@ -167,6 +183,8 @@ Action = (
     | RunTurn
     | Park
     | SyncRows
+    | Collect
+    | WaitToCollect
 )
 
 #: The terminal state each control leaves a task in.
@@ -183,7 +201,7 @@ def decide(facts: Facts) -> Action:
     if not facts.initialised or facts.state is None:
         return Initialise()
     if facts.state is TaskState.REJECTED or facts.spec is None:
-        return Nothing()
+        return _at_rest(facts)
     if not facts.records_current:
         return AwaitRecords()
     if facts.lease is Lease.HELD:
@@ -221,4 +239,17 @@ def decide(facts: Facts) -> Action:
         return Park()
     if facts.rows_stale:
         return SyncRows()
-    return Nothing()
+    return _at_rest(facts)
+
+
+def _at_rest(facts: Facts) -> Action:
+    """Nothing to do for the task, unless it has ended and its time to live runs out."""
+    if facts.expires_in is None or facts.state is None or not facts.state.is_terminal:
+        return Nothing()
+    if not facts.records_current:  # never delete on a view behind the status
+        return AwaitRecords()
+    if facts.lease is Lease.HELD:  # never delete what another replica is still writing
+        return WaitForLease(max(facts.lease_wait, 0.0))
+    if facts.expires_in <= 0:
+        return Collect()
+    return WaitToCollect(facts.expires_in)

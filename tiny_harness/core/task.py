@@ -30,6 +30,8 @@ from tiny_harness.core.states import TaskState
 SERVER_CONTROLLED_FIELDS: Final = frozenset({"lifecycle", "model", "reasoning_effort"})
 
 NAME_MAX: Final = 253
+#: The longest time-to-live after the end a task may ask for: one year.
+TTL_MAX: Final = 365 * 24 * 3600
 TEXT_MAX: Final = 65536
 
 
@@ -155,6 +157,15 @@ class TaskSpec(Model):
         default=None, description="The task this one was spawned from, if any."
     )
     plan: Plan | None = Field(default=None, description="An initial plan, if the author has one.")
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        le=TTL_MAX,
+        description="Delete the task this many seconds after it ends (completed, cancelled, "
+        "failed or rejected), with its messages, turn records and sub-tasks; empty: the "
+        "operator's default (operator.ttl_seconds_after_finished), or never. A task that waits "
+        "for a participant is never deleted by it.",
+    )
 
     @model_validator(mode="after")
     def _check_participants(self) -> TaskSpec:
@@ -235,6 +246,15 @@ class TaskStatus(Model):
     turn: int = Field(default=0, ge=0, description="The number of the latest turn.")
     runner: Runner | None = Field(
         default=None, description="The operator replica running a turn, while one runs."
+    )
+    start_time: str | None = Field(
+        default=None, description="When the operator accepted the task (RFC 3339)."
+    )
+    completion_time: str | None = Field(
+        default=None,
+        description="When the task reached the terminal state it is in (RFC 3339); cleared "
+        "when a failed conversation takes messages again. ttlSecondsAfterFinished counts "
+        "from it.",
     )
 
 

@@ -44,6 +44,7 @@ from tiny_harness.core.decide import (
     Action,
     ApplyControl,
     AwaitRecords,
+    Collect,
     Facts,
     Initialise,
     MessageKind,
@@ -55,6 +56,7 @@ from tiny_harness.core.decide import (
     RunTurn,
     SyncRows,
     WaitForLease,
+    WaitToCollect,
     decide,
 )
 from tiny_harness.core.errors import TaskNotFoundError
@@ -71,6 +73,7 @@ from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
+from tiny_harness.core.retention import expires_in, with_completion_time
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
@@ -332,7 +335,21 @@ class TaskWorker:
             pending=tuple(pending),
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
+            expires_in=self.expires_in(snap.obj),
         )
+
+    def expires_in(self, obj: Obj) -> float | None:
+        """Seconds until the ended task is to be deleted (:mod:`tiny_harness.core.retention`),
+        read from the object as it is, so a spec that does not parse has one too."""
+        status = obj.get("status") or {}
+        ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if not isinstance(ttl, int) or isinstance(ttl, bool):
+            ttl = self.rt.settings.ttl_seconds_after_finished
+        try:
+            state = TaskState(str(status.get("state") or ""))
+        except ValueError:
+            return None
+        return expires_in(state, status.get("completionTime"), ttl, dt.datetime.now(dt.UTC))
 
     def records_current(self, snap: Snapshot) -> bool:
         """Every ended turn leaves its record ended before the runner is cleared, so a view
@@ -359,7 +376,12 @@ class TaskWorker:
             await self.initialise(obj)
             return True
         if state == TaskState.REJECTED.value:
-            return False  # a rejected spec may not even parse; there is nothing to do
+            # A rejected spec may not even parse: nothing to do but delete it in time.
+            self.rv = rv_of(obj)
+            rejected = Facts(
+                initialised=True, state=TaskState.REJECTED, expires_in=self.expires_in(obj)
+            )
+            return await self.at_rest(obj, decide(rejected))
         try:
             snap = self.snapshot()
         except ValidationError as exc:
@@ -371,8 +393,46 @@ class TaskWorker:
         action = decide(self.facts(snap))
         return await self.act(snap, action)
 
+    async def at_rest(self, obj: Obj, action: Action) -> bool:
+        """Carry out what :func:`decide` says of a task with nothing left to do but wait for
+        its time to live: delete it, or look again when that time comes."""
+        match action:
+            case Collect():
+                await self.collect(obj)
+            case WaitToCollect(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+        return False
+
+    async def collect(self, obj: Obj) -> None:
+        """Delete the ended task whose time to live has passed, as it was read (a task changed
+        or re-created meanwhile is a conflict, and the pass starts again). Its turn records,
+        sub-tasks and owned messages follow through the garbage collector; messages written
+        without an owner reference are deleted here, or nothing would."""
+        meta = obj["metadata"]
+        uid = str(meta["uid"])
+        orphans = [m for m in self.rt.cache.messages(*self.key) if uid not in m.owners]
+        status = obj.get("status") or {}
+        log.info(
+            "task %s/%s: deleting it, %s after it ended (%s)",
+            *self.key,
+            "its time to live",
+            status.get("state"),
+        )
+        await self.rt.event(
+            obj,
+            "Expired",
+            f"deleted: ended ({status.get('state')}) at {status.get('completionTime')}, and "
+            "its time to live after the end has passed",
+        )
+        await self.tasks.delete(self.name, uid=uid, resource_version=rv_of(obj))
+        for message in orphans:
+            await self.messages.delete(message.name)
+        self.rt.metrics.task_state(self.namespace, self.name, None)
+
     async def act(self, snap: Snapshot, action: Action) -> bool:
         match action:
+            case Collect() | WaitToCollect():
+                return await self.at_rest(snap.obj, action)
             case Nothing() | Initialise():
                 return False
             case AwaitRecords():
@@ -446,6 +506,7 @@ class TaskWorker:
         async with self.lock:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
+            patch = with_completion_time(patch, dt.datetime.now(dt.UTC))
             while True:
                 if leased:
                     self.held().check()

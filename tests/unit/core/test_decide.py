@@ -22,6 +22,7 @@ from tiny_harness.core.decide import (
     Action,
     ApplyControl,
     AwaitRecords,
+    Collect,
     Facts,
     Initialise,
     Lease,
@@ -34,6 +35,7 @@ from tiny_harness.core.decide import (
     RunTurn,
     SyncRows,
     WaitForLease,
+    WaitToCollect,
     decide,
 )
 from tiny_harness.core.states import TaskState
@@ -56,10 +58,12 @@ ALL_ACTIONS = (
     RunTurn,
     Park,
     SyncRows,
+    Collect,
+    WaitToCollect,
 )
-#: Actions that write something (a record, a status, a turn). Initialise writes too, but it
-#: is row 1 and comes before anything else is known.
-WRITES = (Refuse, Acknowledge, ApplyControl, RunCommand, RunTurn, Park, SyncRows)
+#: Actions that write something (a record, a status, a turn, a deletion). Initialise writes
+#: too, but it is row 1 and comes before anything else is known.
+WRITES = (Refuse, Acknowledge, ApplyControl, RunCommand, RunTurn, Park, SyncRows, Collect)
 #: Actions that act on one pending message, named by ``message_id``.
 ABOUT_A_MESSAGE = (Refuse, Acknowledge, ApplyControl, RunCommand)
 #: The terminal state each control leaves the task in, as a participant understands it.
@@ -193,6 +197,7 @@ def all_facts(draw: st.DrawFn) -> Facts:
         pending=draw(pendings()),
         news=draw(st.booleans()),
         rows_stale=draw(st.booleans()),
+        expires_in=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
     )
 
 
@@ -242,6 +247,25 @@ def test_row_1_a_task_without_a_status_is_initialised() -> None:
 def test_row_2_a_rejected_task_does_nothing_even_when_spoken_to() -> None:
     assert decide(facts(state=TaskState.REJECTED, pending=(say("alice"),))) == Nothing()
     assert decide(facts(spec=None, pending=(say("alice"),))) == Nothing()
+
+
+def test_row_2_a_rejected_task_is_still_deleted_when_its_time_to_live_runs_out() -> None:
+    rejected = facts(state=TaskState.REJECTED, spec=None, pending=(say("alice"),))
+    assert decide(replace(rejected, expires_in=-1.0)) == Collect()
+    assert decide(replace(rejected, expires_in=30.0)) == WaitToCollect(30.0)
+
+
+def test_row_13_an_ended_task_is_deleted_once_its_time_to_live_has_passed() -> None:
+    done = facts(state=TaskState.COMPLETED)
+    assert decide(replace(done, expires_in=0.0)) == Collect()
+    assert decide(replace(done, expires_in=-3600.0)) == Collect()
+    assert decide(replace(done, expires_in=12.5)) == WaitToCollect(12.5)
+    assert decide(replace(done, expires_in=None)) == Nothing()
+
+
+def test_row_13_a_message_to_an_ended_task_is_answered_before_it_is_deleted() -> None:
+    done = facts(state=TaskState.COMPLETED, pending=(say("alice"),), expires_in=-1.0)
+    assert isinstance(decide(done), Refuse)
 
 
 def test_row_3_a_view_behind_the_status_waits_for_the_last_record() -> None:
@@ -608,3 +632,15 @@ def test_a_failed_delegated_task_refuses_a_participants_message(f: Facts, sender
     assert action.message_id == "x1"
     assert "terminal state" in action.reason
     assert TaskState.FAILED.value in action.reason
+
+
+@given(any_facts)
+def test_a_task_that_has_not_ended_is_never_deleted_whatever_its_clock_says(f: Facts) -> None:
+    if f.state is None or not f.state.is_terminal:
+        assert not isinstance(decide(f), (Collect, WaitToCollect))
+
+
+@given(ended_facts())
+def test_an_ended_task_is_deleted_only_with_no_message_left_unanswered(f: Facts) -> None:
+    if isinstance(decide(f), Collect) and f.state is not TaskState.REJECTED and f.spec:
+        assert not f.pending
