@@ -26,8 +26,9 @@ from tiny_harness.core.states import TaskState
 
 
 def rfc3339(moment: dt.datetime) -> str:
-    """A time as the status records it (UTC, seconds)."""
-    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """A time as the status records it: UTC, to the millisecond (a one-second timeout counted
+    from a time cut to the second could run out at once)."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def with_completion_time(patch: Mapping[str, Any], now: dt.datetime) -> Mapping[str, Any]:

@@ -39,6 +39,7 @@ from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
     Action,
@@ -46,7 +47,9 @@ from tiny_harness.core.decide import (
     AwaitRecords,
     Collect,
     Facts,
+    FailPastDeadline,
     Initialise,
+    InputTimedOut,
     MessageKind,
     Nothing,
     Park,
@@ -55,6 +58,7 @@ from tiny_harness.core.decide import (
     RunCommand,
     RunTurn,
     SyncRows,
+    WaitForInput,
     WaitForLease,
     WaitToCollect,
     decide,
@@ -73,7 +77,7 @@ from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
-from tiny_harness.core.retention import expires_in, with_completion_time
+from tiny_harness.core.retention import expires_in, rfc3339
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
@@ -313,6 +317,9 @@ class TaskWorker:
 
     def facts(self, snap: Snapshot) -> Facts:
         status = snap.status
+        raw = snap.obj.get("status") or {}
+        spec = snap.spec
+        now = dt.datetime.now(dt.UTC)
         lease, wait = self.rt.leases.judge(self.key, status.runner)
         registry = self.rt.commands.registry
         pending: list[Pending] = []
@@ -336,6 +343,9 @@ class TaskWorker:
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
             expires_in=self.expires_in(snap.obj),
+            deadline_left=deadline_left(spec.active_deadline_seconds, raw, now),
+            input_left=input_time_left(spec.input_timeout_seconds, raw, now),
+            on_timeout=spec.on_timeout,
         )
 
     def expires_in(self, obj: Obj) -> float | None:
@@ -429,10 +439,50 @@ class TaskWorker:
             await self.messages.delete(message.name)
         self.rt.metrics.task_state(self.namespace, self.name, None)
 
+    async def input_timed_out(self, snap: Snapshot, *, complete: bool) -> None:
+        """No participant answered within inputTimeoutSeconds: complete the task if asked to
+        and no sub-task holds it open, otherwise fail it (InputTimeout)."""
+        waited = snap.spec.input_timeout_seconds
+        if complete:
+            decision = decide_completion(snap.extension())
+            if decision.complete:
+                text = f"completed: no participant answered within {waited}s (onTimeout)"
+                await self.write_status(
+                    {
+                        "state": TaskState.COMPLETED.value,
+                        "subState": None,
+                        "message": text,
+                        "messageId": own_message_id(),
+                    }
+                )
+                await self.rt.event(snap.obj, "InputTimeout", text)
+                return
+            why = f"; it could not complete: {decision.reason}"
+        else:
+            why = ""
+        await self.fail_task(
+            "InputTimeout",
+            f"no participant answered within inputTimeoutSeconds ({waited}s){why}; raise "
+            "spec.inputTimeoutSeconds to wait longer",
+        )
+
     async def act(self, snap: Snapshot, action: Action) -> bool:
         match action:
             case Collect() | WaitToCollect():
                 return await self.at_rest(snap.obj, action)
+            case FailPastDeadline():
+                spent = (snap.obj.get("status") or {}).get("activeSeconds") or 0
+                await self.fail_task(
+                    "DeadlineExceeded",
+                    f"the task has worked for {float(spent):.0f}s, its whole "
+                    f"activeDeadlineSeconds ({snap.spec.active_deadline_seconds}s); raise "
+                    "spec.activeDeadlineSeconds to give a new task more time",
+                )
+            case InputTimedOut(complete=complete):
+                await self.input_timed_out(snap, complete=complete)
+            case WaitForInput(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+                return False
             case Nothing() | Initialise():
                 return False
             case AwaitRecords():
@@ -506,7 +556,8 @@ class TaskWorker:
         async with self.lock:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
-            patch = with_completion_time(patch, dt.datetime.now(dt.UTC))
+            current = (self.rt.cache.task(self.namespace, self.name) or {}).get("status") or {}
+            patch = stamped(patch, current, dt.datetime.now(dt.UTC))
             while True:
                 if leased:
                     self.held().check()
@@ -800,6 +851,10 @@ class TaskWorker:
             "turn": number,
             "subTasks": _rows_json(snap.rows),
         }
+        raw_status = snap.obj.get("status") or {}
+        if not (resume and raw_status.get("turnStartTime")):
+            # A resumed turn keeps its start: the time the replica that ran it was away counts.
+            start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
         conditions = resumed_conditions(snap.status.conditions)
         if conditions is not None:
             start["conditions"] = conditions
@@ -838,6 +893,13 @@ class TaskWorker:
             asyncio.create_task(self.watch_lease(holding, runner, cut)),
             asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
         ]
+        left = deadline_left(
+            snap.spec.active_deadline_seconds,
+            {**raw_status, **start, "runner": True},
+            dt.datetime.now(dt.UTC),
+        )
+        if left is not None:
+            guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
         try:
             outcome = await runner
         except asyncio.CancelledError:
@@ -848,6 +910,21 @@ class TaskWorker:
                 raise LeaseLostError("the lease ran out during the turn") from None
             if "gone" in cut:
                 return False
+            if cut[:1] == ["deadline"]:  # the first reason to cut the turn wins
+                await host.close_cut_turn()
+                holding.closing = True
+                spent = snap.spec.active_deadline_seconds
+                text = (
+                    f"the task has worked for its whole activeDeadlineSeconds ({spent}s): the "
+                    "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
+                    "more time"
+                )
+                await self.write_status(
+                    failed_status(snap.status, "DeadlineExceeded", text), leased=True
+                )
+                self.rt.metrics.turns_finished.labels(outcome="deadline").inc()
+                await self.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
+                return True
             # Cut by a participant's complete or cancel: close the turn from its journal,
             # then the next pass applies the control message.
             await host.close_cut_turn()
@@ -921,6 +998,12 @@ class TaskWorker:
                 cut.append("lease")
                 runner.cancel()
                 return
+
+    async def cut_at_deadline(self, left: float, runner: asyncio.Task[Any], cut: list[str]) -> None:
+        """Cut the running turn when the task's working time reaches its deadline."""
+        await asyncio.sleep(max(left, 0.0))
+        cut.append("deadline")
+        runner.cancel()
 
     async def watch_for_interrupts(
         self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]

@@ -24,7 +24,9 @@ from tiny_harness.core.decide import (
     AwaitRecords,
     Collect,
     Facts,
+    FailPastDeadline,
     Initialise,
+    InputTimedOut,
     Lease,
     MessageKind,
     Nothing,
@@ -34,6 +36,7 @@ from tiny_harness.core.decide import (
     RunCommand,
     RunTurn,
     SyncRows,
+    WaitForInput,
     WaitForLease,
     WaitToCollect,
     decide,
@@ -60,10 +63,24 @@ ALL_ACTIONS = (
     SyncRows,
     Collect,
     WaitToCollect,
+    FailPastDeadline,
+    InputTimedOut,
+    WaitForInput,
 )
 #: Actions that write something (a record, a status, a turn, a deletion). Initialise writes
 #: too, but it is row 1 and comes before anything else is known.
-WRITES = (Refuse, Acknowledge, ApplyControl, RunCommand, RunTurn, Park, SyncRows, Collect)
+WRITES = (
+    Refuse,
+    Acknowledge,
+    ApplyControl,
+    RunCommand,
+    RunTurn,
+    Park,
+    SyncRows,
+    Collect,
+    FailPastDeadline,
+    InputTimedOut,
+)
 #: Actions that act on one pending message, named by ``message_id``.
 ABOUT_A_MESSAGE = (Refuse, Acknowledge, ApplyControl, RunCommand)
 #: The terminal state each control leaves the task in, as a participant understands it.
@@ -198,6 +215,9 @@ def all_facts(draw: st.DrawFn) -> Facts:
         news=draw(st.booleans()),
         rows_stale=draw(st.booleans()),
         expires_in=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        deadline_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        input_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        on_timeout=draw(st.sampled_from(("fail", "complete"))),
     )
 
 
@@ -611,6 +631,7 @@ def test_a_failed_conversation_starts_a_new_turn_for_a_participants_message(
         lifecycle=Lifecycle.CONVERSATION,
         lease=Lease.FREE,
         pending=(say(participant, "x1"), *later),
+        deadline_left=None,
     )
 
     assert decide(failed) == RunTurn(f.turn + 1, resume=False)
@@ -644,3 +665,45 @@ def test_a_task_that_has_not_ended_is_never_deleted_whatever_its_clock_says(f: F
 def test_an_ended_task_is_deleted_only_with_no_message_left_unanswered(f: Facts) -> None:
     if isinstance(decide(f), Collect) and f.state is not TaskState.REJECTED and f.spec:
         assert not f.pending
+
+
+def test_row_10_no_new_turn_starts_once_the_working_time_is_spent() -> None:
+    asked = facts(state=TaskState.INPUT_REQUIRED, pending=(say("alice"),))
+    assert decide(replace(asked, deadline_left=0.0)) == FailPastDeadline()
+    assert decide(replace(asked, deadline_left=5.0)) == RunTurn(3, resume=False)
+
+
+def test_row_9_an_open_turn_past_the_deadline_is_not_resumed() -> None:
+    open_turn = facts(state=TaskState.WORKING, lease=Lease.EXPIRED, turn=3, deadline_left=-1.0)
+    assert decide(open_turn) == FailPastDeadline()
+
+
+def test_a_participant_may_still_cancel_a_task_past_its_deadline() -> None:
+    spent = facts(state=TaskState.INPUT_REQUIRED, deadline_left=-1.0)
+    assert decide(replace(spent, pending=(control("alice", "cancel"),))) == ApplyControl("c1")
+
+
+def test_row_14_a_task_waiting_past_its_input_timeout_fails_or_completes() -> None:
+    waiting = facts(state=TaskState.INPUT_REQUIRED, input_left=-1.0)
+    assert decide(waiting) == InputTimedOut(complete=False)
+    assert decide(replace(waiting, on_timeout="complete")) == InputTimedOut(complete=True)
+    assert decide(replace(waiting, input_left=30.0)) == WaitForInput(30.0)
+    assert decide(replace(waiting, input_left=None)) == Nothing()
+
+
+def test_row_14_a_message_that_arrives_in_time_is_answered_not_timed_out() -> None:
+    waiting = facts(state=TaskState.INPUT_REQUIRED, input_left=-1.0, pending=(say("alice"),))
+    assert decide(waiting) == RunTurn(3, resume=False)
+
+
+@given(any_facts)
+def test_only_a_task_waiting_for_a_participant_times_out(f: Facts) -> None:
+    if isinstance(decide(f), (InputTimedOut, WaitForInput)):
+        assert f.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
+        assert not f.pending or f.state is TaskState.REJECTED or f.spec is None
+
+
+@given(any_facts)
+def test_a_turn_never_starts_past_the_deadline(f: Facts) -> None:
+    if f.deadline_left is not None and f.deadline_left <= 0:
+        assert not isinstance(decide(f), RunTurn)

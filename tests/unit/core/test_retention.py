@@ -19,7 +19,7 @@ def test_every_terminal_state_written_carries_its_completion_time(state: TaskSta
     assert patch == {
         "state": state.value,
         "message": "done",
-        "completionTime": "2026-11-30T12:00:00Z",
+        "completionTime": "2026-11-30T12:00:00.000Z",
     }
 
 
