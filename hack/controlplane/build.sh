@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds etcd and kube-apiserver from the pins in go.mod into the tiny-harness cache, once per
-# pin, and kubectl of the same release when the machine has none. Prints the directory holding
+# Builds etcd, kube-apiserver and kube-controller-manager from the pins in go.mod into the
+# tiny-harness cache, once per pin, and kubectl of the same release when the machine has none. Prints the directory holding
 # the binaries on the last line of stdout; progress goes to stderr.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,17 +14,20 @@ out="${XDG_CACHE_HOME:-$HOME/.cache}/tiny-harness/controlplane/${k8s}-${pin}"
 export CGO_ENABLED=0 GOFLAGS=-mod=readonly
 cd "$here"
 
-if [[ ! -x "$out/kube-apiserver" || ! -x "$out/etcd" ]]; then
-  echo "building the local control plane (kube-apiserver ${k8s} and etcd) into $out;" \
-    "the first build takes several minutes, later starts reuse it" >&2
+if [[ ! -x "$out/kube-apiserver" || ! -x "$out/etcd" || ! -x "$out/kube-controller-manager" ]]; then
+  echo "building the local control plane (kube-apiserver and kube-controller-manager ${k8s}," \
+    "etcd) into $out; the first build takes several minutes, later starts reuse it" >&2
   rm -rf "$out.tmp" && mkdir -p "$out.tmp"
   go build -trimpath -ldflags='-s -w' -o "$out.tmp/etcd" ./etcd
   echo "  etcd built" >&2
   go build -trimpath -ldflags="-s -w ${version_flags}" -o "$out.tmp/kube-apiserver" \
     k8s.io/kubernetes/cmd/kube-apiserver
   echo "  kube-apiserver built" >&2
+  go build -trimpath -ldflags="-s -w ${version_flags}" -o "$out.tmp/kube-controller-manager" \
+    k8s.io/kubernetes/cmd/kube-controller-manager
+  echo "  kube-controller-manager built" >&2
   mkdir -p "$out"
-  mv "$out.tmp/etcd" "$out.tmp/kube-apiserver" "$out/"
+  mv "$out.tmp/etcd" "$out.tmp/kube-apiserver" "$out.tmp/kube-controller-manager" "$out/"
   rm -rf "$out.tmp"
 fi
 

@@ -35,7 +35,7 @@ def test_stopping_the_cluster_leaves_no_process_and_no_files(tmp_path: Path) -> 
 
     cluster.stop()
 
-    assert len(pids) == 2
+    assert len(pids) == 3  # etcd, kube-apiserver, kube-controller-manager
     assert not any(alive(pid) for pid in pids)
     assert not data_dir.exists()
 
@@ -53,13 +53,13 @@ def test_a_killed_launcher_takes_its_servers_with_it() -> None:
     )
     assert launcher.stdout is not None
     pids = [int(p) for p in launcher.stdout.readline().split()]
-    assert len(pids) == 2
+    assert len(pids) == 3
     assert all(alive(p) for p in pids)
 
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait()
 
-    wait_for(lambda: not any(alive(p) for p in pids), what="etcd and kube-apiserver to exit")
+    wait_for(lambda: not any(alive(p) for p in pids), what="the control plane's processes to exit")
 
 
 def test_a_persistent_cluster_keeps_its_tasks_across_restarts(tmp_path: Path) -> None:
@@ -73,3 +73,36 @@ def test_a_persistent_cluster_keeps_its_tasks_across_restarts(tmp_path: Path) ->
 
     assert got.returncode == 0, got.stderr
     assert got.stdout.strip().endswith("/hello-harness")
+
+
+def test_owner_references_cascade_and_a_deleted_namespace_is_emptied(tmp_path: Path) -> None:
+    """The garbage collector and the namespace controller run, as on a real cluster."""
+    with LocalCluster(crds=REPO_ROOT / "crds") as cluster:
+        config = cluster.kubeconfig
+        assert kubectl(config, "create", "namespace", "work").returncode == 0
+        made = kubectl(config, "-n", "work", "create", "configmap", "owner")
+        assert made.returncode == 0, made.stderr
+        uid = kubectl(config, "-n", "work", "get", "cm", "owner", "-o", "jsonpath={.metadata.uid}")
+        dependent = (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dependent\n"
+            "  ownerReferences:\n  - {apiVersion: v1, kind: ConfigMap, name: owner, "
+            f"uid: {uid.stdout}}}\n"
+        )
+        applied = subprocess.run(
+            ["kubectl", f"--kubeconfig={config}", "-n", "work", "apply", "-f", "-"],
+            input=dependent, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert applied.returncode == 0, applied.stderr
+
+        assert kubectl(config, "-n", "work", "delete", "cm", "owner").returncode == 0
+        wait_for(
+            lambda: kubectl(config, "-n", "work", "get", "cm", "dependent").returncode != 0,
+            timeout=60,
+            what="the garbage collector to delete the dependent",
+        )
+        assert kubectl(config, "delete", "namespace", "work", "--wait=false").returncode == 0
+        wait_for(
+            lambda: kubectl(config, "get", "namespace", "work").returncode != 0,
+            timeout=60,
+            what="the namespace controller to empty and remove the namespace",
+        )

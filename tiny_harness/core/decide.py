@@ -12,7 +12,7 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  #    when                                             action
 ====  ===============================================  =========================================
  1    no status yet                                    :class:`Initialise`
- 2    rejected spec                                    :class:`Nothing`
+ 2    rejected spec                                    row 13
  3    the last turn's record is not in view yet        :class:`AwaitRecords`
  4    another replica holds a live lease               :class:`WaitForLease`
  5    a pending message from a non-participant         :class:`Refuse`
@@ -21,11 +21,18 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
                                                        someone who may end the task
  7    a control (complete, cancel)                     :class:`ApplyControl` or :class:`Refuse`
  8    a command before any ordinary message            :class:`RunCommand`
- 9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume)
- 10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn)
+ 9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
+                                                       :class:`FailPastDeadline` when the task
+                                                       has worked its activeDeadlineSeconds
+ 10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn), or
+                                                       :class:`FailPastDeadline` (as row 9)
  11   a conversation just submitted                    :class:`Park`
  12   the sub-task rows differ from the children       :class:`SyncRows`
- 13   otherwise                                        :class:`Nothing`
+ 13   an ended task whose time to live has passed      :class:`Collect`
+      (:mod:`tiny_harness.core.retention`), or has not  :class:`WaitToCollect`
+ 14   a task waiting for a participant past its        :class:`InputTimedOut`
+      input timeout (:mod:`.deadlines`), or not yet    :class:`WaitForInput`
+ 15   otherwise                                        :class:`Nothing`
 ====  ===============================================  =========================================
 
 A failed *conversation* is resumable: a participant's next message starts a new turn (row 10),
@@ -41,7 +48,7 @@ from typing import Literal
 
 from tiny_harness.core.speakers import refuse_ending, refuse_speaker
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Lifecycle, TaskSpec
+from tiny_harness.core.task import Lifecycle, OnTimeout, TaskSpec
 
 MessageKind = Literal["ordinary", "control", "command"]
 
@@ -80,6 +87,13 @@ class Facts:
     pending: tuple[Pending, ...] = ()
     news: bool = False
     rows_stale: bool = False
+    #: Seconds until the ended task is to be deleted (zero or less: now); None: never.
+    expires_in: float | None = None
+    #: Seconds of working time left before activeDeadlineSeconds; None: no deadline.
+    deadline_left: float | None = None
+    #: Seconds the task may still wait for a participant; None: not waiting, or no timeout.
+    input_left: float | None = None
+    on_timeout: OnTimeout = "fail"
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -155,6 +169,38 @@ class SyncRows:
     """Write the sub-task rows as the children now are."""
 
 
+@dataclass(frozen=True)
+class FailPastDeadline:
+    """The task has worked for its whole activeDeadlineSeconds: fail it (DeadlineExceeded)."""
+
+
+@dataclass(frozen=True)
+class InputTimedOut:
+    """No participant answered within inputTimeoutSeconds: fail the task (InputTimeout), or
+    complete it when ``complete`` (onTimeout) and no sub-task holds it open."""
+
+    complete: bool
+
+
+@dataclass(frozen=True)
+class WaitForInput:
+    """Look again when the input timeout will have run out."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Collect:
+    """Delete the ended task: its time to live after the end has passed."""
+
+
+@dataclass(frozen=True)
+class WaitToCollect:
+    """Look again when the ended task's time to live will have passed."""
+
+    seconds: float
+
+
 Action = (
     Nothing
     | Initialise
@@ -167,6 +213,11 @@ Action = (
     | RunTurn
     | Park
     | SyncRows
+    | Collect
+    | WaitToCollect
+    | FailPastDeadline
+    | InputTimedOut
+    | WaitForInput
 )
 
 #: The terminal state each control leaves a task in.
@@ -183,7 +234,7 @@ def decide(facts: Facts) -> Action:
     if not facts.initialised or facts.state is None:
         return Initialise()
     if facts.state is TaskState.REJECTED or facts.spec is None:
-        return Nothing()
+        return _at_rest(facts)
     if not facts.records_current:
         return AwaitRecords()
     if facts.lease is Lease.HELD:
@@ -213,12 +264,40 @@ def decide(facts: Facts) -> Action:
             return RunCommand(m.message_id)
         break  # an ordinary message comes first: the turn takes it, commands wait their turn
     if facts.lease in (Lease.MINE, Lease.EXPIRED) and not facts.state.is_terminal:
-        return RunTurn(facts.turn, resume=True)
+        return _within_deadline(facts, RunTurn(facts.turn, resume=True))
     ordinary = any(m.kind == "ordinary" for m in facts.pending)
     if ordinary or (facts.news and not facts.state.is_terminal):
-        return RunTurn(facts.turn + 1, resume=False)
+        return _within_deadline(facts, RunTurn(facts.turn + 1, resume=False))
     if facts.state is TaskState.SUBMITTED and facts.lifecycle is Lifecycle.CONVERSATION:
         return Park()
     if facts.rows_stale:
         return SyncRows()
-    return Nothing()
+    return _at_rest(facts)
+
+
+def _within_deadline(facts: Facts, turn: RunTurn) -> Action:
+    """The turn, unless the task has worked for its whole activeDeadlineSeconds."""
+    if facts.deadline_left is not None and facts.deadline_left <= 0:
+        return FailPastDeadline()
+    return turn
+
+
+def _at_rest(facts: Facts) -> Action:
+    """Nothing to do for the task, unless it has ended and its time to live runs out, or it
+    waits for a participant and its input timeout runs out."""
+    waiting = facts.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
+    timed = facts.input_left is not None and waiting
+    ended = facts.state is not None and facts.state.is_terminal and facts.expires_in is not None
+    if not (timed or ended):
+        return Nothing()
+    if not facts.records_current:  # never act on a view behind the status
+        return AwaitRecords()
+    if facts.lease is Lease.HELD:  # nor on what another replica is still writing
+        return WaitForLease(max(facts.lease_wait, 0.0))
+    if facts.input_left is not None and waiting:
+        if facts.input_left <= 0:
+            return InputTimedOut(complete=facts.on_timeout == "complete")
+        return WaitForInput(facts.input_left)
+    if facts.expires_in is not None and facts.expires_in <= 0:
+        return Collect()
+    return WaitToCollect(facts.expires_in or 0.0)

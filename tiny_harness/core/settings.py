@@ -26,6 +26,7 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     [operator]
     namespaces = []                # empty: the whole cluster
     lease_seconds = 15
+    ttl_seconds_after_finished = 604800   # delete finished tasks a week after they end
     metrics_bind = "127.0.0.1:9090"
 """
 
@@ -97,6 +98,12 @@ class OperatorSettings(_Section):
     )
     lease_seconds: float = Field(default=15.0, gt=0)
     max_model_calls: int = Field(default=24, ge=1)
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        description="Delete a finished task this many seconds after it ended, unless its "
+        "spec.ttlSecondsAfterFinished says otherwise; empty: keep finished tasks.",
+    )
     metrics_bind: str | None = None
     tools: tuple[str, ...] = Field(
         default=(),

@@ -27,9 +27,15 @@ from tiny_harness.core.plan import Plan
 from tiny_harness.core.states import TaskState
 
 #: Fields only the server (the operator) may set. An envelope carrying one is refused whole.
-SERVER_CONTROLLED_FIELDS: Final = frozenset({"lifecycle", "model", "reasoning_effort"})
+SERVER_CONTROLLED_FIELDS: Final = frozenset(
+    {"lifecycle", "model", "reasoning_effort", "active_seconds", "waiting_since"}
+)
 
 NAME_MAX: Final = 253
+#: The longest time-to-live, deadline or input timeout a task may ask for: one year.
+TTL_MAX: Final = 365 * 24 * 3600
+#: What an input timeout does.
+OnTimeout = Literal["fail", "complete"]
 TEXT_MAX: Final = 65536
 
 
@@ -155,6 +161,35 @@ class TaskSpec(Model):
         default=None, description="The task this one was spawned from, if any."
     )
     plan: Plan | None = Field(default=None, description="An initial plan, if the author has one.")
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        le=TTL_MAX,
+        description="Delete the task this many seconds after it ends (completed, cancelled, "
+        "failed or rejected), with its messages, turn records and sub-tasks; empty: the "
+        "operator's default (operator.ttl_seconds_after_finished), or never. A task that waits "
+        "for a participant is never deleted by it.",
+    )
+
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=TTL_MAX,
+        description="The most time the task may spend working, parked time not counted; past "
+        "it the running turn is cut and the task fails with reason DeadlineExceeded.",
+    )
+    input_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=TTL_MAX,
+        description="The most time the task may wait for a participant (input or auth "
+        "required) before onTimeout applies.",
+    )
+    on_timeout: OnTimeout = Field(
+        default="fail",
+        description="What inputTimeoutSeconds does: fail the task (reason InputTimeout), or "
+        "complete it (when no sub-task holds it open; otherwise it fails).",
+    )
 
     @model_validator(mode="after")
     def _check_participants(self) -> TaskSpec:
@@ -236,6 +271,30 @@ class TaskStatus(Model):
     runner: Runner | None = Field(
         default=None, description="The operator replica running a turn, while one runs."
     )
+    start_time: str | None = Field(
+        default=None, description="When the operator accepted the task (RFC 3339)."
+    )
+    active_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description="Time spent working so far (turns run), parked time not counted; "
+        "activeDeadlineSeconds counts it.",
+    )
+    turn_start_time: str | None = Field(
+        default=None,
+        description="When the running turn started (RFC 3339), while one runs.",
+    )
+    waiting_since: str | None = Field(
+        default=None,
+        description="Since when the task has waited for a participant (RFC 3339), while it "
+        "does; inputTimeoutSeconds counts from it.",
+    )
+    completion_time: str | None = Field(
+        default=None,
+        description="When the task reached the terminal state it is in (RFC 3339); cleared "
+        "when a failed conversation takes messages again. ttlSecondsAfterFinished counts "
+        "from it.",
+    )
 
 
 class TaskExtension(TaskSpec):
@@ -247,6 +306,10 @@ class TaskExtension(TaskSpec):
     lifecycle: Lifecycle | None = None
     model: str | None = None
     reasoning_effort: Effort | None = None
+    #: Working time so far (status.activeSeconds), once a turn has run.
+    active_seconds: float | None = None
+    #: Since when the task waits for a participant (status.waitingSince), while it does.
+    waiting_since: str | None = None
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -264,6 +327,8 @@ class TaskExtension(TaskSpec):
             lifecycle=status.lifecycle,
             model=status.model,
             reasoning_effort=status.reasoning_effort,
+            active_seconds=status.active_seconds or None,
+            waiting_since=status.waiting_since,
         )
 
 

@@ -1,9 +1,11 @@
-"""Where the etcd and kube-apiserver binaries come from.
+"""Where the etcd, kube-apiserver and kube-controller-manager binaries come from.
 
 They are built from the pinned Go modules in ``hack/controlplane`` by its ``build.sh``, which
 caches them under ``${XDG_CACHE_HOME:-~/.cache}/tiny-harness/controlplane/<pin>/`` and rebuilds
 only when the pin changes. ``TINY_HARNESS_CONTROLPLANE_DIR`` points at a directory holding both
-binaries instead (for example an envtest bundle), for installs without the repository.
+binaries instead (for example an envtest bundle), for installs without the repository; such a
+directory may lack kube-controller-manager, and the cluster then runs without its garbage
+collector (owner references do not cascade).
 """
 
 from __future__ import annotations
@@ -26,10 +28,17 @@ class BinariesError(RuntimeError):
 class ControlPlaneBinaries:
     etcd: Path
     kube_apiserver: Path
+    #: None when the directory has none (an envtest bundle): no garbage collection then.
+    kube_controller_manager: Path | None = None
 
     @classmethod
     def in_directory(cls, directory: Path) -> ControlPlaneBinaries:
-        found = cls(etcd=directory / "etcd", kube_apiserver=directory / "kube-apiserver")
+        manager = directory / "kube-controller-manager"
+        found = cls(
+            etcd=directory / "etcd",
+            kube_apiserver=directory / "kube-apiserver",
+            kube_controller_manager=manager if os.access(manager, os.X_OK) else None,
+        )
         missing = [str(p) for p in (found.etcd, found.kube_apiserver) if not os.access(p, os.X_OK)]
         if missing:
             raise BinariesError(f"not found or not executable: {', '.join(missing)}")

@@ -1,4 +1,11 @@
-"""Start and stop a local etcd + kube-apiserver pair, with RBAC on, and hand out a kubeconfig.
+"""Start and stop a local control plane (etcd, kube-apiserver with RBAC on, and
+kube-controller-manager running only the garbage-collector and namespace controllers), and hand
+out a kubeconfig.
+
+The controller manager is there so that what a real cluster does with owner references and
+namespaces happens here too: deleting a task deletes its messages, turn records and children,
+and deleting a namespace empties it. Nothing else of a cluster (scheduling, pods, service
+account tokens) is needed by the harness, so no other controller runs.
 
 The same idea as controller-runtime's envtest, without downloads: the binaries come from
 :mod:`tiny_harness.devcluster.binaries`. Every child process is tied to the launcher with
@@ -116,6 +123,7 @@ class LocalCluster:
             self._start_apiserver(binaries, pki)
             self._wait_ready()
             self._write_kubeconfig(pki)
+            self._start_controller_manager(binaries)
             if self._crds is not None:
                 apply_crds(self.admin(), self._crds)
             apply_admission(self.admin(), self._admission)
@@ -246,6 +254,31 @@ class LocalCluster:
             "--v=0",
         ]
         self._spawn("kube-apiserver", argv)
+
+    def _start_controller_manager(self, binaries: ControlPlaneBinaries) -> None:
+        if binaries.kube_controller_manager is None:
+            self._progress(
+                "no kube-controller-manager beside the control plane binaries: owner references "
+                "will not cascade (deleted tasks leave their messages and turn records)"
+            )
+            return
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(binaries.kube_controller_manager),
+                f"--kubeconfig={self.kubeconfig}",
+                "--controllers=garbagecollector,namespace",
+                "--leader-elect=false",
+                "--secure-port=0",
+                "--use-service-account-credentials=false",
+                "--concurrent-gc-syncs=20",
+                # The default client rate (20 requests/s) would take a minute to delete a
+                # task of 500 turns; a real cluster's administrator sets their own.
+                "--kube-api-qps=500",
+                "--kube-api-burst=1000",
+                "--v=0",
+            ],
+        )
 
     def _wait_ready(self) -> None:
         admin = self.admin()

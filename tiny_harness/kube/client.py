@@ -161,8 +161,20 @@ class HarnessTasks:
         except ApiException as exc:
             raise translate(exc, name) from None
 
-    async def delete(self, name: str) -> None:
+    async def delete(
+        self, name: str, *, uid: str | None = None, resource_version: str | None = None
+    ) -> None:
+        """Delete the task; its dependents (messages, turn records, sub-tasks with an owner
+        reference to it) are deleted after it by the garbage collector. With ``uid`` and
+        ``resource_version`` the delete only happens to that exact object as it was then
+        (otherwise :class:`ConflictError`): a task changed or re-created meanwhile stays."""
+        body: Obj = {"propagationPolicy": "Background"}
+        preconditions = {
+            k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v
+        }
+        if preconditions:
+            body["preconditions"] = preconditions
         try:
-            await self._api.delete_namespaced_custom_object(*self._args(), name)
+            await self._api.delete_namespaced_custom_object(*self._args(), name, body=body)
         except ApiException as exc:
             raise translate(exc, name) from None

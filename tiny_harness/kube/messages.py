@@ -37,6 +37,9 @@ class StoredMessage:
     spec: MessageSpec
     created: str
     resource_version: str
+    #: The uids its owner references name: a message written without one (a ``kubectl
+    #: apply`` of a manifest) is not deleted with its task by the garbage collector.
+    owners: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, obj: Obj) -> StoredMessage:
@@ -46,6 +49,7 @@ class StoredMessage:
             spec=MessageSpec.model_validate(obj["spec"]),
             created=meta.get("creationTimestamp", ""),
             resource_version=meta.get("resourceVersion", ""),
+            owners=tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or ()),
         )
 
     @property
@@ -121,3 +125,13 @@ class HarnessMessages:
         messages = [StoredMessage.of(o) for o in result["items"]]
         # The label may be a hash of a long name: keep only this task's messages.
         return sorted((m for m in messages if m.spec.task == task), key=lambda m: m.order)
+
+    async def delete(self, name: str) -> None:
+        """Delete one message; one already gone is no error."""
+        try:
+            await self._api.delete_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, MESSAGE_PLURAL, name
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise translate(exc, name) from None

@@ -58,6 +58,8 @@ def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
                 ),
             ),
             observed_generation=generation,
+            start_time=now,
+            completion_time=now,
         )
         return Initialised(_dump(status), "Rejected", str(exc), accepted=False)
     lifecycle = task.default_lifecycle
@@ -76,6 +78,7 @@ def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
             ),
         ),
         observed_generation=generation,
+        start_time=now,
     )
     return Initialised(
         _dump(status), "Initialised", f"accepted as a {lifecycle.value} task", accepted=True

@@ -39,13 +39,17 @@ from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
     Action,
     ApplyControl,
     AwaitRecords,
+    Collect,
     Facts,
+    FailPastDeadline,
     Initialise,
+    InputTimedOut,
     MessageKind,
     Nothing,
     Park,
@@ -54,7 +58,9 @@ from tiny_harness.core.decide import (
     RunCommand,
     RunTurn,
     SyncRows,
+    WaitForInput,
     WaitForLease,
+    WaitToCollect,
     decide,
 )
 from tiny_harness.core.errors import TaskNotFoundError
@@ -71,6 +77,7 @@ from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
+from tiny_harness.core.retention import expires_in, rfc3339
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
@@ -310,6 +317,9 @@ class TaskWorker:
 
     def facts(self, snap: Snapshot) -> Facts:
         status = snap.status
+        raw = snap.obj.get("status") or {}
+        spec = snap.spec
+        now = dt.datetime.now(dt.UTC)
         lease, wait = self.rt.leases.judge(self.key, status.runner)
         registry = self.rt.commands.registry
         pending: list[Pending] = []
@@ -332,7 +342,24 @@ class TaskWorker:
             pending=tuple(pending),
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
+            expires_in=self.expires_in(snap.obj),
+            deadline_left=deadline_left(spec.active_deadline_seconds, raw, now),
+            input_left=input_time_left(spec.input_timeout_seconds, raw, now),
+            on_timeout=spec.on_timeout,
         )
+
+    def expires_in(self, obj: Obj) -> float | None:
+        """Seconds until the ended task is to be deleted (:mod:`tiny_harness.core.retention`),
+        read from the object as it is, so a spec that does not parse has one too."""
+        status = obj.get("status") or {}
+        ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
+        if not isinstance(ttl, int) or isinstance(ttl, bool):
+            ttl = self.rt.settings.ttl_seconds_after_finished
+        try:
+            state = TaskState(str(status.get("state") or ""))
+        except ValueError:
+            return None
+        return expires_in(state, status.get("completionTime"), ttl, dt.datetime.now(dt.UTC))
 
     def records_current(self, snap: Snapshot) -> bool:
         """Every ended turn leaves its record ended before the runner is cleared, so a view
@@ -359,7 +386,12 @@ class TaskWorker:
             await self.initialise(obj)
             return True
         if state == TaskState.REJECTED.value:
-            return False  # a rejected spec may not even parse; there is nothing to do
+            # A rejected spec may not even parse: nothing to do but delete it in time.
+            self.rv = rv_of(obj)
+            rejected = Facts(
+                initialised=True, state=TaskState.REJECTED, expires_in=self.expires_in(obj)
+            )
+            return await self.at_rest(obj, decide(rejected))
         try:
             snap = self.snapshot()
         except ValidationError as exc:
@@ -371,8 +403,86 @@ class TaskWorker:
         action = decide(self.facts(snap))
         return await self.act(snap, action)
 
+    async def at_rest(self, obj: Obj, action: Action) -> bool:
+        """Carry out what :func:`decide` says of a task with nothing left to do but wait for
+        its time to live: delete it, or look again when that time comes."""
+        match action:
+            case Collect():
+                await self.collect(obj)
+            case WaitToCollect(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+        return False
+
+    async def collect(self, obj: Obj) -> None:
+        """Delete the ended task whose time to live has passed, as it was read (a task changed
+        or re-created meanwhile is a conflict, and the pass starts again). Its turn records,
+        sub-tasks and owned messages follow through the garbage collector; messages written
+        without an owner reference are deleted here, or nothing would."""
+        meta = obj["metadata"]
+        uid = str(meta["uid"])
+        orphans = [m for m in self.rt.cache.messages(*self.key) if uid not in m.owners]
+        status = obj.get("status") or {}
+        log.info(
+            "task %s/%s: deleting it, %s after it ended (%s)",
+            *self.key,
+            "its time to live",
+            status.get("state"),
+        )
+        await self.rt.event(
+            obj,
+            "Expired",
+            f"deleted: ended ({status.get('state')}) at {status.get('completionTime')}, and "
+            "its time to live after the end has passed",
+        )
+        await self.tasks.delete(self.name, uid=uid, resource_version=rv_of(obj))
+        for message in orphans:
+            await self.messages.delete(message.name)
+        self.rt.metrics.task_state(self.namespace, self.name, None)
+
+    async def input_timed_out(self, snap: Snapshot, *, complete: bool) -> None:
+        """No participant answered within inputTimeoutSeconds: complete the task if asked to
+        and no sub-task holds it open, otherwise fail it (InputTimeout)."""
+        waited = snap.spec.input_timeout_seconds
+        if complete:
+            decision = decide_completion(snap.extension())
+            if decision.complete:
+                text = f"completed: no participant answered within {waited}s (onTimeout)"
+                await self.write_status(
+                    {
+                        "state": TaskState.COMPLETED.value,
+                        "subState": None,
+                        "message": text,
+                        "messageId": own_message_id(),
+                    }
+                )
+                await self.rt.event(snap.obj, "InputTimeout", text)
+                return
+            why = f"; it could not complete: {decision.reason}"
+        else:
+            why = ""
+        await self.fail_task(
+            "InputTimeout",
+            f"no participant answered within inputTimeoutSeconds ({waited}s){why}; raise "
+            "spec.inputTimeoutSeconds to wait longer",
+        )
+
     async def act(self, snap: Snapshot, action: Action) -> bool:
         match action:
+            case Collect() | WaitToCollect():
+                return await self.at_rest(snap.obj, action)
+            case FailPastDeadline():
+                spent = (snap.obj.get("status") or {}).get("activeSeconds") or 0
+                await self.fail_task(
+                    "DeadlineExceeded",
+                    f"the task has worked for {float(spent):.0f}s, its whole "
+                    f"activeDeadlineSeconds ({snap.spec.active_deadline_seconds}s); raise "
+                    "spec.activeDeadlineSeconds to give a new task more time",
+                )
+            case InputTimedOut(complete=complete):
+                await self.input_timed_out(snap, complete=complete)
+            case WaitForInput(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+                return False
             case Nothing() | Initialise():
                 return False
             case AwaitRecords():
@@ -446,6 +556,8 @@ class TaskWorker:
         async with self.lock:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
+            current = (self.rt.cache.task(self.namespace, self.name) or {}).get("status") or {}
+            patch = stamped(patch, current, dt.datetime.now(dt.UTC))
             while True:
                 if leased:
                     self.held().check()
@@ -739,6 +851,10 @@ class TaskWorker:
             "turn": number,
             "subTasks": _rows_json(snap.rows),
         }
+        raw_status = snap.obj.get("status") or {}
+        if not (resume and raw_status.get("turnStartTime")):
+            # A resumed turn keeps its start: the time the replica that ran it was away counts.
+            start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
         conditions = resumed_conditions(snap.status.conditions)
         if conditions is not None:
             start["conditions"] = conditions
@@ -777,6 +893,13 @@ class TaskWorker:
             asyncio.create_task(self.watch_lease(holding, runner, cut)),
             asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
         ]
+        left = deadline_left(
+            snap.spec.active_deadline_seconds,
+            {**raw_status, **start, "runner": True},
+            dt.datetime.now(dt.UTC),
+        )
+        if left is not None:
+            guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
         try:
             outcome = await runner
         except asyncio.CancelledError:
@@ -787,6 +910,21 @@ class TaskWorker:
                 raise LeaseLostError("the lease ran out during the turn") from None
             if "gone" in cut:
                 return False
+            if cut[:1] == ["deadline"]:  # the first reason to cut the turn wins
+                await host.close_cut_turn()
+                holding.closing = True
+                spent = snap.spec.active_deadline_seconds
+                text = (
+                    f"the task has worked for its whole activeDeadlineSeconds ({spent}s): the "
+                    "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
+                    "more time"
+                )
+                await self.write_status(
+                    failed_status(snap.status, "DeadlineExceeded", text), leased=True
+                )
+                self.rt.metrics.turns_finished.labels(outcome="deadline").inc()
+                await self.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
+                return True
             # Cut by a participant's complete or cancel: close the turn from its journal,
             # then the next pass applies the control message.
             await host.close_cut_turn()
@@ -860,6 +998,12 @@ class TaskWorker:
                 cut.append("lease")
                 runner.cancel()
                 return
+
+    async def cut_at_deadline(self, left: float, runner: asyncio.Task[Any], cut: list[str]) -> None:
+        """Cut the running turn when the task's working time reaches its deadline."""
+        await asyncio.sleep(max(left, 0.0))
+        cut.append("deadline")
+        runner.cancel()
 
     async def watch_for_interrupts(
         self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]

@@ -45,6 +45,7 @@ from tiny_harness.core.task import (
     TaskLink,
     TaskSpec,
     TaskStatus,
+    spec_from_envelope,
 )
 from tiny_harness.core.task import (
     Role as ParticipantRole,
@@ -431,3 +432,31 @@ def test_a_status_written_before_message_ids_still_gets_a_stable_one() -> None:
     once = task_to_a2a("t", "c", SPEC, old).status.message.message_id
     assert once
     assert task_to_a2a("t", "c", SPEC, old).status.message.message_id == once
+
+
+def test_the_deadlines_and_the_time_spent_and_waited_are_in_the_task_metadata() -> None:
+    spec = SPEC.model_copy(
+        update={
+            "active_deadline_seconds": 600,
+            "input_timeout_seconds": 3600,
+            "on_timeout": "complete",
+        }
+    )
+    status = TaskStatus(
+        state=TaskState.INPUT_REQUIRED,
+        active_seconds=12.5,
+        waiting_since="2026-11-30T12:00:00.000Z",
+    )
+
+    extension = task_to_a2a("t", "ctx", spec, status).metadata[TASK_EXT_KEY]
+
+    assert extension["active_deadline_seconds"] == 600
+    assert extension["input_timeout_seconds"] == 3600
+    assert extension["on_timeout"] == "complete"
+    assert extension["active_seconds"] == 12.5
+    assert extension["waiting_since"] == "2026-11-30T12:00:00.000Z"
+
+
+def test_an_envelope_cannot_set_the_time_spent_or_waited() -> None:
+    with pytest.raises(ServerControlledFieldError, match="active_seconds"):
+        spec_from_envelope({"goal": "x", "active_seconds": 0})

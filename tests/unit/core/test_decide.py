@@ -22,8 +22,11 @@ from tiny_harness.core.decide import (
     Action,
     ApplyControl,
     AwaitRecords,
+    Collect,
     Facts,
+    FailPastDeadline,
     Initialise,
+    InputTimedOut,
     Lease,
     MessageKind,
     Nothing,
@@ -33,7 +36,9 @@ from tiny_harness.core.decide import (
     RunCommand,
     RunTurn,
     SyncRows,
+    WaitForInput,
     WaitForLease,
+    WaitToCollect,
     decide,
 )
 from tiny_harness.core.states import TaskState
@@ -56,10 +61,26 @@ ALL_ACTIONS = (
     RunTurn,
     Park,
     SyncRows,
+    Collect,
+    WaitToCollect,
+    FailPastDeadline,
+    InputTimedOut,
+    WaitForInput,
 )
-#: Actions that write something (a record, a status, a turn). Initialise writes too, but it
-#: is row 1 and comes before anything else is known.
-WRITES = (Refuse, Acknowledge, ApplyControl, RunCommand, RunTurn, Park, SyncRows)
+#: Actions that write something (a record, a status, a turn, a deletion). Initialise writes
+#: too, but it is row 1 and comes before anything else is known.
+WRITES = (
+    Refuse,
+    Acknowledge,
+    ApplyControl,
+    RunCommand,
+    RunTurn,
+    Park,
+    SyncRows,
+    Collect,
+    FailPastDeadline,
+    InputTimedOut,
+)
 #: Actions that act on one pending message, named by ``message_id``.
 ABOUT_A_MESSAGE = (Refuse, Acknowledge, ApplyControl, RunCommand)
 #: The terminal state each control leaves the task in, as a participant understands it.
@@ -193,6 +214,10 @@ def all_facts(draw: st.DrawFn) -> Facts:
         pending=draw(pendings()),
         news=draw(st.booleans()),
         rows_stale=draw(st.booleans()),
+        expires_in=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        deadline_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        input_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
+        on_timeout=draw(st.sampled_from(("fail", "complete"))),
     )
 
 
@@ -242,6 +267,25 @@ def test_row_1_a_task_without_a_status_is_initialised() -> None:
 def test_row_2_a_rejected_task_does_nothing_even_when_spoken_to() -> None:
     assert decide(facts(state=TaskState.REJECTED, pending=(say("alice"),))) == Nothing()
     assert decide(facts(spec=None, pending=(say("alice"),))) == Nothing()
+
+
+def test_row_2_a_rejected_task_is_still_deleted_when_its_time_to_live_runs_out() -> None:
+    rejected = facts(state=TaskState.REJECTED, spec=None, pending=(say("alice"),))
+    assert decide(replace(rejected, expires_in=-1.0)) == Collect()
+    assert decide(replace(rejected, expires_in=30.0)) == WaitToCollect(30.0)
+
+
+def test_row_13_an_ended_task_is_deleted_once_its_time_to_live_has_passed() -> None:
+    done = facts(state=TaskState.COMPLETED)
+    assert decide(replace(done, expires_in=0.0)) == Collect()
+    assert decide(replace(done, expires_in=-3600.0)) == Collect()
+    assert decide(replace(done, expires_in=12.5)) == WaitToCollect(12.5)
+    assert decide(replace(done, expires_in=None)) == Nothing()
+
+
+def test_row_13_a_message_to_an_ended_task_is_answered_before_it_is_deleted() -> None:
+    done = facts(state=TaskState.COMPLETED, pending=(say("alice"),), expires_in=-1.0)
+    assert isinstance(decide(done), Refuse)
 
 
 def test_row_3_a_view_behind_the_status_waits_for_the_last_record() -> None:
@@ -587,6 +631,7 @@ def test_a_failed_conversation_starts_a_new_turn_for_a_participants_message(
         lifecycle=Lifecycle.CONVERSATION,
         lease=Lease.FREE,
         pending=(say(participant, "x1"), *later),
+        deadline_left=None,
     )
 
     assert decide(failed) == RunTurn(f.turn + 1, resume=False)
@@ -608,3 +653,57 @@ def test_a_failed_delegated_task_refuses_a_participants_message(f: Facts, sender
     assert action.message_id == "x1"
     assert "terminal state" in action.reason
     assert TaskState.FAILED.value in action.reason
+
+
+@given(any_facts)
+def test_a_task_that_has_not_ended_is_never_deleted_whatever_its_clock_says(f: Facts) -> None:
+    if f.state is None or not f.state.is_terminal:
+        assert not isinstance(decide(f), (Collect, WaitToCollect))
+
+
+@given(ended_facts())
+def test_an_ended_task_is_deleted_only_with_no_message_left_unanswered(f: Facts) -> None:
+    if isinstance(decide(f), Collect) and f.state is not TaskState.REJECTED and f.spec:
+        assert not f.pending
+
+
+def test_row_10_no_new_turn_starts_once_the_working_time_is_spent() -> None:
+    asked = facts(state=TaskState.INPUT_REQUIRED, pending=(say("alice"),))
+    assert decide(replace(asked, deadline_left=0.0)) == FailPastDeadline()
+    assert decide(replace(asked, deadline_left=5.0)) == RunTurn(3, resume=False)
+
+
+def test_row_9_an_open_turn_past_the_deadline_is_not_resumed() -> None:
+    open_turn = facts(state=TaskState.WORKING, lease=Lease.EXPIRED, turn=3, deadline_left=-1.0)
+    assert decide(open_turn) == FailPastDeadline()
+
+
+def test_a_participant_may_still_cancel_a_task_past_its_deadline() -> None:
+    spent = facts(state=TaskState.INPUT_REQUIRED, deadline_left=-1.0)
+    assert decide(replace(spent, pending=(control("alice", "cancel"),))) == ApplyControl("c1")
+
+
+def test_row_14_a_task_waiting_past_its_input_timeout_fails_or_completes() -> None:
+    waiting = facts(state=TaskState.INPUT_REQUIRED, input_left=-1.0)
+    assert decide(waiting) == InputTimedOut(complete=False)
+    assert decide(replace(waiting, on_timeout="complete")) == InputTimedOut(complete=True)
+    assert decide(replace(waiting, input_left=30.0)) == WaitForInput(30.0)
+    assert decide(replace(waiting, input_left=None)) == Nothing()
+
+
+def test_row_14_a_message_that_arrives_in_time_is_answered_not_timed_out() -> None:
+    waiting = facts(state=TaskState.INPUT_REQUIRED, input_left=-1.0, pending=(say("alice"),))
+    assert decide(waiting) == RunTurn(3, resume=False)
+
+
+@given(any_facts)
+def test_only_a_task_waiting_for_a_participant_times_out(f: Facts) -> None:
+    if isinstance(decide(f), (InputTimedOut, WaitForInput)):
+        assert f.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
+        assert not f.pending or f.state is TaskState.REJECTED or f.spec is None
+
+
+@given(any_facts)
+def test_a_turn_never_starts_past_the_deadline(f: Facts) -> None:
+    if f.deadline_left is not None and f.deadline_left <= 0:
+        assert not isinstance(decide(f), RunTurn)

@@ -1,0 +1,98 @@
+"""How long a task may work, and how long it may wait for a participant.
+
+Two bounds a task's author may set, as Kubernetes Jobs have ``activeDeadlineSeconds``:
+
+- ``spec.activeDeadlineSeconds``: the most time the task may spend *working*. Time parked,
+  waiting for a participant, does not count: a conversation that lasts a week of idle days
+  is not cut for it. ``status.activeSeconds`` accumulates the time of each turn, from
+  ``status.turnStartTime`` (written when the turn starts) to the write that ends it (the one
+  that clears the runner). Past the deadline the running turn is cut, or no new turn starts,
+  and the task fails with reason ``DeadlineExceeded``.
+- ``spec.inputTimeoutSeconds`` with ``spec.onTimeout``: the most time the task may wait for a
+  participant (INPUT_REQUIRED or AUTH_REQUIRED), from ``status.waitingSince`` (written with
+  every such state, cleared by any other). Past it the task fails with reason ``InputTimeout``,
+  or completes when ``onTimeout`` is ``complete`` and no sub-task holds it open.
+
+Every status write passes through :func:`stamped`, so the times are kept by the one place that
+writes states, and survive a restart: the time left is computed from the status on every pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from tiny_harness.core.retention import rfc3339, with_completion_time
+from tiny_harness.core.states import TaskState
+
+INTERRUPTED: frozenset[TaskState] = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+def parse_time(value: object) -> dt.datetime | None:
+    """An RFC 3339 time as the status records it; None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
+def stamped(
+    patch: Mapping[str, Any], current: Mapping[str, Any], now: dt.datetime
+) -> Mapping[str, Any]:
+    """A status patch with the times its writes imply, given the status it applies to:
+
+    - a state: ``completionTime`` (:func:`.retention.with_completion_time`), and
+      ``waitingSince`` set for a state that waits for a participant, cleared for any other;
+    - the runner cleared while a turn had started: that turn's time added to
+      ``activeSeconds``, and ``turnStartTime`` cleared.
+    """
+    out = dict(with_completion_time(patch, now))
+    state = out.get("state")
+    if state is not None and "waitingSince" not in out:
+        out["waitingSince"] = rfc3339(now) if TaskState(state) in INTERRUPTED else None
+    if "runner" in out and out["runner"] is None and "activeSeconds" not in out:
+        started = parse_time(current.get("turnStartTime"))
+        if started is not None:
+            spent = max((now - started).total_seconds(), 0.0)
+            out["activeSeconds"] = round(float(current.get("activeSeconds") or 0) + spent, 3)
+            out["turnStartTime"] = None
+    return out
+
+
+def active_seconds(status: Mapping[str, Any], now: dt.datetime) -> float:
+    """Time spent working so far, the running turn included."""
+    spent = float(status.get("activeSeconds") or 0)
+    started = parse_time(status.get("turnStartTime"))
+    if started is not None and status.get("runner"):
+        spent += max((now - started).total_seconds(), 0.0)
+    return spent
+
+
+def deadline_left(
+    deadline_seconds: int | None, status: Mapping[str, Any], now: dt.datetime
+) -> float | None:
+    """Seconds of working time left before ``activeDeadlineSeconds``; None: no deadline."""
+    if deadline_seconds is None:
+        return None
+    return deadline_seconds - active_seconds(status, now)
+
+
+def input_time_left(
+    timeout_seconds: int | None, status: Mapping[str, Any], now: dt.datetime
+) -> float | None:
+    """Seconds the task may still wait for a participant; None: it is not waiting, or may
+    wait for ever."""
+    if timeout_seconds is None:
+        return None
+    try:
+        state = TaskState(str(status.get("state") or ""))
+    except ValueError:
+        return None
+    since = parse_time(status.get("waitingSince"))
+    if state not in INTERRUPTED or since is None:
+        return None
+    return timeout_seconds - (now - since).total_seconds()
