@@ -18,6 +18,7 @@ from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow
+from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 
 _STATE_PREFIX: Final = "TASK_STATE_"
@@ -237,6 +238,16 @@ def describe(obj: Obj, conversation: Sequence[Said], history: int, now: dt.datet
     ]
     if status.runner is not None:
         fields.append(("Running on", status.runner.holder))
+    if status.usage is not None:
+        fields.append(("Usage", status.usage.text()))
+    if status.sub_task_usage is not None:
+        with_sub_tasks = total(status.usage, status.sub_task_usage)
+        fields.append(("Usage with sub-tasks", with_sub_tasks.text()))
+    if status.active_seconds:
+        limit = spec.active_deadline_seconds if spec is not None else None
+        fields.append(
+            ("Working time", f"{status.active_seconds:.1f}s" + (f" of {limit}s" if limit else ""))
+        )
     if status.message:
         fields.append(("Status message", status.message))
     width = max(len(k) for k, _ in fields) + 2

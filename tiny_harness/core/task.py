@@ -237,6 +237,32 @@ class Runner(Model):
     )
 
 
+class TaskUsage(Model):
+    """Model calls, tokens and tool calls."""
+
+    model_calls: int = Field(default=0, ge=0, description="Model requests made.")
+    input_tokens: int = Field(default=0, ge=0, description="Tokens sent to the model.")
+    output_tokens: int = Field(default=0, ge=0, description="Tokens the model answered with.")
+    tool_calls: int = Field(default=0, ge=0, description="Tool calls made.")
+
+    def __add__(self, other: TaskUsage) -> TaskUsage:
+        return TaskUsage(
+            model_calls=self.model_calls + other.model_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            tool_calls=self.tool_calls + other.tool_calls,
+        )
+
+    def text(self) -> str:
+        """``3 model calls, 1,204 tokens in, 310 out, 2 tool calls``."""
+        calls = "model call" if self.model_calls == 1 else "model calls"
+        tools = "tool call" if self.tool_calls == 1 else "tool calls"
+        return (
+            f"{self.model_calls} {calls}, {self.input_tokens:,} tokens in, "
+            f"{self.output_tokens:,} out, {self.tool_calls} {tools}"
+        )
+
+
 class TaskStatus(Model):
     """What the operator writes: the ``HarnessTask`` status subresource.
 
@@ -288,6 +314,15 @@ class TaskStatus(Model):
         default=None,
         description="Since when the task has waited for a participant (RFC 3339), while it "
         "does; inputTimeoutSeconds counts from it.",
+    )
+    usage: TaskUsage | None = Field(
+        default=None,
+        description="What the task's own turns used (model calls, tokens, tool calls), summed "
+        "from its turn records.",
+    )
+    sub_task_usage: TaskUsage | None = Field(
+        default=None,
+        description="What its sub-tasks used, theirs included: usage plus this is the total.",
     )
     completion_time: str | None = Field(
         default=None,

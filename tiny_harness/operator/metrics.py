@@ -6,12 +6,17 @@ operators in one process honest, and means ``/metrics`` shows exactly what this 
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import time
 from collections import Counter as Tally
+from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from tiny_harness.core.llm import LLMRequest, LLMResponse, ModelAdapter
+from tiny_harness.core.tools import Tool, ToolContext, ToolRegistry
 
 _TURN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -41,6 +46,13 @@ class OperatorMetrics:
             "tiny_harness_model_request_duration_seconds",
             "Wall time of one model request, retries included.",
             ["model"],
+            registry=r,
+        )
+        self.tool_seconds = Histogram(
+            "tiny_harness_tool_call_duration_seconds",
+            "Wall time of one tool call (intrinsics excluded), by tool.",
+            ["tool"],
+            buckets=_TURN_BUCKETS,
             registry=r,
         )
         self.model_tokens = Counter(
@@ -112,3 +124,28 @@ class MeteredAdapter:
             response.usage.output_tokens
         )
         return response
+
+
+def metered_tools(tools: Iterable[Tool], metrics: OperatorMetrics) -> ToolRegistry:
+    """The tools, each timed into ``tiny_harness_tool_call_duration_seconds`` by its name."""
+
+    def timed(tool: Tool) -> Tool:
+        function = tool.function
+        if function is None:
+            return tool
+        name = tool.spec.name
+
+        async def run(args: dict[str, Any], context: ToolContext) -> object:
+            started = time.perf_counter()
+            try:
+                result = function(args, context)
+                return await result if inspect.isawaitable(result) else result
+            finally:
+                metrics.tool_seconds.labels(tool=name).observe(time.perf_counter() - started)
+
+        return dataclasses.replace(tool, function=run)
+
+    registry = ToolRegistry()
+    for tool in tools:
+        registry.include(timed(tool))
+    return registry

@@ -29,7 +29,7 @@ from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
-from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics
+from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.settings import operator_settings
 
@@ -82,7 +82,7 @@ async def run_operator(
     loop = CoreLoop(
         MeteredAdapter(adapter, metrics),
         catalog,
-        load_tools(settings.operator.tools),
+        metered_tools(load_tools(settings.operator.tools), metrics),
         config=LoopConfig(max_model_calls=settings.operator.max_model_calls),
         completion_override=completion_override(commands.runner),
     )

@@ -91,8 +91,10 @@ from tiny_harness.core.task import (
     TaskLink,
     TaskSpec,
     TaskStatus,
+    TaskUsage,
 )
 from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
+from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
@@ -557,7 +559,7 @@ class TaskWorker:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
             current = (self.rt.cache.task(self.namespace, self.name) or {}).get("status") or {}
-            patch = stamped(patch, current, dt.datetime.now(dt.UTC))
+            patch = self.with_usage(stamped(patch, current, dt.datetime.now(dt.UTC)))
             while True:
                 if leased:
                     self.held().check()
@@ -582,6 +584,26 @@ class TaskWorker:
                 self.rt.written(self.namespace, self.name, self.rv)
                 self.rt.cache.wrote_task(obj)
                 return obj
+
+    def with_usage(self, patch: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The patch with what the task has used (:mod:`tiny_harness.core.usage`): its own
+        usage with every write that ends a turn (its records are in the cache by then), and
+        its sub-tasks' with every write of their rows."""
+        out = dict(patch)
+        if "runner" in out and out["runner"] is None and "usage" not in out:
+            used = usage_of(self.rt.cache.records(self.namespace, self.name))
+            out["usage"] = used.model_dump(by_alias=True)
+        if "subTasks" in out and "subTaskUsage" not in out:
+            children = self.rt.cache.children(self.namespace, self.name)
+            used = TaskUsage()
+            for child in children:
+                status = child.get("status") or {}
+                used = used + total(
+                    TaskUsage.model_validate(status.get("usage") or {}),
+                    TaskUsage.model_validate(status.get("subTaskUsage") or {}),
+                )
+            out["subTaskUsage"] = used.model_dump(by_alias=True) if children else None
+        return out
 
     def held(self) -> Holding:
         if self.holding is None:

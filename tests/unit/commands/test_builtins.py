@@ -15,7 +15,7 @@ from tiny_harness.core.commands.context import (
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.plan import Plan, PlanStep
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import TEXT_MAX, SubTaskRow, TaskSpec, TaskStatus
+from tiny_harness.core.task import TEXT_MAX, SubTaskRow, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import TaskSettings
 
 from .support import registry, send, snapshot
@@ -128,8 +128,10 @@ async def test_sub_task_refuses_a_description_too_long_for_a_goal() -> None:
 # -- /status --
 
 
-async def test_status_reports_the_task_settings_plan_and_children() -> None:
-    result = await answer("/status", "bob")
+async def test_status_reports_the_task_settings_plan_children_and_usage() -> None:
+    used = TaskUsage(model_calls=4, input_tokens=12_500, output_tokens=800, tool_calls=3)
+    by_children = TaskUsage(model_calls=1, input_tokens=500, output_tokens=50)
+    result = await answer("/status", "bob", usage=used, sub_task_usage=by_children)
     assert result == CommandResult(
         reply="\n".join(
             [
@@ -141,6 +143,8 @@ async def test_status_reports_the_task_settings_plan_and_children() -> None:
                 "sub-tasks:",
                 "  t1.1: working",
                 "  t1.2: completed",
+                "usage: 4 model calls, 12,500 tokens in, 800 out, 3 tool calls",
+                "usage with sub-tasks: 5 model calls, 13,000 tokens in, 850 out, 3 tool calls",
             ]
         )
     )
@@ -165,6 +169,7 @@ async def test_status_of_a_task_without_plan_or_children() -> None:
             "effort: low",
             "plan: none",
             "sub-tasks: none",
+            "usage: 0 model calls, 0 tokens in, 0 out, 0 tool calls",
         ]
     )
     assert not result.has_intents

@@ -122,7 +122,8 @@ def sub_task_command(ctx: CommandInvokedIn) -> CommandResult:
 
 
 def status_command(ctx: CommandInvokedIn, *, catalog: ModelCatalog) -> CommandResult:
-    """``/status``: the task's id, name, state, settings, plan progress and sub-tasks."""
+    """``/status``: the task's id, name, state, settings, plan progress, sub-tasks and what it
+    has used (model calls, tokens, tool calls; with its sub-tasks' when it has any)."""
     task = ctx.task
     title = f"task {task.id}" + (f" ({task.name})" if task.name else "")
     state = state_text(task.state) + (f" ({task.sub_state})" if task.sub_state else "")
@@ -144,6 +145,9 @@ def status_command(ctx: CommandInvokedIn, *, catalog: ModelCatalog) -> CommandRe
         )
     else:
         lines.append("sub-tasks: none")
+    lines.append(f"usage: {task.usage.text()}")
+    if task.sub_task_usage is not None:
+        lines.append(f"usage with sub-tasks: {(task.usage + task.sub_task_usage).text()}")
     return CommandResult(reply="\n".join(lines))
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tiny_harness.core.hooks import HookContext
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import TEXT_MAX, Role, TaskSpec, TaskStatus
+from tiny_harness.core.task import TEXT_MAX, Role, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import TaskSettings
 
 
@@ -43,6 +43,12 @@ class TaskSnapshot(_Data):
     steps_done: int = Field(default=0, ge=0)
     steps_total: int = Field(default=0, ge=0)
     children: tuple[ChildSnapshot, ...] = ()
+    usage: TaskUsage = Field(
+        default_factory=TaskUsage, description="What the task's own turns have used."
+    )
+    sub_task_usage: TaskUsage | None = Field(
+        default=None, description="What its sub-tasks have used (theirs included), if any."
+    )
 
     @classmethod
     def of(cls, task_id: str, spec: TaskSpec, status: TaskStatus) -> TaskSnapshot:
@@ -60,6 +66,8 @@ class TaskSnapshot(_Data):
                 ChildSnapshot(task_id=r.task_id, state=r.state, sub_state=r.sub_state)
                 for r in status.sub_tasks
             ),
+            usage=status.usage or TaskUsage(),
+            sub_task_usage=status.sub_task_usage,
         )
 
 
