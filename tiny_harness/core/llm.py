@@ -65,6 +65,8 @@ class LLMRequest(_LLMModel):
 class Usage(_LLMModel):
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Of the input tokens, those the provider served from its prompt cache (when it says).
+    cached_input_tokens: int = 0
 
 
 class LLMResponse(_LLMModel):

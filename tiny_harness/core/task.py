@@ -243,6 +243,11 @@ class TaskUsage(Model):
     model_calls: int = Field(default=0, ge=0, description="Model requests made.")
     input_tokens: int = Field(default=0, ge=0, description="Tokens sent to the model.")
     output_tokens: int = Field(default=0, ge=0, description="Tokens the model answered with.")
+    cached_input_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Of the input tokens, those the provider served from its prompt cache.",
+    )
     tool_calls: int = Field(default=0, ge=0, description="Tool calls made.")
 
     def __add__(self, other: TaskUsage) -> TaskUsage:
@@ -250,15 +255,17 @@ class TaskUsage(Model):
             model_calls=self.model_calls + other.model_calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
             tool_calls=self.tool_calls + other.tool_calls,
         )
 
     def text(self) -> str:
-        """``3 model calls, 1,204 tokens in, 310 out, 2 tool calls``."""
+        """``3 model calls, 1,204 tokens in (800 cached), 310 out, 2 tool calls``."""
         calls = "model call" if self.model_calls == 1 else "model calls"
         tools = "tool call" if self.tool_calls == 1 else "tool calls"
+        cached = f" ({self.cached_input_tokens:,} cached)" if self.cached_input_tokens else ""
         return (
-            f"{self.model_calls} {calls}, {self.input_tokens:,} tokens in, "
+            f"{self.model_calls} {calls}, {self.input_tokens:,} tokens in{cached}, "
             f"{self.output_tokens:,} out, {self.tool_calls} {tools}"
         )
 

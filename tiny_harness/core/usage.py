@@ -25,7 +25,7 @@ class _Record(Protocol):
 def usage_of(records: Iterable[_Record]) -> TaskUsage:
     """The usage in the task's turn records, each entry counted once."""
     seen: set[str] = set()
-    calls = tokens_in = tokens_out = tools = 0
+    calls = tokens_in = tokens_out = cached = tools = 0
     for record in records:
         for entry in record.entries:
             entry_id = getattr(entry, "id", None)
@@ -36,14 +36,20 @@ def usage_of(records: Iterable[_Record]) -> TaskUsage:
                 calls += 1
                 tokens_in += entry.response.usage.input_tokens
                 tokens_out += entry.response.usage.output_tokens
+                cached += entry.response.usage.cached_input_tokens
             elif isinstance(entry, CompactionEntry):
                 calls += 1
                 tokens_in += entry.usage.input_tokens
                 tokens_out += entry.usage.output_tokens
+                cached += entry.usage.cached_input_tokens
             elif isinstance(entry, ToolEntry):
                 tools += 1
     return TaskUsage(
-        model_calls=calls, input_tokens=tokens_in, output_tokens=tokens_out, tool_calls=tools
+        model_calls=calls,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cached_input_tokens=cached,
+        tool_calls=tools,
     )
 
 

@@ -154,11 +154,17 @@ def parse_message(message: Message) -> LLMResponse:
         for block in message.content
         if block.type == "tool_use"
     )
+    usage = message.usage
+    cached = usage.cache_read_input_tokens or 0
     return LLMResponse(
         text=text,
         tool_calls=calls,
         model=message.model,
+        # Anthropic counts cache reads and writes apart from input_tokens; every one of them
+        # was input the model read, so the input is their sum, as the other providers count it.
         usage=Usage(
-            input_tokens=message.usage.input_tokens, output_tokens=message.usage.output_tokens
+            input_tokens=usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0),
+            output_tokens=message.usage.output_tokens,
+            cached_input_tokens=cached,
         ),
     )

@@ -99,9 +99,12 @@ def function_tool(tool: ToolSpec) -> ChatCompletionFunctionToolParam:
 
 
 def parse_completion(completion: ChatCompletion) -> LLMResponse:
+    reported = completion.usage
+    details = reported.prompt_tokens_details if reported else None
     usage = Usage(
-        input_tokens=completion.usage.prompt_tokens if completion.usage else 0,
-        output_tokens=completion.usage.completion_tokens if completion.usage else 0,
+        input_tokens=reported.prompt_tokens if reported else 0,
+        output_tokens=reported.completion_tokens if reported else 0,
+        cached_input_tokens=(details.cached_tokens or 0) if details else 0,
     )
     if not completion.choices:
         return LLMResponse(model=completion.model, usage=usage)

@@ -101,5 +101,10 @@ def parse_response(response: Response) -> LLMResponse:
         usage=Usage(
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
+            cached_input_tokens=(
+                usage.input_tokens_details.cached_tokens
+                if usage and usage.input_tokens_details
+                else 0
+            ),
         ),
     )

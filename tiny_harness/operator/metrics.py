@@ -57,7 +57,8 @@ class OperatorMetrics:
         )
         self.model_tokens = Counter(
             "tiny_harness_model_tokens_total",
-            "Tokens used, by model and direction.",
+            "Tokens used, by model and direction (input, output, and cached_input: the part of "
+            "the input the provider served from its prompt cache).",
             ["model", "direction"],
             registry=r,
         )
@@ -122,6 +123,9 @@ class MeteredAdapter:
         )
         self._metrics.model_tokens.labels(model=model, direction="output").inc(
             response.usage.output_tokens
+        )
+        self._metrics.model_tokens.labels(model=model, direction="cached_input").inc(
+            response.usage.cached_input_tokens
         )
         return response
 

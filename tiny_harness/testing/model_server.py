@@ -89,6 +89,9 @@ class TextTurn(_Turn):
     text: str
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int = Field(
+        default=0, ge=0, description="Of the input tokens, those to report as cached."
+    )
 
 
 class ScriptedToolCall(BaseModel):
@@ -109,6 +112,9 @@ class ToolCallsTurn(_Turn):
     text: str = ""
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
+    cached_input_tokens: int = Field(
+        default=0, ge=0, description="Of the input tokens, those to report as cached."
+    )
 
 
 class ErrorTurn(_Turn):
@@ -323,6 +329,7 @@ class ScriptedModelServer:
             turn.output_tokens
             if turn.output_tokens is not None
             else max(1, (len(text) + sum(len(c.arguments) for c in calls)) // 4),
+            turn.cached_input_tokens,
         )
         serial = next(self._ids)
         if flavor == "responses":
@@ -359,7 +366,7 @@ class _Call:
 
 
 def _responses_body(
-    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int]
+    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int, int]
 ) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if text or not calls:
@@ -395,7 +402,7 @@ def _responses_body(
         "tools": [],
         "usage": {
             "input_tokens": usage[0],
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": usage[2], "cache_write_tokens": 0},
             "output_tokens": usage[1],
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage[0] + usage[1],
@@ -404,7 +411,7 @@ def _responses_body(
 
 
 def _chat_body(
-    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int]
+    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int, int]
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
@@ -433,12 +440,13 @@ def _chat_body(
             "prompt_tokens": usage[0],
             "completion_tokens": usage[1],
             "total_tokens": usage[0] + usage[1],
+            "prompt_tokens_details": {"cached_tokens": usage[2]},
         },
     }
 
 
 def _messages_body(
-    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int]
+    serial: int, model: str, text: str, calls: list[_Call], usage: tuple[int, int, int]
 ) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
     if text or not calls:
@@ -457,7 +465,12 @@ def _messages_body(
         "content": content,
         "stop_reason": "tool_use" if calls else "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
+        # Anthropic counts cache reads apart from input_tokens (the uncached part).
+        "usage": {
+            "input_tokens": max(usage[0] - usage[2], 0),
+            "output_tokens": usage[1],
+            "cache_read_input_tokens": usage[2],
+        },
     }
 
 

@@ -19,9 +19,10 @@ class Record:
 
 def call(entry_id: str, tokens_in: int, tokens_out: int, tools: int = 0) -> ModelEntry:
     calls = tuple(ToolCall(id=f"{entry_id}-t{i}", name="look") for i in range(tools))
-    response = LLMResponse(
-        text="ok", tool_calls=calls, usage=Usage(input_tokens=tokens_in, output_tokens=tokens_out)
+    usage = Usage(
+        input_tokens=tokens_in, output_tokens=tokens_out, cached_input_tokens=tokens_in // 2
     )
+    response = LLMResponse(text="ok", tool_calls=calls, usage=usage)
     return ModelEntry(id=entry_id, response=response)
 
 
@@ -39,8 +40,10 @@ def test_every_model_call_and_tool_call_is_counted_once_however_often_a_turn_res
 
     used = usage_of(records)
 
-    assert used == TaskUsage(model_calls=3, input_tokens=350, output_tokens=35, tool_calls=1)
-    assert used.text() == "3 model calls, 350 tokens in, 35 out, 1 tool call"
+    assert used == TaskUsage(
+        model_calls=3, input_tokens=350, output_tokens=35, cached_input_tokens=150, tool_calls=1
+    )
+    assert used.text() == "3 model calls, 350 tokens in (150 cached), 35 out, 1 tool call"
 
 
 def test_a_total_adds_the_sub_tasks_and_treats_none_as_nothing() -> None:

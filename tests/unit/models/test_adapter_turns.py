@@ -44,6 +44,22 @@ async def test_a_text_reply_comes_back_with_model_and_usage(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+async def test_cached_input_tokens_are_a_part_of_the_input_whatever_the_wire_format(
+    kind: Kind, server: ScriptedModelServer, make_adapter: MakeAdapter
+) -> None:
+    """OpenAI counts cached tokens inside the input; Anthropic apart from it. Either way the
+    response says 100 in, of which 80 cached."""
+    adapter = await make_adapter(kind)
+    server.script([TextTurn(text="Hi.", input_tokens=100, output_tokens=5, cached_input_tokens=80)])
+
+    response = await adapter.complete(ask("hi"))
+
+    assert response.usage.input_tokens == 100
+    assert response.usage.cached_input_tokens == 80
+    assert response.usage.output_tokens == 5
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_requests_go_to_the_configured_base_url_and_endpoint(
     kind: Kind, server: ScriptedModelServer, make_adapter: MakeAdapter
 ) -> None:
