@@ -507,3 +507,20 @@ def test_the_installed_identity_policy_refuses_impersonation_on_the_real_authori
     as_bob = send("alice", "bob")
     assert as_bob.returncode != 0
     assert "spec.sender is bob, but this message is written by alice" in as_bob.stderr
+
+
+def test_the_grafana_dashboard_is_a_configmap_the_sidecar_finds_only_when_enabled(
+    helm: Helm,
+) -> None:
+    values = {"grafanaDashboard.enabled": True}
+    docs = helm.render("team-a", values)
+    [dashboard] = [
+        d for d in docs if d["kind"] == "ConfigMap" and "dashboard" in d["metadata"]["name"]
+    ]
+
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = json.loads((CHART / "dashboards/tiny-harness.json").read_text())
+    assert json.loads(dashboard["data"]["tiny-harness.json"]) == shipped
+    assert "0 chart(s) failed" in helm.lint(values).stdout
+    off = helm.render("team-a", {})
+    assert not [d for d in off if d["metadata"]["name"].endswith("-dashboard")]
