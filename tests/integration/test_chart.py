@@ -67,6 +67,8 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
         "model.baseUrl": "http://vllm.models.svc:8000/v1",
         "model.api": "chat",
         "model.contextWindowTokens": 32768,
+        "operator.budget.maxTokens": 200000,
+        "operator.budget.onExceeded": "fail",
     },
 }
 
@@ -214,6 +216,17 @@ def test_settings_file_is_one_the_harness_accepts(helm: Helm, configuration: str
     assert settings.operator.namespaces == (("tiny-harness",) if "watchNamespace" in values else ())
     assert settings.gateway.bind == "0.0.0.0:8080"
     assert settings.gateway.namespace == "tiny-harness"
+    assert settings.operator.ttl_seconds_after_finished == 604800
+    budget = settings.operator.budget
+    if "operator.budget.maxTokens" in values:
+        assert budget is not None
+        assert (budget.max_tokens, budget.max_model_calls, budget.on_exceeded) == (
+            200000,
+            None,
+            "fail",
+        )
+    else:
+        assert budget is None
 
 
 def test_model_api_key_reaches_only_the_operator_and_only_from_the_existing_secret(

@@ -351,6 +351,7 @@ async def test_every_command_answers_over_each_transport_and_protocol_version(
         "effort": "/effort low",
         "sub-task": "/sub-task Write the changelog",
         "status": "/status",
+        "budget": "/budget",
     }
     assert set(commands) == {spec.name for spec in BUILTIN_SPECS}, "a command is untested"
 
@@ -367,6 +368,7 @@ async def test_every_command_answers_over_each_transport_and_protocol_version(
     child = replies["sub-task"].rsplit(" ", 1)[-1]
     assert (await alice.get(child)).context_id == (await alice.get(task_id)).context_id
     assert child in replies["status"]
+    assert replies["budget"].startswith("budget: none (no limit)\nused: 1 model call")
     # Commands never reach the model (the child may call it for its own goal meanwhile).
     bodies = [r.raw_body.decode() for r in await model_server.control.requests()]
     assert not [command for command in commands.values() if any(command in b for b in bodies)]

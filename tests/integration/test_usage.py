@@ -34,7 +34,7 @@ async def test_a_tasks_usage_includes_its_sub_tasks_and_status_shows_both(
         [
             {"type": "tool_calls", "calls": [spawn], **PARENT_CALL},
             {"type": "text", "text": "One, two, three.", "input_tokens": 30,
-             "output_tokens": 3, "when": "working on task parent-"},
+             "output_tokens": 3, "cached_input_tokens": 12, "when": "working on task parent-"},
             *[{"type": "text", "text": "Noted.", **PARENT_CALL} for _ in range(3)],
         ]
     )  # fmt: skip
@@ -45,21 +45,21 @@ async def test_a_tasks_usage_includes_its_sub_tasks_and_status_shows_both(
 
     [child] = await tasks.children("parent")
     assert child["status"]["usage"] == {
-        "modelCalls": 1, "inputTokens": 30, "outputTokens": 3, "toolCalls": 0,
+        "modelCalls": 1, "inputTokens": 30, "outputTokens": 3, "cachedInputTokens": 12,
+        "toolCalls": 0,
     }  # fmt: skip
     calls = len([r for r in await model_server.control.requests() if of_task(r, "parent")])
     assert status["usage"] == {
         "modelCalls": calls, "inputTokens": 100 * calls, "outputTokens": 10 * calls,
-        "toolCalls": 1,
+        "cachedInputTokens": 0, "toolCalls": 1,
     }  # fmt: skip
     assert status["subTaskUsage"] == child["status"]["usage"]
 
     await tasks.send("parent", "/status")
     reply = await tasks.wait_agent_message("parent", "usage:")
     assert f"usage: {calls} model calls, {100 * calls:,} tokens in, {10 * calls} out" in reply.text
-    assert f"usage with sub-tasks: {calls + 1} model calls, {100 * calls + 30:,} tokens in" in (
-        reply.text
-    )
+    with_child = f"{calls + 1} model calls, {100 * calls + 30:,} tokens in (12 cached)"
+    assert f"usage with sub-tasks: {with_child}" in reply.text
 
 
 async def until_child_read(tasks: Tasks, parent: str) -> dict[str, Any]:

@@ -24,7 +24,8 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
                                                        :class:`FailPastDeadline` when the task
                                                        has worked its activeDeadlineSeconds
- 10   an ordinary message, or a child's news           :class:`RunTurn` (a new turn), or
+ 10   an ordinary message, a child's news, or a        :class:`RunTurn` (a new turn), or
+      budget raised for a task that waited for it
                                                        :class:`FailPastDeadline` (as row 9)
  11   a conversation just submitted                    :class:`Park`
  12   the sub-task rows differ from the children       :class:`SyncRows`
@@ -94,6 +95,8 @@ class Facts:
     #: Seconds the task may still wait for a participant; None: not waiting, or no timeout.
     input_left: float | None = None
     on_timeout: OnTimeout = "fail"
+    #: The task waits for its budget to be raised, and it has been: a new turn continues.
+    budget_freed: bool = False
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -266,7 +269,8 @@ def decide(facts: Facts) -> Action:
     if facts.lease in (Lease.MINE, Lease.EXPIRED) and not facts.state.is_terminal:
         return _within_deadline(facts, RunTurn(facts.turn, resume=True))
     ordinary = any(m.kind == "ordinary" for m in facts.pending)
-    if ordinary or (facts.news and not facts.state.is_terminal):
+    freed = facts.budget_freed and not facts.state.is_terminal
+    if ordinary or freed or (facts.news and not facts.state.is_terminal):
         return _within_deadline(facts, RunTurn(facts.turn + 1, resume=False))
     if facts.state is TaskState.SUBMITTED and facts.lifecycle is Lifecycle.CONVERSATION:
         return Park()

@@ -15,7 +15,7 @@ built from the replayed state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
@@ -39,7 +39,7 @@ from tiny_harness.core.intrinsics import (
 )
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
+from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskUsage
 from tiny_harness.core.tools import (
     InvalidToolCallError,
     ToolContext,
@@ -265,6 +265,8 @@ class _Turn:
         self.questions: list[str] = []
         self.input_tokens = 0
         self.output_tokens = 0
+        self.budget = turn.budget
+        self.used = turn.used
 
     async def run(self) -> TurnOutcome:
         first = True
@@ -276,6 +278,9 @@ class _Turn:
             first = False
             if self.model_calls >= self.loop.config.max_model_calls:
                 return await self.end(OutcomeKind.MAX_MODEL_CALLS, self.max_calls_text())
+            over = self.over_budget()
+            if over is not None:
+                return await over
             response = await self.model_step()
             if response.tool_calls:
                 for call in response.tool_calls:
@@ -493,6 +498,32 @@ class _Turn:
                 return message.content
         return ""
 
+    def over_budget(self) -> Awaitable[TurnOutcome] | None:
+        """End the turn before a model call the budget has no room for. Only live: a resumed
+        turn replays what its journal recorded, whatever the budget says now."""
+        budget = self.budget
+        if budget is None or not self.replay.live:
+            return None
+        used = self.used + TaskUsage(
+            model_calls=self.model_calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+        )
+        reached = budget.exceeded_by(used)
+        if reached is None:
+            return None
+        if budget.on_exceeded == "fail":
+            text = (
+                f"the task used its budget ({reached}) and its budget says to fail; give a new "
+                "task a larger spec.budget"
+            )
+            return self.end(OutcomeKind.BUDGET_EXCEEDED, text)
+        text = (
+            f"This task has used its budget ({reached}) and waits: a reporter or an admin "
+            "raises it with /budget tokens <n> or /budget calls <n>."
+        )
+        return self.end(OutcomeKind.OVER_BUDGET, text)
+
     def max_calls_text(self) -> str:
         limit = self.loop.config.max_model_calls
         return (
@@ -521,4 +552,6 @@ _SETTLES_AS: Final[dict[OutcomeKind, tuple[TaskState, SubState | None]]] = {
     OutcomeKind.WAITING_FOR_ANSWER: (TaskState.INPUT_REQUIRED, SubState.AWAITING_ANSWER),
     OutcomeKind.WAITING_FOR_SUBTASKS: (TaskState.WORKING, None),
     OutcomeKind.MAX_MODEL_CALLS: (TaskState.INPUT_REQUIRED, SubState.AWAITING_NEXT_MESSAGE),
+    OutcomeKind.OVER_BUDGET: (TaskState.INPUT_REQUIRED, SubState.AWAITING_BUDGET),
+    OutcomeKind.BUDGET_EXCEEDED: (TaskState.FAILED, None),
 }

@@ -28,6 +28,11 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     lease_seconds = 15
     ttl_seconds_after_finished = 604800   # delete finished tasks a week after they end
     metrics_bind = "127.0.0.1:9090"
+
+    [operator.budget]              # a task whose spec sets no budget gets this one
+    max_tokens = 2000000
+    max_model_calls = 200
+    on_exceeded = "park"           # or "fail"
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.task import Budget
 
 CONFIG_ENV: Final = "TINY_HARNESS_CONFIG"
 _SECRET_KEYS: Final = frozenset({"api_key", "apikey", "token", "password", "secret"})
@@ -98,6 +104,11 @@ class OperatorSettings(_Section):
     )
     lease_seconds: float = Field(default=15.0, gt=0)
     max_model_calls: int = Field(default=24, ge=1)
+    budget: Budget | None = Field(
+        default=None,
+        description="The budget of a task whose spec sets none ([operator.budget]: max_tokens, "
+        "max_model_calls, on_exceeded); empty: no limit.",
+    )
     ttl_seconds_after_finished: int | None = Field(
         default=None,
         ge=0,

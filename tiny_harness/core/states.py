@@ -38,3 +38,4 @@ class SubState(StrEnum):
 
     AWAITING_NEXT_MESSAGE = "awaiting-next-message"
     AWAITING_ANSWER = "awaiting-answer"
+    AWAITING_BUDGET = "awaiting-budget"

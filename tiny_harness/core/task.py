@@ -34,6 +34,8 @@ SERVER_CONTROLLED_FIELDS: Final = frozenset(
 NAME_MAX: Final = 253
 #: The longest time-to-live, deadline or input timeout a task may ask for: one year.
 TTL_MAX: Final = 365 * 24 * 3600
+#: The largest limit a budget may set.
+BUDGET_MAX: Final = 10**12
 #: What an input timeout does.
 OnTimeout = Literal["fail", "complete"]
 TEXT_MAX: Final = 65536
@@ -123,6 +125,44 @@ def _unique_participants() -> dict[str, Any]:
     }
 
 
+class Budget(Model):
+    """The most a task may use (its own turns and its sub-tasks' together)."""
+
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        le=BUDGET_MAX,
+        description="Input and output tokens, the sub-tasks' included.",
+    )
+    max_model_calls: int | None = Field(
+        default=None, ge=1, le=BUDGET_MAX, description="Model calls, the sub-tasks' included."
+    )
+    on_exceeded: Literal["park", "fail"] = Field(
+        default="park",
+        description="park: the task waits (sub-state awaiting-budget) until a reporter or an "
+        "admin raises the budget with /budget; fail: the task fails (BudgetExceeded).",
+    )
+
+    def exceeded_by(self, used: TaskUsage) -> str | None:
+        """What of the budget ``used`` has reached, or None while some is left."""
+        if self.max_model_calls is not None and used.model_calls >= self.max_model_calls:
+            return f"{used.model_calls} of {self.max_model_calls} model calls"
+        if self.max_tokens is not None:
+            tokens = used.input_tokens + used.output_tokens
+            if tokens >= self.max_tokens:
+                return f"{tokens:,} of {self.max_tokens:,} tokens"
+        return None
+
+    def text(self) -> str:
+        parts = []
+        if self.max_tokens is not None:
+            parts.append(f"{self.max_tokens:,} tokens")
+        if self.max_model_calls is not None:
+            parts.append(f"{self.max_model_calls} model calls")
+        limits = " and ".join(parts) or "no limit"
+        return f"{limits} (when reached: {self.on_exceeded})"
+
+
 class TaskSpec(Model):
     """What a participant writes: the ``HarnessTask`` spec, and the task envelope.
 
@@ -184,6 +224,11 @@ class TaskSpec(Model):
         le=TTL_MAX,
         description="The most time the task may wait for a participant (input or auth "
         "required) before onTimeout applies.",
+    )
+    budget: Budget | None = Field(
+        default=None,
+        description="The most the task may use; empty: the operator's default "
+        "(operator.budget), or no limit.",
     )
     on_timeout: OnTimeout = Field(
         default="fail",
@@ -321,6 +366,11 @@ class TaskStatus(Model):
         default=None,
         description="Since when the task has waited for a participant (RFC 3339), while it "
         "does; inputTimeoutSeconds counts from it.",
+    )
+    budget: Budget | None = Field(
+        default=None,
+        description="The budget as a reporter or an admin last set it with /budget; it "
+        "replaces spec.budget.",
     )
     usage: TaskUsage | None = Field(
         default=None,

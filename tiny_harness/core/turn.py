@@ -33,7 +33,14 @@ from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import Effort, Lifecycle, SubTaskRow, TaskExtension
+from tiny_harness.core.task import (
+    Budget,
+    Effort,
+    Lifecycle,
+    SubTaskRow,
+    TaskExtension,
+    TaskUsage,
+)
 
 
 class _Data(BaseModel):
@@ -203,6 +210,13 @@ class TurnInput(_Data):
     journal: tuple[JournalEntry, ...] = Field(
         default=(), description="Entries already checkpointed for this turn (empty on a first run)."
     )
+    budget: Budget | None = Field(
+        default=None, description="The most the task may use; None: no limit."
+    )
+    used: TaskUsage = Field(
+        default_factory=TaskUsage,
+        description="What the task (its sub-tasks included) had used when the turn started.",
+    )
 
     @property
     def ref(self) -> TurnRef:
@@ -217,6 +231,8 @@ class OutcomeKind(StrEnum):
     WAITING_FOR_ANSWER = "waiting_for_answer"
     WAITING_FOR_SUBTASKS = "waiting_for_subtasks"
     MAX_MODEL_CALLS = "max_model_calls"
+    OVER_BUDGET = "over_budget"  # parked until the budget is raised
+    BUDGET_EXCEEDED = "budget_exceeded"  # failed: the budget says so
 
 
 class TurnOutcome(_Data):

@@ -27,6 +27,7 @@ from tiny_harness.core.turn import (
     InboundMessage,
     JournalEntry,
     ModelEntry,
+    OutcomeKind,
     SpawnIntent,
     TaskSettings,
     ToolEntry,
@@ -156,6 +157,13 @@ class OperatorTurnHost:
         }
         if outcome.plan is not None:
             patch["plan"] = outcome.plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if outcome.kind in (OutcomeKind.OVER_BUDGET, OutcomeKind.BUDGET_EXCEEDED):
+            self.w.rt.metrics.budget_stops.labels(action=outcome.kind.value).inc()
+        if outcome.kind is OutcomeKind.BUDGET_EXCEEDED:
+            from tiny_harness.operator.worker import failed_status  # worker imports this module
+
+            failed = failed_status(self.snap.status, "BudgetExceeded", outcome.text)
+            patch["conditions"] = failed["conditions"]
         self.holding.closing = True
         await self.w.write_status(patch, leased=True)
 

@@ -68,6 +68,13 @@ class OperatorMetrics:
             ["state"],
             registry=r,
         )
+        self.budget_stops = Counter(
+            "tiny_harness_budget_stops_total",
+            "Turns stopped by a task's budget, by what followed (over_budget: parked until "
+            "it is raised; budget_exceeded: failed).",
+            ["action"],
+            registry=r,
+        )
         self.subtasks_spawned = Counter(
             "tiny_harness_subtasks_spawned_total", "Child tasks created.", registry=r
         )

@@ -81,6 +81,7 @@ from tiny_harness.core.retention import expires_in, rfc3339
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
+    Budget,
     Condition,
     Lifecycle,
     Participant,
@@ -348,7 +349,17 @@ class TaskWorker:
             deadline_left=deadline_left(spec.active_deadline_seconds, raw, now),
             input_left=input_time_left(spec.input_timeout_seconds, raw, now),
             on_timeout=spec.on_timeout,
+            budget_freed=self.budget_freed(snap),
         )
+
+    def budget_freed(self, snap: Snapshot) -> bool:
+        """The task waits for its budget (awaiting-budget), and it now has room."""
+        status = snap.status
+        if status.sub_state != SubState.AWAITING_BUDGET.value:
+            return False
+        budget = self.budget_of(snap)
+        used = total(status.usage, status.sub_task_usage)
+        return budget is None or budget.exceeded_by(used) is None
 
     def expires_in(self, obj: Obj) -> float | None:
         """Seconds until the ended task is to be deleted (:mod:`tiny_harness.core.retention`),
@@ -585,6 +596,11 @@ class TaskWorker:
                 self.rt.cache.wrote_task(obj)
                 return obj
 
+    def budget_of(self, snap: Snapshot) -> Budget | None:
+        """The budget that applies: as last set with /budget, else the spec's, else the
+        operator's default."""
+        return snap.status.budget or snap.spec.budget or self.rt.settings.budget
+
     def with_usage(self, patch: Mapping[str, Any]) -> Mapping[str, Any]:
         """The patch with what the task has used (:mod:`tiny_harness.core.usage`): its own
         usage with every write that ends a turn (its records are in the cache by then), and
@@ -797,7 +813,7 @@ class TaskWorker:
             role=snap.spec.role_of(spec.sender),
             snapshot=TaskSnapshot.of(
                 self.name, snap.spec, snap.status.model_copy(update={"sub_tasks": snap.rows})
-            ),
+            ).model_copy(update={"budget": self.budget_of(snap)}),
             catalog=self.rt.catalog,
         )
         metadata: dict[str, Any] = {"command": call.name}
@@ -813,6 +829,12 @@ class TaskWorker:
             )
             if host is not None:
                 host.task_settings = result.settings
+        if result.budget is not None:
+            # Before the reply, as settings are: whoever reads the reply may rely on it.
+            await self.write_status(
+                {"budget": result.budget.model_dump(mode="json", by_alias=True)},
+                leased=host is not None,
+            )
         if result.spawn is not None:
             child = await create_child(
                 self,
@@ -901,6 +923,8 @@ class TaskWorker:
             task=snap.extension(),
             history=history,
             journal=journal,
+            budget=self.budget_of(snap),
+            used=total(snap.status.usage, snap.status.sub_task_usage),
         )
         self.rt.metrics.turns_started.inc()
         started = time.perf_counter()

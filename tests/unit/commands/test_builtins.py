@@ -15,7 +15,14 @@ from tiny_harness.core.commands.context import (
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.plan import Plan, PlanStep
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import TEXT_MAX, SubTaskRow, TaskSpec, TaskStatus, TaskUsage
+from tiny_harness.core.task import (
+    TEXT_MAX,
+    Budget,
+    SubTaskRow,
+    TaskSpec,
+    TaskStatus,
+    TaskUsage,
+)
 from tiny_harness.core.turn import TaskSettings
 
 from .support import registry, send, snapshot
@@ -193,3 +200,48 @@ def test_a_snapshot_is_cut_from_the_stored_task() -> None:
         steps_total=2,
         children=(ChildSnapshot(task_id="t1.1", state=TaskState.FAILED),),
     )
+
+
+# -- /budget --
+
+
+async def test_budget_shows_the_limits_and_what_is_used_with_the_sub_tasks() -> None:
+    used = TaskUsage(model_calls=3, input_tokens=900, output_tokens=100)
+    result = await answer(
+        "/budget",
+        "bob",
+        usage=used,
+        sub_task_usage=TaskUsage(model_calls=1, input_tokens=50),
+        budget=Budget(max_tokens=5_000),
+    )
+    assert result == CommandResult(
+        reply="budget: 5,000 tokens (when reached: park)\n"
+        "used: 4 model calls, 950 tokens in, 100 out, 0 tool calls"
+    )
+
+
+async def test_budget_sets_one_limit_and_keeps_the_others() -> None:
+    current = Budget(max_tokens=5_000, on_exceeded="fail")
+    result = await answer("/budget calls 40", "alice", budget=current)
+    assert result.budget == Budget(max_tokens=5_000, max_model_calls=40, on_exceeded="fail")
+    assert result.reply == "budget set: 5,000 tokens and 40 model calls (when reached: fail)"
+
+
+@pytest.mark.parametrize(
+    "arguments", ["tokens", "tokens -5", "tokens 0", "cups 5", "tokens 5 6", f"calls {10**13}"]
+)
+async def test_budget_refuses_what_is_not_a_limit_and_a_number(arguments: str) -> None:
+    result = await answer(f"/budget {arguments}", "alice")
+    assert result.reply.startswith("refused: ")
+    assert "usage: /budget" in result.reply
+    assert result.budget is None
+
+
+@pytest.mark.parametrize(
+    ("sender", "allowed"), [("agent", False), ("bob", False), ("alice", True), ("root", True)]
+)
+async def test_only_a_reporter_or_an_admin_changes_the_budget(sender: str, allowed: bool) -> None:
+    result = await answer("/budget tokens 100", sender)
+    assert (result.budget is not None) is allowed
+    if not allowed:
+        assert "may not change the budget" in result.reply

@@ -141,6 +141,7 @@ async def test_a_plugin_overrides_a_built_in_only_when_it_says_so(plugins: Plugi
         "builtin/effort",
         "builtin/sub-task",
         "builtin/status",
+        "builtin/budget",
     ]
 
     bold = plugins.plugin(

@@ -35,6 +35,7 @@ def test_the_built_ins_are_listed_in_order_for_the_card() -> None:
         "effort",
         "sub-task",
         "status",
+        "budget",
     ]
     assert built.registry.frozen
     assert built.runner.frozen
@@ -61,7 +62,7 @@ async def test_override_replaces_a_built_in_spec_and_body() -> None:
 
     registry = build_command_registry(CATALOG, configure=configure).registry
     assert registry.get("status") == CommandSpec(name="status", description="mine")
-    assert [s.name for s in registry.specs] == ["model", "effort", "sub-task", "status"]
+    assert [s.name for s in registry.specs] == ["model", "effort", "sub-task", "status", "budget"]
     result = await send(registry, "/status")
     assert result == CommandResult(reply="hello alice")
 
@@ -125,4 +126,4 @@ def test_membership_and_lookup() -> None:
     assert "model" in registry
     assert "unknown" not in registry
     assert registry.get("unknown") is None
-    assert len(registry) == 4
+    assert len(registry) == 5

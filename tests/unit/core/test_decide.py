@@ -707,3 +707,9 @@ def test_only_a_task_waiting_for_a_participant_times_out(f: Facts) -> None:
 def test_a_turn_never_starts_past_the_deadline(f: Facts) -> None:
     if f.deadline_left is not None and f.deadline_left <= 0:
         assert not isinstance(decide(f), RunTurn)
+
+
+def test_row_10_a_raised_budget_starts_a_turn_that_goes_on() -> None:
+    waiting = facts(state=TaskState.INPUT_REQUIRED, budget_freed=True)
+    assert decide(waiting) == RunTurn(3, resume=False)
+    assert decide(replace(waiting, budget_freed=False)) == Nothing()

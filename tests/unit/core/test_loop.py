@@ -19,7 +19,7 @@ from tiny_harness.core.loop import (
 )
 from tiny_harness.core.plan import Plan, PlanStep
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import TaskExtension
+from tiny_harness.core.task import Budget, TaskExtension, TaskUsage
 from tiny_harness.core.tools import ToolContext, ToolRegistrationError, ToolRegistry
 from tiny_harness.core.turn import (
     JournalMismatchError,
@@ -593,3 +593,46 @@ def test_an_outcome_is_json_serialisable() -> None:
         kind=OutcomeKind.COMPLETED, state=TaskState.COMPLETED, history=HELLO, text="x"
     )
     assert TurnOutcome.model_validate_json(outcome.model_dump_json()) == outcome
+
+
+async def test_a_turn_stops_before_the_model_call_its_budget_has_no_room_for() -> None:
+    model = ScriptedModel(*[calls(("create_plan", {"steps": [{"name": "a"}]}))] * 5)
+    budget = Budget(max_model_calls=4)
+    start = turn(delegated()).model_copy(
+        update={"budget": budget, "used": TaskUsage(model_calls=2)}
+    )
+
+    outcome = await loop_for(model).run_turn(MemoryHost(), start)
+
+    assert len(model.requests) == 2  # 2 before this turn + 2 in it reach the 4 allowed
+    assert outcome.kind is OutcomeKind.OVER_BUDGET
+    assert (outcome.state, outcome.sub_state) == (
+        TaskState.INPUT_REQUIRED,
+        SubState.AWAITING_BUDGET,
+    )
+    assert "4 of 4 model calls" in outcome.text
+    assert "/budget" in outcome.text
+
+
+async def test_a_budget_that_says_fail_fails_the_turn_without_another_call() -> None:
+    model = ScriptedModel(reply("never"))
+    budget = Budget(max_tokens=1_000, on_exceeded="fail")
+    start = turn(delegated()).model_copy(
+        update={"budget": budget, "used": TaskUsage(input_tokens=900, output_tokens=100)}
+    )
+
+    outcome = await loop_for(model).run_turn(MemoryHost(), start)
+
+    assert model.requests == []
+    assert outcome.kind is OutcomeKind.BUDGET_EXCEEDED
+    assert outcome.state is TaskState.FAILED
+    assert "1,000 of 1,000 tokens" in outcome.text
+
+
+async def test_a_budget_with_room_left_changes_nothing() -> None:
+    model = ScriptedModel(reply("Done."))
+    start = turn(delegated()).model_copy(update={"budget": Budget(max_tokens=10**6)})
+
+    outcome = await loop_for(model).run_turn(MemoryHost(), start)
+
+    assert outcome.kind is OutcomeKind.COMPLETED

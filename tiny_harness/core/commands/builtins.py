@@ -1,4 +1,4 @@
-"""The four built-in commands: ``/model``, ``/effort``, ``/sub-task`` and ``/status``.
+"""The built-in commands: ``/model``, ``/effort``, ``/sub-task``, ``/status`` and ``/budget``.
 
 Each is a pure function of the ``command.invoked.in`` context and the operator's
 :class:`~tiny_harness.core.catalog.ModelCatalog`: no I/O, no model call, no state change. Each
@@ -25,7 +25,7 @@ from tiny_harness.core.commands.registry import (
     CommandRegistry,
 )
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import EFFORTS, TEXT_MAX
+from tiny_harness.core.task import BUDGET_MAX, EFFORTS, TEXT_MAX, Budget
 from tiny_harness.core.turn import TaskSettings
 
 MODEL: Final = CommandSpec(
@@ -46,8 +46,13 @@ SUB_TASK: Final = CommandSpec(
 STATUS: Final = CommandSpec(
     name="status", description="Show the task's state, settings, plan progress and sub-tasks"
 )
+BUDGET: Final = CommandSpec(
+    name="budget",
+    description="Show the budget and what is used, or set a limit (reporters and admins)",
+    argument_hint="[tokens <n> | calls <n>]",
+)
 
-BUILTIN_SPECS: Final = (MODEL, EFFORT, SUB_TASK, STATUS)
+BUILTIN_SPECS: Final = (MODEL, EFFORT, SUB_TASK, STATUS, BUDGET)
 
 #: The longest argument a reply repeats; the rest is cut, so a reply stays one short line.
 _SHOWN_MAX: Final = 64
@@ -56,12 +61,13 @@ _SHOWN_MAX: Final = 64
 def register_builtins(
     registry: CommandRegistry, catalog: ModelCatalog, *, priority: int = DEFAULT_BODY_PRIORITY
 ) -> None:
-    """Register the four built-ins on ``registry``, answered from ``catalog``."""
+    """Register the built-ins on ``registry``, answered from ``catalog``."""
     builtins: tuple[tuple[CommandSpec, CommandHandler], ...] = (
         (MODEL, partial(model_command, catalog=catalog)),
         (EFFORT, partial(effort_command, catalog=catalog)),
         (SUB_TASK, sub_task_command),
         (STATUS, partial(status_command, catalog=catalog)),
+        (BUDGET, budget_command),
     )
     for spec, handler in builtins:
         registry.register(spec, handler, priority=priority, hook=f"builtin/{spec.name}")
@@ -119,6 +125,29 @@ def sub_task_command(ctx: CommandInvokedIn) -> CommandResult:
             reply="refused: the description contains control characters; send plain text"
         )
     return CommandResult(reply="starting a sub-task", spawn=SpawnRequest(goal=goal))
+
+
+BUDGET_USAGE: Final = "usage: /budget, /budget tokens <n> or /budget calls <n> (n a whole number)"
+#: The /budget argument that names each limit, and the budget field it sets.
+_LIMITS: Final = {"tokens": "max_tokens", "calls": "max_model_calls"}
+
+
+def budget_command(ctx: CommandInvokedIn) -> CommandResult:
+    """``/budget``: the budget and what the task has used; ``/budget tokens <n>`` or
+    ``/budget calls <n>``: set that limit (the other one and ``on_exceeded`` are kept)."""
+    task = ctx.task
+    used = task.usage + task.sub_task_usage if task.sub_task_usage else task.usage
+    current = task.budget
+    words = ctx.arguments.split()
+    if not words:
+        shown_budget = current.text() if current is not None else "none (no limit)"
+        return CommandResult(reply=f"budget: {shown_budget}\nused: {used.text()}")
+    malformed = len(words) != 2 or words[0] not in _LIMITS or not words[1].isdigit()
+    if malformed or not 1 <= int(words[1]) <= BUDGET_MAX:
+        return CommandResult(reply=f"refused: {shown(ctx.arguments.strip())}; {BUDGET_USAGE}")
+    value = int(words[1])
+    budget = (current or Budget()).model_copy(update={_LIMITS[words[0]]: value})
+    return CommandResult(reply=f"budget set: {budget.text()}", budget=budget)
 
 
 def status_command(ctx: CommandInvokedIn, *, catalog: ModelCatalog) -> CommandResult:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tiny_harness.core.hooks import HookContext
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import TEXT_MAX, Role, TaskSpec, TaskStatus, TaskUsage
+from tiny_harness.core.task import TEXT_MAX, Budget, Role, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import TaskSettings
 
 
@@ -49,6 +49,9 @@ class TaskSnapshot(_Data):
     sub_task_usage: TaskUsage | None = Field(
         default=None, description="What its sub-tasks have used (theirs included), if any."
     )
+    budget: Budget | None = Field(
+        default=None, description="The budget that applies to the task; None: no limit."
+    )
 
     @classmethod
     def of(cls, task_id: str, spec: TaskSpec, status: TaskStatus) -> TaskSnapshot:
@@ -68,6 +71,7 @@ class TaskSnapshot(_Data):
             ),
             usage=status.usage or TaskUsage(),
             sub_task_usage=status.sub_task_usage,
+            budget=status.budget or spec.budget,
         )
 
 
@@ -93,10 +97,13 @@ class CommandResult(_Data):
     reply: str
     settings: TaskSettings | None = None
     spawn: SpawnRequest | None = None
+    budget: Budget | None = Field(
+        default=None, description="The task's budget after the command (it replaces the old)."
+    )
 
     @property
     def has_intents(self) -> bool:
-        return self.settings is not None or self.spawn is not None
+        return self.settings is not None or self.spawn is not None or self.budget is not None
 
 
 class CommandInvokedPre(HookContext):

@@ -36,9 +36,20 @@ def watcher_may_run(name: str, arguments: str) -> bool:
     return name in _READABLE_WITHOUT_ARGUMENTS and not arguments.strip()
 
 
+#: Who may change a task's budget: those who asked for the work or run the task space, not
+#: the assignee whose spending it bounds.
+BUDGET_ROLES: Final = frozenset({Role.REPORTER, Role.ADMIN})
+
+
 def role_check(ctx: CommandInvokedPre) -> None:
-    """Refuse a sender with no role, and a watcher's state-changing command."""
+    """Refuse a sender with no role, a watcher's state-changing command, and a budget change
+    from anyone but a reporter or an admin."""
     if ctx.sender_role is None:
         raise HookAbort(f"{ctx.sender} is not a participant of this task")
+    if ctx.name == "budget" and ctx.arguments.strip() and ctx.sender_role not in BUDGET_ROLES:
+        raise HookAbort(
+            f"{ctx.sender} is {ctx.sender_role.value} and may not change the budget; "
+            "ask a reporter or an admin of the task"
+        )
     if ctx.sender_role is Role.WATCHER and not watcher_may_run(ctx.name, ctx.arguments):
         raise HookAbort(f"{ctx.sender} is a watcher and may not {_WATCHER_REFUSALS[ctx.name]}")

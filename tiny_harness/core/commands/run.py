@@ -31,6 +31,7 @@ from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_POST,
     COMMAND_INVOKED_PRE,
 )
+from tiny_harness.core.commands.roles import BUDGET_ROLES
 from tiny_harness.core.hooks import HookRunner, promote
 from tiny_harness.core.task import Role
 
@@ -106,6 +107,8 @@ def _fixed_rules(
         return f"{sender} is not a participant of this task"
     if role is Role.WATCHER:
         return f"{sender} is a watcher and may not change the task's settings or start sub-tasks"
+    if result.budget is not None and result.budget != snapshot.budget and role not in BUDGET_ROLES:
+        return f"{sender} is {role.value} and may not change the budget"
     settings = result.settings
     if (
         catalog is not None

@@ -1,0 +1,73 @@
+"""A task's budget (``spec.budget``, ``/budget``), on the real control plane with the operator
+and the scripted model: reached, the task waits (awaiting-budget) until a reporter raises it,
+or fails when its budget says so; an assignee may not raise their own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import ModelServer, OperatorProcess
+from tests.integration.lifecycle_support import Tasks
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+TEAM = [
+    {"id": "alice", "role": "assignee"},
+    {"id": "carol", "role": "reporter"},
+]
+
+
+@pytest.fixture
+def tasks(api: Any, namespace: str) -> Tasks:
+    return Tasks(api, namespace)
+
+
+async def test_a_task_waits_at_its_budget_until_a_reporter_raises_it(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "First answer."}, {"type": "text", "text": "Second answer."}]
+    )
+    operator()
+    await tasks.create("thrifty", participants=TEAM, budget={"maxModelCalls": 1})
+    await tasks.send("thrifty", "One.")
+    await tasks.wait("thrifty", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-next-message")
+
+    await tasks.send("thrifty", "Two.")
+    waiting = await tasks.wait("thrifty", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-budget")
+    assert "1 of 1 model calls" in waiting["message"]
+    assert len(await model_server.control.requests()) == 1
+
+    await tasks.send("thrifty", "/budget calls 5", sender="alice")
+    refused = await tasks.wait_agent_message("thrifty", "may not change the budget")
+    assert "alice is assignee" in refused.text
+    await tasks.send("thrifty", "/budget calls 5", sender="carol")
+    await tasks.wait_agent_message("thrifty", "budget set: 5 model calls")
+
+    resumed = await tasks.wait(
+        "thrifty", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-next-message", turn=3
+    )
+    assert resumed["message"] == "Second answer."
+    assert resumed["budget"] == {"maxModelCalls": 5, "onExceeded": "park"}
+    assert resumed["usage"]["modelCalls"] == 2
+
+
+async def test_a_task_whose_budget_says_fail_fails_when_it_is_reached(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    operator()
+    budget = {"maxModelCalls": 1, "onExceeded": "fail"}
+    await tasks.create("strict", participants=TEAM, budget=budget)
+    await tasks.send("strict", "One.")
+    await tasks.wait("strict", "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    await tasks.send("strict", "Two.")
+    failed = await tasks.wait("strict", "TASK_STATE_FAILED")
+
+    error = next(c for c in failed["conditions"] if c["type"] == "Error")
+    assert error["reason"] == "BudgetExceeded"
+    assert "1 of 1 model calls" in failed["message"]
