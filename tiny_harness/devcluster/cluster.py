@@ -123,10 +123,12 @@ class LocalCluster:
             self._start_apiserver(binaries, pki)
             self._wait_ready()
             self._write_kubeconfig(pki)
-            self._start_controller_manager(binaries)
             if self._crds is not None:
                 apply_crds(self.admin(), self._crds)
             apply_admission(self.admin(), self._admission)
+            # After the CRDs: the garbage collector finds resource types when it starts and
+            # then only every 30 s, and until it watches a type it deletes none of its objects.
+            self._start_controller_manager(binaries)
         except BaseException:
             self.stop()
             raise
