@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT
@@ -265,3 +266,9 @@ async def api(cluster: LocalCluster) -> AsyncIterator[Any]:
     client = await connect(cluster.kubeconfig)
     yield client
     await client.close()
+
+
+@pytest.fixture
+def tasks(api: Any, namespace: str) -> Tasks:
+    """The test namespace's tasks as a participant drives them (create, send, wait, read)."""
+    return Tasks(api, namespace)

@@ -5,7 +5,6 @@ or fails when its budget says so; an assignee may not raise their own."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -19,11 +18,6 @@ TEAM = [
     {"id": "alice", "role": "assignee"},
     {"id": "carol", "role": "reporter"},
 ]
-
-
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
 
 
 async def test_a_task_waits_at_its_budget_until_a_reporter_raises_it(

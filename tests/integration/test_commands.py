@@ -18,11 +18,6 @@ pytestmark = pytest.mark.controlplane
 Operator = Callable[..., OperatorProcess]
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 async def reply_to(tasks: Tasks, task: str, message_id: str, within: float = 20) -> Any:
     """The agent's reply to one command message."""
     deadline = time.monotonic() + within

@@ -21,11 +21,6 @@ pytestmark = pytest.mark.controlplane
 Operator = Callable[..., OperatorProcess]
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 def error_condition(status: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in status["conditions"] if c["type"] == "Error")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,21 +50,6 @@ pytestmark = pytest.mark.controlplane
 
 Gateway = Callable[..., GatewayProcess]
 Operator = Callable[..., OperatorProcess]
-
-
-@pytest.fixture
-def gateway(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Replicas]:
-    """Gateway replicas as the chart's ServiceAccount; keyword arguments are [gateway] settings."""
-    replicas = Replicas(kubeconfig, namespace, tmp_path)
-    yield replicas
-    replicas.stop()
-
-
-@pytest.fixture
-async def users() -> AsyncIterator[Users]:
-    opened = Users()
-    yield opened
-    await opened.close()
 
 
 async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_extensions(

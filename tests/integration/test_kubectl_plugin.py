@@ -113,11 +113,6 @@ def harness(kubeconfig: Path, namespace: str) -> Harness:
 
 
 @pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
-@pytest.fixture
 def followers() -> Iterator[list[Follower]]:
     started: list[Follower] = []
     yield started

@@ -34,11 +34,6 @@ def inputs(request: Any) -> str:
     return json.dumps((request.body or {}).get("input", []))
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 async def test_a_reply_leaves_the_conversation_awaiting_the_next_message_and_a_second_resumes(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:

@@ -9,7 +9,6 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -21,11 +20,6 @@ from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
 pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
-
-
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
 
 
 def leftovers(kubectl: Kubectl) -> dict[str, list[str]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -37,20 +37,6 @@ pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
 TEAM = {"participants": [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}]}
-
-
-@pytest.fixture
-def gateway(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Replicas]:
-    replicas = Replicas(kubeconfig, namespace, tmp_path)
-    yield replicas
-    replicas.stop()
-
-
-@pytest.fixture
-async def users() -> AsyncIterator[Users]:
-    opened = Users()
-    yield opened
-    await opened.close()
 
 
 def reply_text(events: list) -> tuple[str, str]:  # type: ignore[type-arg]

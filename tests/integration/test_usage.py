@@ -21,11 +21,6 @@ Operator = Callable[..., OperatorProcess]
 PARENT_CALL = {"input_tokens": 100, "output_tokens": 10}
 
 
-@pytest.fixture
-def tasks(api: Any, namespace: str) -> Tasks:
-    return Tasks(api, namespace)
-
-
 async def test_a_tasks_usage_includes_its_sub_tasks_and_status_shows_both(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
