@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.integration.lifecycle_support import Tasks
-from tiny_harness.core.deadlines import parse_time
+from tiny_harness.core.retention import parse_time
 
 pytestmark = pytest.mark.controlplane
 

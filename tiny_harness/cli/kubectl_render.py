@@ -16,6 +16,7 @@ from typing import Final
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.retention import parse_time
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow
 from tiny_harness.core.usage import total
@@ -35,18 +36,9 @@ def state_text(state: TaskState | str, sub_state: str | None) -> str:
     return short_state(state) + (f" ({sub_state})" if sub_state else "")
 
 
-def _parse_time(stamp: str | None) -> dt.datetime | None:
-    if not stamp:
-        return None
-    try:
-        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def age(stamp: str | None, now: dt.datetime) -> str:
     """How long ago ``stamp`` was, the way ``kubectl get`` writes an AGE."""
-    then = _parse_time(stamp)
+    then = parse_time(stamp)
     if then is None:
         return "<unknown>"
     seconds = max(0, int((now - then).total_seconds()))

@@ -23,21 +23,10 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from tiny_harness.core.retention import rfc3339, with_completion_time
+from tiny_harness.core.retention import parse_time, rfc3339, with_completion_time
 from tiny_harness.core.states import TaskState
 
 INTERRUPTED: frozenset[TaskState] = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """An RFC 3339 time as the status records it; None when absent or unreadable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def stamped(

@@ -31,6 +31,18 @@ def rfc3339(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def parse_time(value: object) -> dt.datetime | None:
+    """An RFC 3339 time as the status records it; None when absent or unreadable (a time
+    is never guessed). A time without a zone is UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+
+
 def with_completion_time(patch: Mapping[str, Any], now: dt.datetime) -> Mapping[str, Any]:
     """A status patch with ``completionTime`` as its state asks: now for a terminal state,
     cleared for any other, untouched when the patch sets no state or sets the time itself."""
@@ -49,12 +61,7 @@ def expires_in(
 ) -> float | None:
     """Seconds until the finished task is to be deleted (zero or less: now), or None when it
     is never to be: not finished, no time to live, or no completion time recorded."""
-    if state is None or not state.is_terminal or ttl_seconds is None or not completion_time:
+    finished = parse_time(completion_time)
+    if state is None or not state.is_terminal or ttl_seconds is None or finished is None:
         return None
-    try:
-        finished = dt.datetime.fromisoformat(completion_time.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if finished.tzinfo is None:
-        finished = finished.replace(tzinfo=dt.UTC)
     return (finished - now).total_seconds() + ttl_seconds

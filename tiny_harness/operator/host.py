@@ -41,6 +41,7 @@ from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION, PARENT_LABEL, context
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.lease import Holding, LeaseLostError
+from tiny_harness.operator.status_writes import failed_status
 
 if TYPE_CHECKING:
     from tiny_harness.operator.worker import Snapshot, TaskWorker
@@ -160,8 +161,6 @@ class OperatorTurnHost:
         if outcome.kind in (OutcomeKind.OVER_BUDGET, OutcomeKind.BUDGET_EXCEEDED):
             self.w.rt.metrics.budget_stops.labels(action=outcome.kind.value).inc()
         if outcome.kind is OutcomeKind.BUDGET_EXCEEDED:
-            from tiny_harness.operator.worker import failed_status  # worker imports this module
-
             failed = failed_status(self.snap.status, "BudgetExceeded", outcome.text)
             patch["conditions"] = failed["conditions"]
         self.holding.closing = True

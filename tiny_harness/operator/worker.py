@@ -28,7 +28,6 @@ import datetime as dt
 import logging
 import random
 import time
-import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -82,7 +81,6 @@ from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
     Budget,
-    Condition,
     Lifecycle,
     Participant,
     Role,
@@ -106,6 +104,11 @@ from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
 from tiny_harness.operator.initialise import initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
+from tiny_harness.operator.status_writes import (
+    failed_status,
+    own_message_id,
+    resumed_conditions,
+)
 
 if TYPE_CHECKING:
     from tiny_harness.operator.runtime import Runtime
@@ -1097,53 +1100,6 @@ def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
     return f"The model call failed: {exc}.{then}"
 
 
-def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    error = Condition(
-        type="Error",
-        status="True",
-        reason=reason,
-        message=message[:32768],
-        last_transition_time=now,
-        observed_generation=status.observed_generation,
-    )
-    return {
-        "state": TaskState.FAILED.value,
-        "subState": None,
-        "runner": None,
-        "message": message[:16384],
-        "messageId": own_message_id(),
-        "conditions": _conditions_json(_with_condition(status.conditions, error)),
-    }
-
-
-def resumed_conditions(conditions: tuple[Condition, ...]) -> list[dict[str, Any]] | None:
-    """A new turn after a failure turns its ``Error`` condition off; otherwise no change."""
-    error = next((c for c in conditions if c.type == "Error" and c.status == "True"), None)
-    if error is None:
-        return None
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    cleared = error.model_copy(
-        update={
-            "status": "False",
-            "reason": "Resumed",
-            "message": "a participant's message resumed the task",
-            "last_transition_time": now,
-        }
-    )
-    return _conditions_json(_with_condition(conditions, cleared))
-
-
-def _with_condition(
-    conditions: tuple[Condition, ...], condition: Condition
-) -> tuple[Condition, ...]:
-    return (*(c for c in conditions if c.type != condition.type), condition)
-
-
-def _conditions_json(conditions: tuple[Condition, ...]) -> list[dict[str, Any]]:
-    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in conditions]
-
-
 def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, ...]:
     """The model history at the start of ``turn``: each earlier turn's delta applied in order,
     or, for a turn that was cut before it ended, its journal replayed."""
@@ -1172,12 +1128,6 @@ def _ack(message: StoredMessage) -> AckEntry:
     return AckEntry(
         id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
     )
-
-
-def own_message_id() -> str:
-    """An id for a status text the operator writes that is in no history (a cancel, a failure,
-    a retry notice): new for every text written, so no two texts share one."""
-    return f"status-{uuid.uuid4().hex}"
 
 
 def _refusal(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:

@@ -21,13 +21,12 @@ from tiny_harness.core.task import Condition, Lifecycle, Runner, TaskStatus
 from tiny_harness.core.turn import DrainEntry, InboundMessage, ModelEntry, ToolEntry
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.models.errors import ModelUnavailableError
+from tiny_harness.operator.status_writes import failed_status, resumed_conditions
 from tiny_harness.operator.worker import (
     Snapshot,
     decide_cut,
-    failed_status,
     failure_text,
     history_before,
-    resumed_conditions,
     unique_entries,
 )
 

@@ -1,0 +1,67 @@
+"""What the operator writes into a task's status for texts and conditions of its own: a
+failure (state, message, ``Error`` condition), the ``Error`` condition cleared when a new turn
+resumes the task, and the id of a status text that is in no history. The worker and the turn
+host both write them, so they live below both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Condition, TaskStatus
+
+
+def own_message_id() -> str:
+    """An id for a status text the operator writes that is in no history (a cancel, a failure,
+    a retry notice): new for every text written, so no two texts share one."""
+    return f"status-{uuid.uuid4().hex}"
+
+
+def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, Any]:
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    error = Condition(
+        type="Error",
+        status="True",
+        reason=reason,
+        message=message[:32768],
+        last_transition_time=now,
+        observed_generation=status.observed_generation,
+    )
+    return {
+        "state": TaskState.FAILED.value,
+        "subState": None,
+        "runner": None,
+        "message": message[:16384],
+        "messageId": own_message_id(),
+        "conditions": _conditions_json(_with_condition(status.conditions, error)),
+    }
+
+
+def resumed_conditions(conditions: tuple[Condition, ...]) -> list[dict[str, Any]] | None:
+    """A new turn after a failure turns its ``Error`` condition off; otherwise no change."""
+    error = next((c for c in conditions if c.type == "Error" and c.status == "True"), None)
+    if error is None:
+        return None
+    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cleared = error.model_copy(
+        update={
+            "status": "False",
+            "reason": "Resumed",
+            "message": "a participant's message resumed the task",
+            "last_transition_time": now,
+        }
+    )
+    return _conditions_json(_with_condition(conditions, cleared))
+
+
+def _with_condition(
+    conditions: tuple[Condition, ...], condition: Condition
+) -> tuple[Condition, ...]:
+    return (*(c for c in conditions if c.type != condition.type), condition)
+
+
+def _conditions_json(conditions: tuple[Condition, ...]) -> list[dict[str, Any]]:
+    return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in conditions]
