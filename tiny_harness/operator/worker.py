@@ -942,11 +942,9 @@ class TaskWorker:
             asyncio.create_task(self.watch_lease(holding, runner, cut)),
             asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
         ]
-        left = deadline_left(
-            snap.spec.active_deadline_seconds,
-            {**raw_status, **start, "runner": True},
-            dt.datetime.now(dt.UTC),
-        )
+        # The status as the lease write left it: running, with the turn's start time.
+        running = (self.rt.cache.task(*self.key) or {}).get("status") or {}
+        left = deadline_left(snap.spec.active_deadline_seconds, running, dt.datetime.now(dt.UTC))
         if left is not None:
             guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
         try:
