@@ -19,6 +19,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
@@ -272,3 +276,22 @@ async def api(cluster: LocalCluster) -> AsyncIterator[Any]:
 def tasks(api: Any, namespace: str) -> Tasks:
     """The test namespace's tasks as a participant drives them (create, send, wait, read)."""
     return Tasks(api, namespace)
+
+
+@pytest.fixture(scope="session")
+def _span_exporter() -> InMemorySpanExporter:
+    # The process's tracer provider can be set once: one SDK provider for the session, with an
+    # in-memory exporter the `spans` fixture empties around each test that reads it.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return exporter
+
+
+@pytest.fixture
+def spans(_span_exporter: InMemorySpanExporter) -> Iterator[InMemorySpanExporter]:
+    """The spans this test's code ends (tracing on, in this process, exported to memory)."""
+    _span_exporter.clear()
+    yield _span_exporter
+    _span_exporter.clear()

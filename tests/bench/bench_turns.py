@@ -88,6 +88,7 @@ from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import GROUP, PLURAL, VERSION
+from tiny_harness.testing.otlp_collector import Collector
 
 REF_NS = "bench-ref"
 PARKED = "TASK_STATE_INPUT_REQUIRED"
@@ -303,7 +304,8 @@ class OperatorProcess:
     """``tiny-harness operator -n NS`` as a subprocess, with the given provider section.
 
     ``wrap`` prefixes the command (a profiler); ``entry`` replaces the entry point (anything
-    after ``python`` that takes the CLI's arguments), ``env`` adds to the environment.
+    after ``python`` that takes the CLI's arguments), ``env`` adds to the environment,
+    ``operator`` to the [operator] settings.
     """
 
     def __init__(
@@ -317,9 +319,16 @@ class OperatorProcess:
         entry: Sequence[str] = ("-m", "tiny_harness.cli.main"),
         env: dict[str, str] | None = None,
         log: Path | None = None,
+        operator: dict[str, Any] | None = None,
+        identity: str | None = None,
     ) -> None:
-        config = tmp / f"config-{namespace}.toml"
-        config.write_text(provider_config + "[operator]\nlease_seconds = 15\n")
+        settings = {"lease_seconds": 15, **(operator or {})}
+        config = tmp / f"config-{namespace}-{identity or 'op'}.toml"
+        config.write_text(
+            provider_config
+            + "[operator]\n"
+            + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
+        )
         self.liveness = f"http://127.0.0.1:{next(_LIVENESS_PORTS)}/healthz"
         out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
@@ -334,6 +343,7 @@ class OperatorProcess:
                 str(config),
                 "--liveness",
                 self.liveness,
+                *(["--identity", identity] if identity else []),
             ],
             env={
                 **os.environ,
@@ -649,7 +659,13 @@ async def turn_phases(
 ) -> TurnFigures:
     namespace = f"bench-{provider}"
     await client.CoreV1Api(bench.api).create_namespace({"metadata": {"name": namespace}})
-    operator = OperatorProcess(bench.cluster, namespace, bench.model.config(provider), bench.tmp)
+    operator = OperatorProcess(
+        bench.cluster,
+        namespace,
+        bench.model.config(provider),
+        bench.tmp,
+        env=args.collector.env() if args.collector else None,
+    )
     parked = Parked(bench.api, namespace)
     figures = TurnFigures(provider)
     try:
@@ -732,6 +748,8 @@ async def memory_phase(bench: Bench, ref: Reference, args: argparse.Namespace) -
 
 async def main_async(args: argparse.Namespace) -> None:
     model = ModelServerProcess()
+    # --traced: the operators export every span over OTLP/HTTP to a collector in this process.
+    args.collector = Collector() if args.traced else None
     try:
         with LocalCluster(crds=REPO_ROOT / "crds") as cluster, tempfile.TemporaryDirectory() as tmp:
             api = await connect(cluster.kubeconfig)
@@ -752,6 +770,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 results.append(figures)
             if args.parked > 0:
                 await memory_phase(bench, ref, args)
+            if args.collector:
+                print(f"\ntraced: the collector received {len(args.collector.spans):,} spans")
             print(
                 f"\nraw status PATCH over the whole run ({len(ref.ms)} samples): "
                 f"{p50_p99(ref.ms)}; load average {os.getloadavg()[0]:.2f} at the end"
@@ -759,6 +779,8 @@ async def main_async(args: argparse.Namespace) -> None:
             await api.close()
     finally:
         model.stop()
+        if args.collector:
+            args.collector.close()
 
 
 def revision() -> str:
@@ -804,6 +826,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--memory-provider", default="responses", choices=sorted(PROVIDERS), help="for (e)"
+    )
+    parser.add_argument(
+        "--traced",
+        action="store_true",
+        help="turn tracing on: operators export spans over OTLP/HTTP to a collector here",
     )
     return parser
 

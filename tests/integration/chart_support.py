@@ -248,7 +248,13 @@ class Grant:
 
 _TABLE_HEADER = ["ServiceAccount", "apiGroup", "resource", "verbs", "when"]
 _CONDITIONS = frozenset(
-    {"always", "cluster mode", "participantIdentity=header", "participantIdentity=tokenreview"}
+    {
+        "always",
+        "cluster mode",
+        "participantIdentity=header",
+        "participantIdentity=tokenreview",
+        "operator.shards>0",
+    }
 )
 
 
@@ -276,9 +282,14 @@ def permission_table(readme: Path = CHART_README) -> list[Grant]:
     return grants
 
 
-def documented(service_account: str, *, cluster_mode: bool, identity: str) -> Permissions:
-    """What the README says ``service_account`` is granted in this configuration."""
+def documented(
+    service_account: str, *, cluster_mode: bool, identity: str, sharded: bool = True
+) -> Permissions:
+    """What the README says ``service_account`` is granted in this configuration (by default,
+    the chart's: sharded)."""
     applies = {"always"}
+    if sharded:
+        applies.add("operator.shards>0")
     if cluster_mode:
         applies.add("cluster mode")
     applies.add(f"participantIdentity={identity}")

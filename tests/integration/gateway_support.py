@@ -126,7 +126,14 @@ class GatewayProcess:
     """One gateway replica: ``python -m tiny_harness.a2a_gateway`` on its own port. It starts
     at once; :meth:`ready` waits until it answers."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, directory: Path, **gateway: Any) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path,
+        namespace: str,
+        directory: Path,
+        env: dict[str, str] | None = None,
+        **gateway: Any,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         name = uuid.uuid4().hex[:6]
@@ -149,7 +156,7 @@ class GatewayProcess:
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+            env={**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(env or {})},
         )
 
     def ready(self) -> GatewayProcess:
@@ -376,14 +383,15 @@ class Replicas:
         self.spare: GatewayProcess | None = self._spawn()
         self.started: list[GatewayProcess] = [self.spare]
 
-    def _spawn(self, **settings: Any) -> GatewayProcess:
-        return GatewayProcess(self.kubeconfig, self.namespace, self.directory, **settings)
+    def _spawn(self, env: dict[str, str] | None = None, **settings: Any) -> GatewayProcess:
+        return GatewayProcess(self.kubeconfig, self.namespace, self.directory, env, **settings)
 
-    def __call__(self, **settings: Any) -> GatewayProcess:
-        if not settings and self.spare is not None:
+    def __call__(self, env: dict[str, str] | None = None, **settings: Any) -> GatewayProcess:
+        """A ready replica; ``env`` is added to its environment, ``settings`` are [gateway]."""
+        if not settings and not env and self.spare is not None:
             replica, self.spare = self.spare, None
             return replica.ready()
-        replica = self._spawn(**settings)
+        replica = self._spawn(env, **settings)
         self.started.append(replica)
         return replica.ready()
 

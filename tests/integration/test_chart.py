@@ -55,6 +55,9 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
         "networkPolicy.enabled": True,
         "serviceMonitor.enabled": True,
         "model.existingSecret": "model-keys",
+        "tracing.otlpEndpoint": "http://otel-collector.monitoring:4318",
+        "tracing.sampleRatio": 0.25,
+        "tracing.headersSecret": "otel-credentials",
     },
     "anthropic": {
         "model.provider": "anthropic",
@@ -247,6 +250,29 @@ def test_model_api_key_reaches_only_the_operator_and_only_from_the_existing_secr
     assert settings_file(docs)["openai"]["api_key_env"] == "OPENAI_API_KEY"
 
 
+def test_tracing_reaches_both_processes_with_credentials_only_from_a_secret(helm: Helm) -> None:
+    default = helm.render("tiny-harness", {})
+    assert Settings.parse(settings_file(default)).tracing.otlp_endpoint is None
+    assert "OTEL_" not in yaml.safe_dump(default)
+
+    docs = helm.render("tiny-harness", values_for("everything-on", "tiny-harness"))
+    tracing = Settings.parse(settings_file(docs)).tracing
+    assert (tracing.otlp_endpoint, tracing.sample_ratio) == (
+        "http://otel-collector.monitoring:4318",
+        0.25,
+    )
+    for component in ("-operator", "-gateway"):
+        env = find(docs, "Deployment", component)["spec"]["template"]["spec"]["containers"][0][
+            "env"
+        ]
+        assert {
+            "name": "OTEL_EXPORTER_OTLP_HEADERS",
+            "valueFrom": {"secretKeyRef": {"name": "otel-credentials", "key": "headers"}},
+        } in env
+        egress = find(docs, "NetworkPolicy", component)["spec"]["egress"]
+        assert {"ports": [{"protocol": "TCP", "port": 4318}]} in egress
+
+
 def test_namespaced_mode_grants_nothing_cluster_wide_and_scopes_the_operator(
     helm: Helm,
 ) -> None:
@@ -324,7 +350,10 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
     # The operator reads the very settings file the chart rendered into its ConfigMap.
     config = tmp_path / "config.toml"
     config.write_text(kubectl.get_json("configmap", f"{RELEASE}-settings")["data"]["config.toml"])
-    operator = OperatorProcess(release.operator, namespace, tmp_path, config, "chart-op").start()
+    # As in its pod: the downward API names its namespace, where its shard Leases live.
+    operator = OperatorProcess(
+        release.operator, namespace, tmp_path, config, "chart-op", env={"POD_NAMESPACE": namespace}
+    ).start()
     try:
         assert kubectl.apply(EXAMPLE).returncode == 0
 
@@ -369,6 +398,9 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
         )
         assert answered["subState"] == "awaiting-next-message"
         assert len(await model_server.control.requests()) == 1
+        # The only replica holds every shard, through Leases its Role lets it write.
+        leases = kubectl.get_json("leases", "-l", "tiny-harness.dev/shard-role=shard")["items"]
+        assert sorted(lease["spec"].get("holderIdentity") for lease in leases) == ["chart-op"] * 16
         assert kubectl.get_json("harnessturns")["items"], "the turn journal was not written"
     finally:
         operator.stop()

@@ -1,6 +1,7 @@
 """Races the runtime must win every time, run many times each: a complete or cancel sent at
-every moment of a turn is applied, and a parent's sub-task rows survive an operator restart
-that hands the parent to a fresh process before its children's events arrive."""
+every moment of a turn is applied, a command sent at every moment of a turn runs exactly once,
+and a parent's sub-task rows survive an operator restart that hands the parent to a fresh
+process before its children's events arrive."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from kubernetes_asyncio import client
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.lifecycle_support import Tasks
+from tiny_harness.core.answers import command_reply_id
+from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.kube.names import GROUP, PLURAL, VERSION
 
 pytestmark = pytest.mark.controlplane
@@ -54,6 +57,37 @@ async def test_a_control_sent_at_any_moment_of_a_turn_is_always_applied(
     # Two at a time, so every moment also meets another task's writes.
     for i in range(0, len(runs), 2):
         await asyncio.gather(*(race(names[j], *runs[j]) for j in range(i, min(i + 2, len(runs)))))
+
+
+async def test_a_command_sent_at_any_moment_of_a_turn_runs_exactly_once(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """A command that arrives as the turn ends is either run by the interrupt watcher before
+    the end (which waits for it) or left to the next pass, never both: its acknowledgement and
+    its reply are each in the journal once, and the reply is what /status says."""
+    operator()
+    runs = [moment for moment in MOMENTS for _ in range(3)]
+    names = [f"cmd-{i}" for i in range(len(runs))]
+    for name in names:
+        await tasks.create(name)
+    for name in names:
+        await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED")
+
+    async def race(name: str, moment: float) -> None:
+        await model_server.control.script([{"type": "text", "text": "ok", "delay_seconds": 0.1}])
+        await tasks.send(name, "Work on it.")
+        await asyncio.sleep(moment)
+        command = await tasks.send(name, "/status")
+        reply = command_reply_id(command)
+        await tasks.wait_agent_message(name, f"task {name}")
+        await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED", turn=1)
+        entries = [e for r in await tasks.records.for_task(name) for e in r.entries]
+        acks = [e for e in entries if isinstance(e, AckEntry) and e.message_id == command]
+        replies = [e for e in entries if isinstance(e, NoticeEntry) and e.id == reply]
+        assert (len(acks), len(replies)) == (1, 1), f"{name} at {moment}s: {entries}"
+
+    for i in range(0, len(runs), 2):
+        await asyncio.gather(*(race(names[j], runs[j]) for j in range(i, min(i + 2, len(runs)))))
 
 
 async def test_a_parent_keeps_its_sub_task_rows_across_an_operator_restart(

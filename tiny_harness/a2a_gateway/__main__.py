@@ -18,6 +18,7 @@ from pathlib import Path
 from tiny_harness.a2a_gateway.app import serve_gateway
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.settings import Settings
+from tiny_harness.telemetry import tracing
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    asyncio.run(run())
+    with tracing(settings.tracing, "tiny-harness-gateway"):
+        asyncio.run(run())
     return 0
 
 

@@ -2,8 +2,8 @@
 
 :func:`build_app` puts together the SDK's routes (agent card, JSON-RPC, HTTP+JSON with SSE)
 over :class:`~tiny_harness.a2a_gateway.handler.GatewayRequestHandler`, and in front of them, in
-this order: metrics, the body size limit, authentication, the participant requirement and the
-rate limit. Nothing after the limits runs for a refused request.
+this order: the request's trace span, metrics, the body size limit, authentication, the
+participant requirement and the rate limit. Nothing after the limits runs for a refused request.
 
 :func:`serve_gateway` runs it with uvicorn until cancelled; ``tiny-harness gateway`` calls it.
 """
@@ -46,6 +46,7 @@ from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit,
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
 from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.schemas import generated_files
@@ -109,6 +110,7 @@ def build_app(
         ),
     ]
     middleware = [
+        Middleware(TracingMiddleware, public_paths=PUBLIC_PATHS),
         Middleware(MetricsMiddleware, metrics=metrics, public_paths=PUBLIC_PATHS),
         Middleware(BodySizeLimit, max_bytes=settings.max_request_bytes, public_paths=PUBLIC_PATHS),
         Middleware(QueryNumbers, public_paths=PUBLIC_PATHS),

@@ -24,6 +24,7 @@ from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
 from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
+from tiny_harness.telemetry import tracing
 
 if TYPE_CHECKING:
     from tiny_harness.testing.model_server import ScriptedModelServer
@@ -128,14 +129,15 @@ def main(argv: list[str] | None = None) -> int:
                 )
             from tiny_harness.operator.runner import run_operator
 
-            return _run(
-                run_operator(
-                    settings,
-                    kubeconfig=args.kubeconfig,
-                    namespaces=args.namespace,
-                    liveness_endpoint=args.liveness,
+            with tracing(settings.tracing, "tiny-harness-operator"):
+                return _run(
+                    run_operator(
+                        settings,
+                        kubeconfig=args.kubeconfig,
+                        namespaces=args.namespace,
+                        liveness_endpoint=args.liveness,
+                    )
                 )
-            )
         if args.command == "gateway":
             settings = Settings.load(args.config)
             if args.bind:
@@ -144,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             from tiny_harness.a2a_gateway.app import serve_gateway
 
-            return _run(serve_gateway(settings, args.kubeconfig))
+            with tracing(settings.tracing, "tiny-harness-gateway"):
+                return _run(serve_gateway(settings, args.kubeconfig))
         if args.command == "up":
             return _up(args.data_dir.expanduser(), args.config)
     except ConfigError as exc:
@@ -184,7 +187,8 @@ def _up(data_dir: Path, config: Path | None) -> int:
             "Press Ctrl-C to stop; tasks persist in the data directory.\n",
             file=sys.stderr,
         )
-        return _run(_serve_all(settings, cluster.kubeconfig))
+        with tracing(settings.tracing, "tiny-harness"):
+            return _run(_serve_all(settings, cluster.kubeconfig))
 
 
 async def _serve_all(settings: Settings, kubeconfig: Path) -> None:

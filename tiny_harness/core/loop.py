@@ -47,6 +47,7 @@ from tiny_harness.core.tools import (
     ToolRegistrationError,
     ToolRegistry,
 )
+from tiny_harness.core.tracing import tool_result, tool_span
 from tiny_harness.core.turn import (
     CompactionEntry,
     DrainEntry,
@@ -415,6 +416,12 @@ class _Turn:
             self.questions.append(entry.question)
 
     async def run_call(self, call: ToolCall, entry_id: str) -> ToolEntry:
+        with tool_span(call, intrinsic=call.name in INTRINSIC_NAMES) as span:
+            result = await self.call_tool(call, entry_id)
+            tool_result(span, is_error=result.is_error, content=result.content)
+            return result
+
+    async def call_tool(self, call: ToolCall, entry_id: str) -> ToolEntry:
         def entry(content: str, **effects: Any) -> ToolEntry:
             return ToolEntry(
                 id=entry_id, call_id=call.id, name=call.name, content=content, **effects

@@ -26,6 +26,7 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     [operator]
     namespaces = []                # empty: the whole cluster
     lease_seconds = 15
+    shards = 16                    # split tasks between replicas (0: one replica does all)
     ttl_seconds_after_finished = 604800   # delete finished tasks a week after they end
     metrics_bind = "127.0.0.1:9090"
 
@@ -33,6 +34,10 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     max_tokens = 2000000
     max_model_calls = 200
     on_exceeded = "park"           # or "fail"
+
+    [tracing]                      # off unless an endpoint is set (here or OTEL_EXPORTER_OTLP_*)
+    otlp_endpoint = "http://otel-collector:4318"
+    sample_ratio = 1.0
 """
 
 from __future__ import annotations
@@ -103,6 +108,22 @@ class OperatorSettings(_Section):
         default=None, description="This replica's name for the runner lease; default hostname."
     )
     lease_seconds: float = Field(default=15.0, gt=0)
+    shards: int = Field(
+        default=0,
+        ge=0,
+        le=1024,
+        description="Split the tasks between replicas over this many shards, each held by a "
+        "Lease (every replica must say the same); 0: this replica works every task.",
+    )
+    shard_set: str = Field(
+        default="tiny-harness",
+        pattern=r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$",
+        description="The name of the replicas' shard Leases (one set per installation).",
+    )
+    lease_namespace: str | None = Field(
+        default=None,
+        description="Where the shard Leases live; default $POD_NAMESPACE, else 'default'.",
+    )
     max_model_calls: int = Field(default=24, ge=1)
     budget: Budget | None = Field(
         default=None,
@@ -128,6 +149,30 @@ class OperatorSettings(_Section):
     def replica_identity(self) -> str:
         return self.identity or os.environ.get("POD_NAME") or os.uname().nodename
 
+    @property
+    def shard_namespace(self) -> str:
+        return self.lease_namespace or os.environ.get("POD_NAMESPACE") or "default"
+
+
+class TracingSettings(_Section):
+    """Where spans go. Off unless an endpoint is set here or in the standard
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` variables (whose
+    ``OTEL_EXPORTER_OTLP_HEADERS`` carry any credentials: they never belong in this file)."""
+
+    otlp_endpoint: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s]+$",
+        description="The OTLP/HTTP collector, such as http://otel-collector:4318 (the "
+        "/v1/traces path is added); empty: the OTEL_EXPORTER_OTLP_* variables, or no tracing.",
+    )
+    sample_ratio: float = Field(
+        default=1.0,
+        ge=0.0,
+        le=1.0,
+        description="The share of new traces to record; a request that arrives with a "
+        "sampled trace context is always recorded.",
+    )
+
 
 class Settings(_Section):
     provider: Literal["openai", "anthropic"] = "openai"
@@ -135,6 +180,7 @@ class Settings(_Section):
     anthropic: Mapping[str, Any] | None = None
     gateway: GatewaySettings = GatewaySettings()
     operator: OperatorSettings = OperatorSettings()
+    tracing: TracingSettings = TracingSettings()
 
     @property
     def provider_section(self) -> Mapping[str, Any]:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.inbox import MessageSpec, message_name
+from tiny_harness.core.tracing import carrier
 from tiny_harness.kube.client import Obj, translate
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.names import (
@@ -40,6 +42,8 @@ class StoredMessage:
     #: The uids its owner references name: a message written without one (a ``kubectl
     #: apply`` of a manifest) is not deleted with its task by the garbage collector.
     owners: tuple[str, ...] = ()
+    #: Its annotations: the sender's trace context among them (``core.tracing.context_of``).
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, obj: Obj) -> StoredMessage:
@@ -50,6 +54,7 @@ class StoredMessage:
             created=meta.get("creationTimestamp", ""),
             resource_version=meta.get("resourceVersion", ""),
             owners=tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or ()),
+            annotations=meta.get("annotations") or {},
         )
 
     @property
@@ -80,6 +85,10 @@ class HarnessMessages:
             spec = spec.model_copy(update={"sent_at": now_rfc3339_nanos()})
         name = message_name(spec.task, spec.message_id)
         metadata: dict[str, Any] = {"name": name, "labels": {TASK_LABEL: label_value(spec.task)}}
+        trace_context = carrier()
+        if trace_context:
+            # The sender's span, so the turn that takes the message continues its trace.
+            metadata["annotations"] = trace_context
         if task_uid:
             # Owned by its task, so deleting the task deletes its messages (in a real cluster).
             metadata["ownerReferences"] = [

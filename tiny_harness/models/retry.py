@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tiny_harness.core.llm import RetryNotice, retry_observer
+from tiny_harness.core.tracing import add_event
 from tiny_harness.models.errors import (
     ModelCallError,
     ModelRequestRejectedError,
@@ -180,6 +181,14 @@ async def _backoff(notice: RetryNotice) -> None:
     """
     loop = asyncio.get_running_loop()
     started = loop.time()
+    add_event(
+        "retry",
+        {
+            "tiny_harness.retry.attempt": notice.attempt,
+            "tiny_harness.retry.reason": notice.reason,
+            "tiny_harness.retry.delay_seconds": notice.delay_seconds,
+        },
+    )
     observer = retry_observer.get()
     if observer is not None:
         try:

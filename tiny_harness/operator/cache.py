@@ -31,6 +31,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import kopf
 
+from tiny_harness.core.tracing import TRACE_ANNOTATIONS
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
@@ -135,6 +136,8 @@ class Cache:
         self._tasks: dict[Key, _TaskObj] = {}
         self._records: dict[Key, dict[str, TurnRecord]] = {}
         self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
+        #: Every indexed task's uid (its shard is a hash of it: see operator/shards.py).
+        self._uids: dict[Key, str] = {}
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -230,13 +233,23 @@ class Cache:
             own[record.name] = record
 
     def forget(self, namespace: str, name: str) -> None:
+        self._uids.pop((namespace, name), None)
         self._tasks.pop((namespace, name), None)
         self._records.pop((namespace, name), None)
 
-    def indexed_task(self, namespace: str, name: str, rv: str) -> None:
+    def uid(self, namespace: str, name: str) -> str | None:
+        return self._uids.get((namespace, name))
+
+    def uids(self) -> list[tuple[str, str, str]]:
+        """(namespace, name, uid) of every task the index holds."""
+        return [(ns, name, uid) for (ns, name), uid in self._uids.items()]
+
+    def indexed_task(self, namespace: str, name: str, rv: str, uid: str = "") -> None:
         """The index now holds version ``rv`` of the task: an overlay copy that is not newer
         is dropped, so a parked task keeps no second copy of itself in memory."""
         key = (namespace, name)
+        if uid:
+            self._uids[key] = uid
         own = self._tasks.get(key)
         if own is not None and not newer(own.resource_version, rv):
             del self._tasks[key]
@@ -255,9 +268,10 @@ class Cache:
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
 #: (every status write adds to it), and the index holds every task in memory. Of the
-#: annotations only the A2A context id is read (a child joins its parent's context).
+#: annotations only the A2A context id (a child joins its parent's context) and a message's
+#: trace context (its turn continues the sender's trace) are read.
 _UNREAD_METADATA: Final = frozenset({"managedFields", "annotations"})
-_READ_ANNOTATIONS: Final = frozenset({CONTEXT_ID_ANNOTATION})
+_READ_ANNOTATIONS: Final = frozenset({CONTEXT_ID_ANNOTATION, *TRACE_ANNOTATIONS})
 
 
 def _plain(body: kopf.Body) -> Obj:
@@ -296,7 +310,7 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
         ns = namespace or ""
         obj = _plain(body)
         packed = pack(obj)
-        cache.indexed_task(ns, name, packed.resource_version)
+        cache.indexed_task(ns, name, packed.resource_version, str(obj["metadata"].get("uid", "")))
         cache.parsed((TASKS, ns, name, packed.resource_version), obj)
         keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
         parent = (obj["spec"].get("parent") or {}).get("taskId")

@@ -39,6 +39,8 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         if event.get("type") == "DELETED":
             runtime.metrics.task_state(namespace, name, None)
             runtime.forget(namespace, name)
+        elif not runtime.owns(namespace, name):
+            runtime.observe_lease(namespace, name, (body.get("status") or {}).get("runner"))
         else:
             rv = str(body.metadata.get("resourceVersion", ""))
             runtime.poke_unless_own("task", namespace, name, name, rv)

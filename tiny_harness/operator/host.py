@@ -10,6 +10,7 @@ on, because what follows them (running a tool) must never happen twice.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ from tiny_harness.core.turn import (
 from tiny_harness.kube.client import ConflictError
 from tiny_harness.kube.journal import FencedError, TurnRecord
 from tiny_harness.kube.labels import label_value
-from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION, PARENT_LABEL, context_id_of
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
@@ -85,6 +86,14 @@ class OperatorTurnHost:
         self.task_settings = TaskSettings(
             model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
         )
+        #: One append to the journal at a time: the turn's checkpoints and a command's reply
+        #: (from the interrupt watcher) share the buffer and the record chain.
+        self.flushing = asyncio.Lock()
+        #: Held by a command that runs during the turn and by the turn's end: a command in
+        #: flight finishes before the turn ends, and none starts after (``closed``); the next
+        #: pass runs it instead. See "Commands during a turn" in docs/design/runtime.md.
+        self.interlude = asyncio.Lock()
+        self.closed = False
 
     # -- TurnHost ----------------------------------------------------------------------------
 
@@ -94,25 +103,28 @@ class OperatorTurnHost:
             await self.flush()
         return self.task_settings
 
-    async def drain(self) -> Sequence[InboundMessage]:
-        """Participants' messages and children's news not yet taken, from the cache. A
-        control, a command or a message from someone who may not speak here is never the
-        model's to see: the worker handles those between turns."""
-        cache = self.w.rt.cache
+    def waiting_messages(self) -> list[StoredMessage]:
+        """Participants' messages for the model not yet taken, from the cache. A control, a
+        command or a message from someone who may not speak here is never the model's to see:
+        the worker handles those between turns."""
         spec = self.snap.spec
         registry = self.w.rt.commands.registry
-        items: list[InboundMessage] = []
-        for m in cache.messages(self.w.namespace, self.w.name):
-            if m.spec.message_id in self.acked or m.spec.control is not None:
-                continue
-            if refuse_speaker(spec, m.spec.sender, m.spec.message_id) is not None:
-                continue
-            if parse_command(m.spec, registry) is not None:
-                continue
-            items.append(
-                InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
-            )
-        children = cache.children(self.w.namespace, self.w.name)
+        return [
+            m
+            for m in self.w.rt.cache.messages(self.w.namespace, self.w.name)
+            if m.spec.message_id not in self.acked
+            and m.spec.control is None
+            and refuse_speaker(spec, m.spec.sender, m.spec.message_id) is None
+            and parse_command(m.spec, registry) is None
+        ]
+
+    async def drain(self) -> Sequence[InboundMessage]:
+        """The waiting participants' messages, then children's news not yet taken."""
+        items = [
+            InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
+            for m in self.waiting_messages()
+        ]
+        children = self.w.rt.cache.children(self.w.namespace, self.w.name)
         items.extend(pending_news(children, self.acked))
         return items
 
@@ -141,6 +153,16 @@ class OperatorTurnHost:
         )
 
     async def end_turn(self, outcome: TurnOutcome) -> None:
+        async with self.interlude:
+            await self._end_turn(outcome)
+            self.closed = True
+
+    async def quiesce(self) -> None:
+        """Wait for a command in flight, and let no other start under this turn."""
+        async with self.interlude:
+            self.closed = True
+
+    async def _end_turn(self, outcome: TurnOutcome) -> None:
         if not self.ended:
             await self.flush(history=history_delta(self.history_before, outcome.history))
             self.ended = True
@@ -174,14 +196,21 @@ class OperatorTurnHost:
         await self.flush()
 
     async def flush(self, *, history: HistoryDelta | None = None) -> None:
+        async with self.flushing:
+            await self._flush(history)
+
+    async def _flush(self, history: HistoryDelta | None) -> None:
         if not self.buffer and history is None:
             return
         self.holding.check()
+        # What is buffered now; an entry buffered while the append is on its way waits for
+        # the next flush (it is not cleared with this batch).
+        batch = tuple(self.buffer)
         try:
             record = await self.w.records.append(
                 self.w.name,
                 self.turn,
-                tuple(self.buffer),
+                batch,
                 last=self.last_record,
                 history=history,
                 owner_uid=self.snap.obj["metadata"]["uid"],
@@ -196,9 +225,9 @@ class OperatorTurnHost:
         self.holding.check()
         self.w.rt.cache.wrote_record(self.w.namespace, record)
         self.w.rt.written_record(self.w.namespace, record)
-        self.recorded.update(e.id for e in self.buffer)
-        self.entries.extend(self.buffer)
-        self.buffer.clear()
+        self.recorded.update(e.id for e in batch)
+        self.entries.extend(batch)
+        del self.buffer[: len(batch)]
         self.last_record = record
 
     async def close_cut_turn(self) -> None:

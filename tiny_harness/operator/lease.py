@@ -74,6 +74,12 @@ class LeaseObserver:
             return Lease.EXPIRED, 0.0
         return Lease.HELD, remaining
 
+    def unchanged_for(self, key: tuple[str, str]) -> float | None:
+        """How long the lease under ``key`` has looked the same to this replica (None: not
+        judged, or free or this replica's own)."""
+        seen = self._seen.get(key)
+        return None if seen is None else self.clock() - seen.since
+
     def forget(self, key: tuple[str, str]) -> None:
         self._seen.pop(key, None)
 

@@ -24,6 +24,7 @@ from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.loop import CoreLoop, LoopConfig
 from tiny_harness.core.settings import Settings
 from tiny_harness.core.tools import Tool, ToolRegistry
+from tiny_harness.core.tracing import TracedAdapter
 from tiny_harness.kube.client import connect
 from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
@@ -32,6 +33,7 @@ from tiny_harness.operator.handlers import build_registry
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.settings import operator_settings
+from tiny_harness.operator.sharding import ShardManager
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,7 @@ async def run_operator(
     for line in commands.report.lines():
         log.info("plugins: %s", line)
     loop = CoreLoop(
-        MeteredAdapter(adapter, metrics),
+        MeteredAdapter(TracedAdapter(adapter, settings.provider), metrics),
         catalog,
         metered_tools(load_tools(settings.operator.tools), metrics),
         config=LoopConfig(max_model_calls=settings.operator.max_model_calls),
@@ -93,6 +95,25 @@ async def run_operator(
     )
     watched = tuple(namespaces) or settings.operator.namespaces
     log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
+    sharding: asyncio.Task[None] | None = None
+    if settings.operator.shards:
+        runtime.shards = ShardManager(
+            api,
+            identity=runtime.identity,
+            shards=settings.operator.shards,
+            shard_set=settings.operator.shard_set,
+            namespace=settings.operator.shard_namespace,
+            lease_seconds=settings.operator.lease_seconds,
+            on_acquired=runtime.shard_acquired,
+        )
+        sharding = asyncio.create_task(runtime.shards.run(), name="shards")
+        log.info(
+            "operator %s: %d shards, Leases %s-* in namespace %s",
+            runtime.identity,
+            settings.operator.shards,
+            settings.operator.shard_set,
+            settings.operator.shard_namespace,
+        )
     try:
         await kopf.operator(
             registry=build_registry(runtime),
@@ -107,5 +128,8 @@ async def run_operator(
         )
     finally:
         await runtime.shutdown()
+        if sharding is not None:
+            sharding.cancel()  # releases the shards it holds, for the others to take at once
+            await asyncio.gather(sharding, return_exceptions=True)
         await adapter.aclose()
         await api.close()

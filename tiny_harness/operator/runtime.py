@@ -20,11 +20,14 @@ from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.setup import BuiltCommands, build_command_registry
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
+from tiny_harness.core.task import Runner
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.operator.admission import Admission, Ticket
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.sharding import ShardManager
+from tiny_harness.operator.shards import shard_of
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
@@ -66,9 +69,41 @@ class Runtime:
         self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
         self._written: dict[tuple[str, str, str], deque[str]] = {}
+        #: Set when the replicas split the tasks (operator/sharding.py): then a task is worked
+        #: only while this replica holds its shard.
+        self.shards: ShardManager | None = None
+
+    def owns(self, namespace: str, name: str) -> bool:
+        """Is this task this replica's to work? Always, unless sharded; a task whose uid is
+        not known yet gets a look (its worker finds nothing to do and exits)."""
+        if self.shards is None:
+            return True
+        uid = self.cache.uid(namespace, name)
+        return uid is None or self.shards.holds(shard_of(uid, self.shards.shards))
+
+    def shard_acquired(self, shard: int) -> None:
+        """A shard was taken: look at each of its tasks, so nothing sent while nobody held it
+        waits for another event."""
+        if self.shards is None:
+            return
+        for namespace, name, uid in self.cache.uids():
+            if shard_of(uid, self.shards.shards) == shard:
+                self.poke(namespace, name)
+
+    def observe_lease(self, namespace: str, name: str, runner: dict[str, Any] | None) -> None:
+        """Time another replica's runner lease on a task this replica does not work, so that
+        if its shard comes here after that replica died, the lease time has been counting."""
+        try:
+            parsed = Runner.model_validate(runner) if runner else None
+        except ValueError:
+            return
+        self.leases.judge((namespace, name), parsed)
 
     def poke(self, namespace: str, name: str) -> None:
-        """Something about this task changed: make sure a worker looks at it."""
+        """Something about this task changed: make sure a worker looks at it (if the task is
+        this replica's to work)."""
+        if not self.owns(namespace, name):
+            return
         key = (namespace, name)
         running = self._workers.get(key)
         if running is not None and not running[1].done():

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
-from tiny_harness.core.commands.parse import parse_command
+from tiny_harness.core.commands.parse import CommandCall, parse_command
 from tiny_harness.core.commands.run import run_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
@@ -91,6 +91,13 @@ from tiny_harness.core.task import (
     TaskSpec,
     TaskStatus,
     TaskUsage,
+)
+from tiny_harness.core.tracing import (
+    command_span,
+    context_of,
+    end_turn,
+    parent_and_links,
+    turn_span,
 )
 from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
 from tiny_harness.core.usage import total, usage_of
@@ -394,6 +401,10 @@ class TaskWorker:
         cache = self.rt.cache
         obj = cache.task(self.namespace, self.name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
+            self.rt.metrics.task_state(self.namespace, self.name, None)
+            return False
+        if not self.rt.owns(self.namespace, self.name):
+            # Its shard went to another replica (or lapsed): that replica works it now.
             self.rt.metrics.task_state(self.namespace, self.name, None)
             return False
         state = (obj.get("status") or {}).get("state")
@@ -809,6 +820,19 @@ class TaskWorker:
         call = parse_command(spec, self.rt.commands.registry)
         if call is None:  # pragma: no cover - decide() only sends commands here
             return
+        # A child of the request that sent it, so a /command over A2A is one trace.
+        parent = context_of(message.annotations)
+        with command_span(call.name, self.name, spec.sender, spec.message_id, parent):
+            await self.apply_command(snap, message, call, host)
+
+    async def apply_command(
+        self,
+        snap: Snapshot,
+        message: StoredMessage,
+        call: CommandCall,
+        host: OperatorTurnHost | None,
+    ) -> None:
+        spec = message.spec
         result = await run_command(
             self.rt.commands.runner,
             call,
@@ -929,74 +953,90 @@ class TaskWorker:
             budget=self.budget_of(snap),
             used=total(snap.status.usage, snap.status.sub_task_usage),
         )
-        self.rt.metrics.turns_started.inc()
-        started = time.perf_counter()
-        cut: list[str] = []
-        token = retry_observer.set(self.retry_notice_writer())
-        try:
-            runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
-        finally:
-            retry_observer.reset(token)
-        guards = [
-            asyncio.create_task(self.renew_lease(holding)),
-            asyncio.create_task(self.watch_lease(holding, runner, cut)),
-            asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
-        ]
-        # The status as the lease write left it: running, with the turn's start time.
-        running = (self.rt.cache.task(*self.key) or {}).get("status") or {}
-        left = deadline_left(snap.spec.active_deadline_seconds, running, dt.datetime.now(dt.UTC))
-        if left is not None:
-            guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
-        try:
-            outcome = await runner
-        except asyncio.CancelledError:
-            if not runner.cancelled():
-                raise
-            if "lease" in cut or holding.lost:
-                self.rt.metrics.turns_finished.labels(outcome="lease_lost").inc()
-                raise LeaseLostError("the lease ran out during the turn") from None
-            if "gone" in cut:
-                return False
-            if cut[:1] == ["deadline"]:  # the first reason to cut the turn wins
+        # The turn continues the trace of the first message it is about to take (the others
+        # are linked): see core/tracing.py.
+        parent, links = parent_and_links([m.annotations for m in host.waiting_messages()])
+        with turn_span(
+            self.name, self.namespace, number, resumed=resume, parent=parent, links=links
+        ) as span:
+
+            def finished(kind: str, *, failed: bool = False) -> None:
+                self.rt.metrics.turns_finished.labels(outcome=kind).inc()
+                end_turn(span, kind, failed=failed)
+
+            self.rt.metrics.turns_started.inc()
+            started = time.perf_counter()
+            cut: list[str] = []
+            token = retry_observer.set(self.retry_notice_writer())
+            try:
+                runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
+            finally:
+                retry_observer.reset(token)
+            guards = [
+                asyncio.create_task(self.renew_lease(holding)),
+                asyncio.create_task(self.watch_lease(holding, runner, cut)),
+                asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
+            ]
+            # The status as the lease write left it: running, with the turn's start time.
+            running = (self.rt.cache.task(*self.key) or {}).get("status") or {}
+            now = dt.datetime.now(dt.UTC)
+            left = deadline_left(snap.spec.active_deadline_seconds, running, now)
+            if left is not None:
+                guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
+            try:
+                try:
+                    outcome = await runner
+                finally:
+                    # However the turn ended, a command running beside it finishes first.
+                    await host.quiesce()
+            except asyncio.CancelledError:
+                if not runner.cancelled():
+                    raise
+                if "lease" in cut or holding.lost:
+                    finished("lease_lost", failed=True)
+                    raise LeaseLostError("the lease ran out during the turn") from None
+                if "gone" in cut:
+                    return False
+                if cut[:1] == ["deadline"]:  # the first reason to cut the turn wins
+                    await host.close_cut_turn()
+                    holding.closing = True
+                    spent = snap.spec.active_deadline_seconds
+                    text = (
+                        f"the task has worked for its whole activeDeadlineSeconds ({spent}s): the "
+                        "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
+                        "more time"
+                    )
+                    await self.write_status(
+                        failed_status(snap.status, "DeadlineExceeded", text), leased=True
+                    )
+                    finished("deadline", failed=True)
+                    await self.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
+                    return True
+                # Cut by a participant's complete or cancel: close the turn from its journal,
+                # then the next pass applies the control message.
+                await host.close_cut_turn()
+                finished("cut")
+                return True
+            except ModelCallError as exc:
                 await host.close_cut_turn()
                 holding.closing = True
-                spent = snap.spec.active_deadline_seconds
-                text = (
-                    f"the task has worked for its whole activeDeadlineSeconds ({spent}s): the "
-                    "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
-                    "more time"
-                )
                 await self.write_status(
-                    failed_status(snap.status, "DeadlineExceeded", text), leased=True
+                    failed_status(snap.status, exc.reason, failure_text(exc, snap.lifecycle)),
+                    leased=True,
                 )
-                self.rt.metrics.turns_finished.labels(outcome="deadline").inc()
-                await self.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
+                finished("failed", failed=True)
+                await self.rt.event(snap.obj, exc.reason, str(exc), warning=True)
                 return True
-            # Cut by a participant's complete or cancel: close the turn from its journal,
-            # then the next pass applies the control message.
-            await host.close_cut_turn()
-            self.rt.metrics.turns_finished.labels(outcome="cut").inc()
-            return True
-        except ModelCallError as exc:
-            await host.close_cut_turn()
-            holding.closing = True
-            await self.write_status(
-                failed_status(snap.status, exc.reason, failure_text(exc, snap.lifecycle)),
-                leased=True,
-            )
-            self.rt.metrics.turns_finished.labels(outcome="failed").inc()
-            await self.rt.event(snap.obj, exc.reason, str(exc), warning=True)
-            return True
-        finally:
-            for guard in guards:
-                guard.cancel()
-            for guard in guards:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await guard
-            self.holding = None
-            self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
-        self.rt.metrics.turns_finished.labels(outcome=outcome.kind.value).inc()
-        return outcome.kind.value == "waiting_for_subtasks"
+            finally:
+                for guard in guards:
+                    guard.cancel()
+                for guard in guards:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await guard
+                self.holding = None
+                self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
+            finished(outcome.kind.value)
+            return outcome.kind.value == "waiting_for_subtasks"
 
     def retry_notice_writer(self) -> Any:
         async def write(notice: RetryNotice) -> None:
@@ -1073,8 +1113,11 @@ class TaskWorker:
                     return
             for m in facts.pending:
                 if m.kind == "command" and m.message_id not in host.acked:
-                    await self.command(snap, snap.message(m.message_id), host)
-                    host.acked.add(m.message_id)
+                    async with host.interlude:
+                        if host.closed:
+                            return  # the turn has ended: the next pass runs the command
+                        await self.command(snap, snap.message(m.message_id), host)
+                        host.acked.add(m.message_id)
             if snap.rows != snap.status.sub_tasks:
                 await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
 

@@ -177,3 +177,29 @@ harnesstasks/status, so nothing it is tricked into sending can set a task's stat
   resources: ["harnessturns"]
   verbs: ["get", "list", "watch"]
 {{- end }}
+
+{{/*
+Tracing: the collector's credentials (OTLP headers) from an existing Secret, for both processes.
+The endpoint itself is in the settings file ([tracing]).
+*/}}
+{{- define "tiny-harness.tracingEnv" -}}
+{{- with .Values.tracing }}
+{{- if and .otlpEndpoint .headersSecret }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .headersSecret | quote }}
+      key: {{ .headersSecretKey | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The collector's port, for the NetworkPolicies: the one in tracing.otlpEndpoint, else the
+scheme's.
+*/}}
+{{- define "tiny-harness.tracingPort" -}}
+{{- $url := urlParse .Values.tracing.otlpEndpoint -}}
+{{- $hostPort := splitList ":" $url.host -}}
+{{- if gt (len $hostPort) 1 -}}{{ last $hostPort }}{{- else if eq $url.scheme "https" -}}443{{- else -}}80{{- end -}}
+{{- end }}

@@ -1,0 +1,100 @@
+"""Two operator replicas splitting the tasks by shard, on the real control plane: both work,
+no task's turn runs twice, and when one is SIGKILLed its tasks are answered by the other once
+its shard Leases have run out."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.conftest import ModelServer, OperatorProcess, free_port
+from tests.integration.lifecycle_support import Tasks
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+TASKS = 24
+LEASE = 3.0
+
+
+def turns_finished(metrics_url: str) -> float:
+    with urllib.request.urlopen(metrics_url, timeout=5) as resp:
+        text = resp.read().decode()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("tiny_harness_turns_finished_total{")
+    )
+
+
+async def answered(tasks: Tasks, names: list[str], turn: int, within: float) -> None:
+    await asyncio.gather(
+        *(tasks.wait(n, "TASK_STATE_INPUT_REQUIRED", turn=turn, within=within) for n in names)
+    )
+
+
+async def test_two_replicas_split_the_tasks_and_one_takes_over_when_the_other_dies(
+    api: Any, namespace: str, tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    replicas = {}
+    for identity in ("op-a", "op-b"):
+        port = free_port()
+        replicas[identity] = (
+            operator(
+                identity=identity,
+                shards=8,
+                lease_namespace=namespace,
+                lease_seconds=LEASE,
+                metrics_bind=f"127.0.0.1:{port}",
+            ),
+            f"http://127.0.0.1:{port}/metrics",
+        )
+    names = [f"t-{i}" for i in range(TASKS)]
+    for name in names:
+        await tasks.create(name)
+    await asyncio.gather(*(tasks.wait(n, "TASK_STATE_INPUT_REQUIRED", within=60) for n in names))
+
+    # Each replica holds half the shards once both have seen each other.
+    leases = client.CoordinationV1Api(api)
+
+    async def split() -> list[str]:
+        listed = await leases.list_namespaced_lease(
+            namespace, label_selector="tiny-harness.dev/shard-role=shard"
+        )
+        return sorted(lease.spec.holder_identity or "" for lease in listed.items)
+
+    for _ in range(100):
+        if await split() == ["op-a"] * 4 + ["op-b"] * 4:
+            break
+        await asyncio.sleep(0.1)
+    assert await split() == ["op-a"] * 4 + ["op-b"] * 4
+
+    for name in names:
+        await tasks.send(name, "First.")
+    await answered(tasks, names, 1, within=60)
+    by_replica = {i: turns_finished(url) for i, (_, url) in replicas.items()}
+    assert sum(by_replica.values()) == TASKS, by_replica
+    assert all(n > 0 for n in by_replica.values()), f"one replica did all: {by_replica}"
+
+    # op-b dies mid-stride; messages to its tasks wait for its Leases to run out, then op-a
+    # answers every one of them, once.
+    replicas["op-b"][0].stop(signal.SIGKILL)
+    killed = time.monotonic()
+    for name in names:
+        await tasks.send(name, "Second.")
+    await answered(tasks, names, 2, within=60)
+    took = time.monotonic() - killed
+    assert took < 6 * LEASE, f"the survivor took {took:.1f}s to answer the dead one's tasks"
+    # op-a's second round: every task, its own and the dead one's.
+    assert turns_finished(replicas["op-a"][1]) == by_replica["op-a"] + TASKS
+    requests = await model_server.control.requests()
+    assert len(requests) == 2 * TASKS  # no turn ran twice
+    for name in names:
+        assert (await tasks.status(name))["turn"] == 2

@@ -1,0 +1,334 @@
+"""Several operator replicas split the tasks: each shard is held by one replica through a
+``coordination.k8s.io/v1`` Lease, and a replica works only the tasks of the shards it holds.
+
+The written rules (docs/design/scale.md has the why):
+
+- **Membership.** Each replica keeps a member Lease of its own renewed. The live replicas are
+  those whose member Lease this replica has seen change within ``lease_seconds`` on its own
+  monotonic clock (the same rule as a task's runner lease: :class:`LeaseObserver`), plus itself.
+- **The deal.** Every tick (a third of the lease time) each replica computes the deal from the
+  live replicas (:func:`~tiny_harness.operator.shards.mine`) and moves toward it:
+  - a shard it holds and is dealt: renewed (a write on the version read);
+  - a shard it holds and is not dealt: it stops working it *first*, then releases it (clears
+    the holder), so two replicas never both think they hold it;
+  - a shard it is dealt that is free, or whose holder's renewals this replica has not seen for
+    the lease time: taken, on the version read, so of two takers one wins and the other gets
+    409 and looks again next tick;
+  - a shard it is dealt that another live replica still holds: left alone until that replica
+    releases it (it will, on its own next tick, having computed the same deal).
+- **Holding.** A replica counts its hold on a shard from the moment it *sent* the write that
+  took or renewed it, and stops working the shard at ``SAFETY`` of the lease time without a
+  successful renewal: before any other replica can see the Lease expire.
+- **What the shard Lease does not guard.** Whether a task's turn runs is still decided by the
+  task's own runner lease, taken by a conditional status write and fencing its journal. A
+  replica that loses a shard mid-turn finishes that turn under the task's lease; the new holder
+  sees the lease held and waits for it. So a hand-over can make a task wait, never run twice.
+- **No wake-up lost.** A poke for a task whose shard this replica does not hold is dropped.
+  So every time a shard becomes held (taken, or renewed after the hold had lapsed on a slow
+  tick), every task of it in the cache is poked: a message that arrived while nobody held the
+  shard, or while this replica's hold had lapsed, is found.
+
+A replica stopped gracefully releases its shards, so the others take them at their next tick
+instead of after the lease time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import hashlib
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tiny_harness.core.decide import Lease
+from tiny_harness.core.task import Runner
+from tiny_harness.operator.lease import SAFETY, Clock, LeaseObserver
+from tiny_harness.operator.shards import mine
+
+log = logging.getLogger(__name__)
+
+SET_LABEL: Final = "tiny-harness.dev/shard-set"
+ROLE_LABEL: Final = "tiny-harness.dev/shard-role"
+#: A member Lease unseen for this many lease times belongs to a replica that is gone for good
+#: (a crashed pod); any replica deletes it.
+STALE_MEMBER_LEASES: Final = 10
+
+
+def _micro_time(now: dt.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_name_part(identity: str) -> str:
+    """A replica identity as part of an object name: lower case, ``-`` for anything else, and a
+    hash suffix when that changed it or it is long, so two identities never share a name."""
+    cleaned = re.sub(r"[^a-z0-9-]", "-", identity.lower()).strip("-")[:40] or "replica"
+    if cleaned == identity and len(identity) <= 40:
+        return cleaned
+    return f"{cleaned}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
+
+@dataclass
+class ShardState:
+    """What this replica holds: each shard it holds, with when (monotonic) the write that took
+    or last renewed it was sent."""
+
+    confirmed: dict[int, float] = field(default_factory=dict)
+
+
+class ShardManager:
+    """This replica's side of the deal, kept by :meth:`run` until cancelled."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        identity: str,
+        shards: int,
+        shard_set: str,
+        namespace: str,
+        lease_seconds: float,
+        on_acquired: Callable[[int], None],
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.leases = client.CoordinationV1Api(api)
+        self.identity = identity
+        self.shards = shards
+        self.shard_set = shard_set
+        self.namespace = namespace
+        self.lease_seconds = lease_seconds
+        self.on_acquired = on_acquired
+        self.clock = clock
+        self.observer = LeaseObserver(identity, lease_seconds, clock)
+        self.state = ShardState()
+        self.member_name = f"{shard_set}-member-{lease_name_part(identity)}"
+        #: The replicas live at the last tick (this one included).
+        self.live: frozenset[str] = frozenset({identity})
+        self.ticks = 0
+        self.stale: list[Any] = []
+
+    # -- what the workers ask ----------------------------------------------------------------
+
+    def holds(self, shard: int) -> bool:
+        """Does this replica hold ``shard`` now, by its own clock?"""
+        confirmed = self.state.confirmed.get(shard)
+        return confirmed is not None and self.clock() < confirmed + self.lease_seconds * SAFETY
+
+    def held(self) -> list[int]:
+        return sorted(s for s in self.state.confirmed if self.holds(s))
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Tick until cancelled; then release what is held (best effort)."""
+        try:
+            while True:
+                started = self.clock()
+                try:
+                    await self.tick()
+                except (ApiException, OSError, TimeoutError) as exc:
+                    # The holds lapse by themselves if this goes on (see holds()).
+                    log.warning("shards: could not reach the API server this tick: %s", exc)
+                # Every third of the lease from the start of the last tick, however long it took.
+                await asyncio.sleep(max(0.0, self.lease_seconds / 3 - (self.clock() - started)))
+        finally:
+            await asyncio.shield(self.release_all())
+
+    async def tick(self) -> None:
+        sent = self.clock()
+        now = dt.datetime.now(dt.UTC)
+        listed = await self.leases.list_namespaced_lease(
+            self.namespace, label_selector=f"{SET_LABEL}={self.shard_set}"
+        )
+        by_name = {lease.metadata.name: lease for lease in listed.items}
+        await self._renew_member(by_name.get(self.member_name), now, sent)
+        self.stale = []
+        self.live = frozenset({self.identity, *self._live_members(by_name.values())})
+        for lease in self.stale:
+            await self._delete_stale(lease)
+        dealt = mine(self.identity, self.live, self.shards)
+        # All at once: a tick that wrote its shards one after another could take longer than a
+        # hold lasts on a busy machine.
+        await asyncio.gather(
+            *(
+                self._move(s, by_name.get(f"{self.shard_set}-shard-{s}"), s in dealt, now, sent)
+                for s in range(self.shards)
+            )
+        )
+        self.ticks += 1
+
+    # -- membership ----------------------------------------------------------------------------
+
+    def _live_members(self, leases: Any) -> list[str]:
+        live = []
+        for lease in leases:
+            labels = lease.metadata.labels or {}
+            holder = lease.spec.holder_identity
+            if labels.get(ROLE_LABEL) != "member" or not holder or holder == self.identity:
+                continue
+            key = ("member", lease.metadata.name)
+            state, _ = self.observer.judge(key, _runner(lease))
+            if state is Lease.HELD:
+                live.append(holder)
+            elif self._stale(key):
+                self.stale.append(lease)
+        return live
+
+    def _stale(self, key: tuple[str, str]) -> bool:
+        unchanged = self.observer.unchanged_for(key)
+        return unchanged is not None and unchanged > self.lease_seconds * STALE_MEMBER_LEASES
+
+    async def _delete_stale(self, lease: Any) -> None:
+        # Conditional: one renewed after all, or deleted by another replica, stays as it is.
+        with contextlib.suppress(ApiException):
+            await self.leases.delete_namespaced_lease(
+                lease.metadata.name,
+                self.namespace,
+                body=client.V1DeleteOptions(
+                    preconditions=client.V1Preconditions(
+                        resource_version=lease.metadata.resource_version
+                    )
+                ),
+            )
+
+    async def _renew_member(self, lease: Any, now: dt.datetime, sent: float) -> None:
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, round(self.lease_seconds)),
+            "renewTime": _micro_time(now),
+        }
+        if lease is None:
+            await self._create(self.member_name, "member", spec)
+        else:
+            await self._replace(lease, spec)
+
+    # -- shards --------------------------------------------------------------------------------
+
+    async def _move(
+        self, shard: int, lease: Any, dealt: bool, now: dt.datetime, sent: float
+    ) -> None:
+        name = f"{self.shard_set}-shard-{shard}"
+        holder = lease.spec.holder_identity if lease is not None else None
+        if holder == self.identity:
+            if not dealt:
+                # Stop working it first; then let it go.
+                self.state.confirmed.pop(shard, None)
+                await self._replace(lease, {"holderIdentity": None, "renewTime": None})
+                log.info("shards: released shard %d", shard)
+                return
+            lapsed = not self.holds(shard)
+            if await self._replace(lease, self._held_spec(lease, now, taking=False)):
+                self.state.confirmed[shard] = sent
+                if lapsed:
+                    # Pokes were dropped while the hold had lapsed: look at every task again.
+                    log.info("shards: shard %d held again after a lapse", shard)
+                    self.on_acquired(shard)
+            else:
+                self.state.confirmed.pop(shard, None)
+            return
+        # Not ours (any more): whatever we thought, another holder or nobody has it now.
+        self.state.confirmed.pop(shard, None)
+        # Every other holder's renewals are timed, dealt or not: when its replica dies and the
+        # deal hands the shard here, the lease time has been counting since it last renewed.
+        state = self.observer.judge(("shard", name), _runner(lease) if holder else None)[0]
+        if not dealt or state is Lease.HELD:
+            return
+        if lease is None:
+            taken = await self._create(name, "shard", self._held_spec(None, now, taking=True))
+        else:
+            taken = await self._replace(lease, self._held_spec(lease, now, taking=True))
+        if taken:
+            self.state.confirmed[shard] = sent
+            log.info("shards: took shard %d (from %s)", shard, holder or "nobody")
+            self.on_acquired(shard)
+
+    def _held_spec(self, lease: Any, now: dt.datetime, *, taking: bool) -> dict[str, Any]:
+        transitions = int((lease.spec.lease_transitions or 0) if lease is not None else 0)
+        spec: dict[str, Any] = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": max(1, round(self.lease_seconds)),
+            "renewTime": _micro_time(now),
+            "leaseTransitions": transitions + 1 if taking else transitions,
+        }
+        if taking:
+            spec["acquireTime"] = _micro_time(now)
+        return spec
+
+    async def release_all(self) -> None:
+        """Give every held shard back (a graceful stop), so others need not wait it out."""
+        held = list(self.state.confirmed)
+        self.state.confirmed.clear()
+        if not held:
+            return
+        try:
+            listed = await self.leases.list_namespaced_lease(
+                self.namespace, label_selector=f"{SET_LABEL}={self.shard_set}"
+            )
+            for lease in listed.items:
+                if lease.spec.holder_identity == self.identity:
+                    await self._replace(lease, {"holderIdentity": None, "renewTime": None})
+        except (ApiException, OSError, TimeoutError) as exc:
+            log.warning("shards: could not release shards %s at shutdown: %s", held, exc)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _body(self, name: str, role: str, spec: dict[str, Any], rv: str | None) -> dict[str, Any]:
+        metadata: dict[str, Any] = {
+            "name": name,
+            "namespace": self.namespace,
+            "labels": {SET_LABEL: self.shard_set, ROLE_LABEL: role},
+        }
+        if rv is not None:
+            metadata["resourceVersion"] = rv
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
+                "spec": {k: v for k, v in spec.items() if v is not None}}  # fmt: skip
+
+    async def _create(self, name: str, role: str, spec: dict[str, Any]) -> bool:
+        try:
+            await self.leases.create_namespaced_lease(
+                self.namespace, self._body(name, role, spec, None)
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return False  # another replica created it first
+            raise
+        return True
+
+    async def _replace(self, lease: Any, spec: dict[str, Any]) -> bool:
+        """Write ``spec`` on the version read; False when someone wrote meanwhile."""
+        labels = lease.metadata.labels or {}
+        body = self._body(
+            lease.metadata.name,
+            labels.get(ROLE_LABEL, "shard"),
+            {
+                **{k: v for k, v in spec.items() if k != "acquireTime"},
+                "acquireTime": spec.get("acquireTime")
+                or (_micro_time(lease.spec.acquire_time) if lease.spec.acquire_time else None),
+                "leaseTransitions": spec.get("leaseTransitions", lease.spec.lease_transitions),
+            },
+            lease.metadata.resource_version,
+        )
+        try:
+            await self.leases.replace_namespaced_lease(lease.metadata.name, self.namespace, body)
+        except ApiException as exc:
+            if exc.status in (404, 409):
+                return False
+            raise
+        return True
+
+
+def _runner(lease: Any) -> Runner:
+    """A Lease as the observer judges it: its holder, renewals and transitions."""
+    renew = lease.spec.renew_time
+    return Runner(
+        holder=lease.spec.holder_identity,
+        renew_time=_micro_time(renew) if isinstance(renew, dt.datetime) else str(renew or ""),
+        epoch=int(lease.spec.lease_transitions or 0),
+    )

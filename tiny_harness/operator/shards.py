@@ -1,0 +1,65 @@
+"""Which replica works which task: tasks hash to shards, shards are dealt to live replicas.
+
+Pure functions, so every replica that sees the same live replicas computes the same deal,
+and the tests can check the deal's balance and its moves without a cluster. The leases that
+make a deal real are :mod:`tiny_harness.operator.sharding`'s.
+
+- A task's shard is a hash of its ``uid`` (not its name: a task deleted and created again under
+  the same name is a new task, and may land elsewhere). Stable across replicas and restarts.
+- Shards are dealt by rendezvous hashing with a bound: each shard ranks the replicas by
+  ``hash(shard, replica)`` and goes to the first in its ranking that still has room below a
+  fair share. So the deal is even (no replica holds more than one shard above another), and a
+  replica joining or leaving moves few shards besides its own share, because most shards'
+  first choice does not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+
+
+def _hash(*parts: str) -> int:
+    digest = hashlib.blake2b("\x00".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def shard_of(uid: str, shards: int) -> int:
+    """The shard a task belongs to, from its uid."""
+    return _hash(uid) % shards
+
+
+def _ranking(shard: int, members: list[str]) -> list[str]:
+    return sorted(members, key=lambda m: _hash(str(shard), m), reverse=True)
+
+
+def deal(replicas: Collection[str], shards: int) -> dict[int, str]:
+    """Each shard's replica. Every replica computing it from the same set gets the same
+    answer; an empty set owns nothing."""
+    members = sorted(set(replicas))
+    if not members:
+        return {}
+    ranked = {shard: _ranking(shard, members) for shard in range(shards)}
+    # Shards in the order of their best score, so no shard's first choice is taken merely
+    # because its number is low.
+    order = sorted(range(shards), key=lambda s: _hash(str(s), ranked[s][0]), reverse=True)
+    held = dict.fromkeys(members, 0)
+    out: dict[int, str] = {}
+    # Everyone up to the floor of a fair share first, then the remainder one each: no
+    # replica ends with more than one shard above another.
+    floor = shards // len(members)
+    for cap in (floor, floor + 1):
+        for shard in order:
+            if shard in out:
+                continue
+            owner = next((m for m in ranked[shard] if held[m] < cap), None)
+            if owner is not None:
+                held[owner] += 1
+                out[shard] = owner
+    return out
+
+
+def mine(identity: str, replicas: Collection[str], shards: int) -> frozenset[int]:
+    """The shards ``identity`` should hold among these live replicas (itself included)."""
+    dealt = deal({*replicas, identity}, shards)
+    return frozenset(s for s, owner in dealt.items() if owner == identity)
