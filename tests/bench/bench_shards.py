@@ -114,6 +114,7 @@ async def one_count(
             model.config("responses"),
             tmp,
             identity=identity,
+            log=args.logs / f"{namespace}-{identity}.log" if args.logs else None,
             operator={
                 "lease_seconds": args.lease,
                 "shards": args.shards,
@@ -240,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--turns", type=int, default=5, help="turns per conversation")
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--lease", type=float, default=6.0, help="lease seconds")
+    parser.add_argument("--logs", type=Path, help="keep each operator's log in this folder")
     return parser
 
 

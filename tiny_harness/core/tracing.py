@@ -63,6 +63,12 @@ def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER_NAME)
 
 
+def enabled() -> bool:
+    """Has this process installed an SDK? Until then nothing is recorded, and work done only
+    to give a span its parent (reading the messages a turn will take) can be skipped."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
 # -- carrying the context through a resource -------------------------------------------------
 
 

@@ -75,11 +75,18 @@ class Runtime:
 
     def owns(self, namespace: str, name: str) -> bool:
         """Is this task this replica's to work? Always, unless sharded; a task whose uid is
-        not known yet gets a look (its worker finds nothing to do and exits)."""
+        not known yet gets a look (its worker finds nothing to do and exits). A no is a look
+        dropped: the shard manager hears of it (see ``ShardManager.dropped``)."""
         if self.shards is None:
             return True
         uid = self.cache.uid(namespace, name)
-        return uid is None or self.shards.holds(shard_of(uid, self.shards.shards))
+        if uid is None:
+            return True
+        shard = shard_of(uid, self.shards.shards)
+        if self.shards.holds(shard):
+            return True
+        self.shards.dropped(shard)
+        return False
 
     def shard_acquired(self, shard: int) -> None:
         """A shard was taken: look at each of its tasks, so nothing sent while nobody held it

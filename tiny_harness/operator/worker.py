@@ -99,6 +99,9 @@ from tiny_harness.core.tracing import (
     parent_and_links,
     turn_span,
 )
+from tiny_harness.core.tracing import (
+    enabled as tracing_enabled,
+)
 from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
@@ -955,7 +958,11 @@ class TaskWorker:
         )
         # The turn continues the trace of the first message it is about to take (the others
         # are linked): see core/tracing.py.
-        parent, links = parent_and_links([m.annotations for m in host.waiting_messages()])
+        parent, links = (
+            parent_and_links([m.annotations for m in host.waiting_messages()])
+            if tracing_enabled()
+            else (None, [])
+        )
         with turn_span(
             self.name, self.namespace, number, resumed=resume, parent=parent, links=links
         ) as span:
