@@ -146,10 +146,13 @@ async def one_count(
         owned = Counter(owner.values())
         fair = args.tasks / replicas
         worst = max(abs(owned[i] - fair) / fair for i in ports) * 100
+        # A uid's shard is a fair coin: one replica's count is binomial around the even share.
+        spread = (args.tasks * (1 / replicas) * (1 - 1 / replicas)) ** 0.5 / fair * 100
         print(
             f"    {args.tasks} tasks created in {created:.1f}s, all parked at {all_parked:.1f}s; "
             f"owned per replica {'/'.join(str(owned[i]) for i in ports)} "
-            f"(largest distance from even: {worst:.1f}%)"
+            f"(largest distance from even: {worst:.1f}%; one standard deviation of a uniform "
+            f"hash: {spread:.1f}%)"
         )
 
         etcd, apiserver = cluster.pids[:2]
@@ -236,7 +239,7 @@ async def main_async(args: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--replicas", default="1,2,4", help="comma-separated replica counts")
-    parser.add_argument("--tasks", type=int, default=1000, help="tasks created per count")
+    parser.add_argument("--tasks", type=int, default=2000, help="tasks created per count")
     parser.add_argument("--conversations", type=int, default=100, help="of them, active")
     parser.add_argument("--turns", type=int, default=5, help="turns per conversation")
     parser.add_argument("--shards", type=int, default=16)

@@ -24,14 +24,17 @@ TASKS = 24
 LEASE = 3.0
 
 
-def turns_finished(metrics_url: str) -> float:
+def metric(metrics_url: str, prefix: str) -> float:
+    """The sum of the samples whose line starts with ``prefix``."""
     with urllib.request.urlopen(metrics_url, timeout=5) as resp:
         text = resp.read().decode()
     return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("tiny_harness_turns_finished_total{")
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)
     )
+
+
+def turns_finished(metrics_url: str) -> float:
+    return metric(metrics_url, "tiny_harness_turns_finished_total{")
 
 
 async def answered(tasks: Tasks, names: list[str], turn: int, within: float) -> None:
@@ -75,6 +78,11 @@ async def test_two_replicas_split_the_tasks_and_one_takes_over_when_the_other_di
             break
         await asyncio.sleep(0.1)
     assert await split() == ["op-a"] * 4 + ["op-b"] * 4
+    for _ in range(100):  # each replica's /metrics says so at its next tick
+        if [metric(url, "tiny_harness_shards_held ") for _, url in replicas.values()] == [4, 4]:
+            break
+        await asyncio.sleep(0.1)
+    assert [metric(url, "tiny_harness_shards_held ") for _, url in replicas.values()] == [4, 4]
 
     for name in names:
         await tasks.send(name, "First.")

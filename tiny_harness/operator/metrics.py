@@ -75,6 +75,11 @@ class OperatorMetrics:
             ["action"],
             registry=r,
         )
+        self.shards_held = Gauge(
+            "tiny_harness_shards_held",
+            "Shards this replica holds (0 when the replicas do not split the tasks).",
+            registry=r,
+        )
         self.subtasks_spawned = Counter(
             "tiny_harness_subtasks_spawned_total", "Child tasks created.", registry=r
         )

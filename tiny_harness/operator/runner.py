@@ -105,6 +105,8 @@ async def run_operator(
             namespace=settings.operator.shard_namespace,
             lease_seconds=settings.operator.lease_seconds,
             on_acquired=runtime.shard_acquired,
+            on_missed=runtime.poke_all,
+            on_counted=runtime.shards_counted,
         )
         sharding = asyncio.create_task(runtime.shards.run(), name="shards")
         log.info(

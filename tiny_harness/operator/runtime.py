@@ -85,8 +85,15 @@ class Runtime:
         shard = shard_of(uid, self.shards.shards)
         if self.shards.holds(shard):
             return True
-        self.shards.dropped(shard)
+        self.shards.dropped(shard, (namespace, name))
         return False
+
+    def poke_all(self, tasks: set[Key]) -> None:
+        for namespace, name in tasks:
+            self.poke(namespace, name)
+
+    def shards_counted(self, held: int) -> None:
+        self.metrics.shards_held.set(held)
 
     def shard_acquired(self, shard: int) -> None:
         """A shard was taken: look at each of its tasks, so nothing sent while nobody held it

@@ -26,8 +26,8 @@ The written rules (docs/design/scale.md has the why):
 - **No wake-up lost.** A poke for a task whose shard this replica does not hold is dropped.
   So when a shard is taken, every task of it in the cache is poked: a message that arrived
   while nobody held the shard is found. And a poke dropped while this replica's hold had
-  lapsed (a tick slower than the hold's margin, on a busy machine) marks the shard: the next
-  renewal that lands pokes all its tasks again.
+  lapsed (a tick slower than the hold's margin, on a busy machine) is kept: the next renewal
+  that lands delivers it.
 
 A replica stopped gracefully deletes its member Lease and releases its shards, so the others
 take them at their next tick instead of after the lease time (a rolling update moves shards
@@ -83,8 +83,9 @@ class ShardState:
     or last renewed it was sent."""
 
     confirmed: dict[int, float] = field(default_factory=dict)
-    #: Held shards for which a poke was dropped while the hold had lapsed.
-    missed: set[int] = field(default_factory=set)
+    #: The tasks (namespace, name) of held shards whose pokes were dropped while the hold had
+    #: lapsed, by shard.
+    missed: dict[int, set[tuple[str, str]]] = field(default_factory=dict)
 
 
 class ShardManager:
@@ -100,6 +101,8 @@ class ShardManager:
         namespace: str,
         lease_seconds: float,
         on_acquired: Callable[[int], None],
+        on_missed: Callable[[set[tuple[str, str]]], None] = lambda tasks: None,
+        on_counted: Callable[[int], None] = lambda held: None,
         clock: Clock = time.monotonic,
     ) -> None:
         self.leases = client.CoordinationV1Api(api)
@@ -109,6 +112,8 @@ class ShardManager:
         self.namespace = namespace
         self.lease_seconds = lease_seconds
         self.on_acquired = on_acquired
+        self.on_missed = on_missed
+        self.on_counted = on_counted
         self.clock = clock
         self.observer = LeaseObserver(identity, lease_seconds, clock)
         self.state = ShardState()
@@ -128,12 +133,12 @@ class ShardManager:
     def held(self) -> list[int]:
         return sorted(s for s in self.state.confirmed if self.holds(s))
 
-    def dropped(self, shard: int) -> None:
+    def dropped(self, shard: int, task: tuple[str, str]) -> None:
         """A task of ``shard`` was not looked at because the shard is not held. If this replica
         still counts the shard as its own (its hold only lapsed), the next renewal that lands
-        looks at the shard's tasks again."""
+        pokes that task again."""
         if shard in self.state.confirmed:
-            self.state.missed.add(shard)
+            self.state.missed.setdefault(shard, set()).add(task)
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -174,6 +179,7 @@ class ShardManager:
             )
         )
         self.ticks += 1
+        self.on_counted(len(self.held()))
 
     # -- membership ----------------------------------------------------------------------------
 
@@ -231,24 +237,24 @@ class ShardManager:
             if not dealt:
                 # Stop working it first; then let it go.
                 self.state.confirmed.pop(shard, None)
-                self.state.missed.discard(shard)
+                self.state.missed.pop(shard, None)
                 await self._replace(lease, {"holderIdentity": None, "renewTime": None})
                 log.info("shards: released shard %d", shard)
                 return
             if await self._replace(lease, self._held_spec(lease, now, taking=False)):
                 self.state.confirmed[shard] = sent
-                if shard in self.state.missed:
-                    # Pokes were dropped while the hold had lapsed: look at every task again.
-                    self.state.missed.discard(shard)
+                missed = self.state.missed.pop(shard, None)
+                if missed:
+                    # Pokes were dropped while the hold had lapsed: they are delivered now.
                     log.info("shards: shard %d held again after a lapse", shard)
-                    self.on_acquired(shard)
+                    self.on_missed(missed)
             else:
                 self.state.confirmed.pop(shard, None)
-                self.state.missed.discard(shard)
+                self.state.missed.pop(shard, None)
             return
         # Not ours (any more): whatever we thought, another holder or nobody has it now.
         self.state.confirmed.pop(shard, None)
-        self.state.missed.discard(shard)
+        self.state.missed.pop(shard, None)
         # Every other holder's renewals are timed, dealt or not: when its replica dies and the
         # deal hands the shard here, the lease time has been counting since it last renewed.
         state = self.observer.judge(("shard", name), _runner(lease) if holder else None)[0]
