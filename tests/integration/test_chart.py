@@ -281,9 +281,17 @@ def test_namespaced_mode_grants_nothing_cluster_wide_and_scopes_the_operator(
     kinds = {d["kind"] for d in docs}
     assert "ClusterRole" not in kinds
     assert "ClusterRoleBinding" not in kinds
-    assert {d["metadata"]["namespace"] for d in docs if d["kind"] in ("Role", "RoleBinding")} == {
-        "work"
+    scoped = {
+        d["metadata"]["name"]: d["metadata"]["namespace"]
+        for d in docs
+        if d["kind"] in ("Role", "RoleBinding")
     }
+    # Everything in the watched namespace, but the shard Leases' Role in the release's own.
+    shards = {k: v for k, v in scoped.items() if k.endswith("-operator-shards")}
+    assert set(shards.values()) == {"tiny-harness"}
+    assert {v for k, v in scoped.items() if k not in shards} == {"work"}
+    role = next(d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] in shards)
+    assert [r["resources"] for r in role["rules"]] == [["leases"]]
     args = find(docs, "Deployment", "-operator")["spec"]["template"]["spec"]["containers"][0][
         "args"
     ]
