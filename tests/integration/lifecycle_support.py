@@ -34,8 +34,8 @@ class Tasks:
         )
         return await self.tasks.create(name, spec)
 
-    async def create_child(self, parent: str, name: str, goal: str) -> dict[str, Any]:
-        """A delegated child made by hand, linked as a spawned one is."""
+    async def create_child(self, parent: str, name: str, goal: str, **extra: Any) -> dict[str, Any]:
+        """A delegated child made by hand, linked as a spawned one is (``extra``: more spec)."""
         from tiny_harness.kube.labels import label_value
         from tiny_harness.kube.names import PARENT_LABEL
 
@@ -44,6 +44,7 @@ class Tasks:
             "goal": goal,
             "parent": {"taskId": parent},
             "participants": owner["spec"].get("participants", []),
+            **extra,
         }
         return await self.tasks.create(
             name, spec, labels={PARENT_LABEL: label_value(parent)}, owner=owner
@@ -76,8 +77,10 @@ class Tasks:
         sub_state: str | None = None,
         within: float = 30.0,
         turn: int | None = None,
+        running: bool = False,
     ) -> dict[str, Any]:
-        """Poll until the task is in ``state`` (and sub-state, and at least ``turn``)."""
+        """Poll until the task is in ``state`` (and sub-state, and at least ``turn``), with no
+        turn running (or, with ``running``, with one running)."""
         deadline = time.monotonic() + within
         last: dict[str, Any] = {}
         while time.monotonic() < deadline:
@@ -86,7 +89,7 @@ class Tasks:
                 last.get("state") == state
                 and (sub_state is None or last.get("subState") == sub_state)
                 and (turn is None or last.get("turn", 0) >= turn)
-                and not last.get("runner")
+                and bool(last.get("runner")) is running
             ):
                 return last
             await asyncio.sleep(0.05)

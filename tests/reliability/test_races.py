@@ -90,6 +90,61 @@ async def test_a_command_sent_at_any_moment_of_a_turn_runs_exactly_once(
         await asyncio.gather(*(race(names[j], runs[j]) for j in range(i, min(i + 2, len(runs)))))
 
 
+#: When a cancel is sent, in seconds after a delegated task's turn is seen to start, with a
+#: one-second activeDeadlineSeconds: before, around and after the deadline cuts the turn.
+AROUND_THE_DEADLINE = (0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.3)
+
+
+async def test_a_cancel_racing_the_deadline_cut_ends_the_task_once_either_way(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """The first reason to cut a turn wins (worker.turn): a delegated task ends cancelled by
+    its participant or failed past its deadline, with the status, condition and message of
+    that one; never working again, never both; the cancel is taken either way (applied, or
+    refused as too late and acknowledged)."""
+    await model_server.control.script([{"type": "text", "text": "Slow.", "delay_seconds": 60}] * 80)
+    operator()
+    await tasks.create("lead")
+    runs = [moment for moment in AROUND_THE_DEADLINE for _ in range(3)]
+
+    async def race(name: str, moment: float) -> str:
+        await tasks.create_child("lead", name, "Think for a minute.", activeDeadlineSeconds=1)
+        await tasks.wait(name, "TASK_STATE_WORKING", within=30, running=True)
+        await asyncio.sleep(moment)
+        cancel = await tasks.control(name, "cancel")
+        for _ in range(600):
+            status = await tasks.status(name)
+            ended = status.get("state") in ("TASK_STATE_CANCELED", "TASK_STATE_FAILED")
+            if ended and not status.get("runner"):
+                break
+            await asyncio.sleep(0.05)
+        state = status.get("state")
+        reasons = [c.get("reason") for c in status.get("conditions", []) if c["type"] == "Error"]
+        if state == "TASK_STATE_CANCELED":
+            assert status["message"] == "cancelled by alice", status
+            assert "DeadlineExceeded" not in reasons, status
+        else:
+            assert state == "TASK_STATE_FAILED", f"{name} at {moment}s: {status}"
+            assert "DeadlineExceeded" in reasons, status
+            assert "activeDeadlineSeconds (1s)" in status["message"]
+        for _ in range(200):
+            entries = [e for r in await tasks.records.for_task(name) for e in r.entries]
+            if any(isinstance(e, AckEntry) and e.message_id == cancel for e in entries):
+                await asyncio.sleep(0.3)  # nothing changes after: it stays as it ended
+                assert (await tasks.status(name)).get("state") == state
+                return str(state)
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"{name}: the cancel was never taken: {entries}")
+
+    ended: list[str] = []
+    for i in range(0, len(runs), 3):
+        ended += await asyncio.gather(
+            *(race(f"dl-{j}", runs[j]) for j in range(i, min(i + 3, len(runs))))
+        )
+    # Both outcomes happen across the moments: the race is really run.
+    assert {"TASK_STATE_CANCELED", "TASK_STATE_FAILED"} <= set(ended), ended
+
+
 async def test_a_parent_keeps_its_sub_task_rows_across_an_operator_restart(
     api: Any, namespace: str, tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:

@@ -6,7 +6,7 @@ The written rules (docs/design/scale.md has the why):
 - **Membership.** Each replica keeps a member Lease of its own renewed. The live replicas are
   those whose member Lease this replica has seen change within ``lease_seconds`` on its own
   monotonic clock (the same rule as a task's runner lease: :class:`LeaseObserver`), plus itself.
-- **The deal.** Every tick (a third of the lease time) each replica computes the deal from the
+- **The deal.** Every tick (a quarter of the lease time) each replica computes the deal from the
   live replicas (:func:`~tiny_harness.operator.shards.mine`) and moves toward it:
   - a shard it holds and is dealt: renewed (a write on the version read);
   - a shard it holds and is not dealt: it stops working it *first*, then releases it (clears
@@ -17,8 +17,11 @@ The written rules (docs/design/scale.md has the why):
   - a shard it is dealt that another live replica still holds: left alone until that replica
     releases it (it will, on its own next tick, having computed the same deal).
 - **Holding.** A replica counts its hold on a shard from the moment it *sent* the write that
-  took or renewed it, and stops working the shard at ``SAFETY`` of the lease time without a
-  successful renewal: before any other replica can see the Lease expire.
+  took or renewed it, and stops working the shard at ``HOLD`` (0.8) of the lease time without
+  a successful renewal: before any other replica can see the Lease expire. The margin is wider
+  than a runner lease's (``lease.SAFETY``) because a shard hold guards no write (the runner
+  lease does), only which replica looks; it lets a tick run up to 0.55 of the lease time late
+  (an event loop busy with a burst) before the hold lapses.
 - **What the shard Lease does not guard.** Whether a task's turn runs is still decided by the
   task's own runner lease, taken by a conditional status write and fencing its journal. A
   replica that loses a shard mid-turn finishes that turn under the task's lease; the new holder
@@ -31,7 +34,7 @@ The written rules (docs/design/scale.md has the why):
 
 A replica stopped gracefully deletes its member Lease and releases its shards, so the others
 take them at their next tick instead of after the lease time (a rolling update moves shards
-in about a third of the lease time, a crash in about the lease time and one tick).
+in about a quarter of the lease time, a crash in about the lease time and one tick).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.decide import Lease
 from tiny_harness.core.task import Runner
-from tiny_harness.operator.lease import SAFETY, Clock, LeaseObserver
+from tiny_harness.operator.lease import Clock, LeaseObserver
 from tiny_harness.operator.shards import mine
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,8 @@ ROLE_LABEL: Final = "tiny-harness.dev/shard-role"
 #: A member Lease unseen for this many lease times belongs to a replica that is gone for good
 #: (a crashed pod); any replica deletes it.
 STALE_MEMBER_LEASES: Final = 10
+#: The share of the lease time a hold on a shard lasts from the write that took or renewed it.
+HOLD: Final = 0.8
 
 
 def _micro_time(now: dt.datetime) -> str:
@@ -128,7 +133,7 @@ class ShardManager:
     def holds(self, shard: int) -> bool:
         """Does this replica hold ``shard`` now, by its own clock?"""
         confirmed = self.state.confirmed.get(shard)
-        return confirmed is not None and self.clock() < confirmed + self.lease_seconds * SAFETY
+        return confirmed is not None and self.clock() < confirmed + self.lease_seconds * HOLD
 
     def held(self) -> list[int]:
         return sorted(s for s in self.state.confirmed if self.holds(s))
@@ -152,8 +157,8 @@ class ShardManager:
                 except (ApiException, OSError, TimeoutError) as exc:
                     # The holds lapse by themselves if this goes on (see holds()).
                     log.warning("shards: could not reach the API server this tick: %s", exc)
-                # Every third of the lease from the start of the last tick, however long it took.
-                await asyncio.sleep(max(0.0, self.lease_seconds / 3 - (self.clock() - started)))
+                # A quarter of the lease after the start of the last tick, however long it took.
+                await asyncio.sleep(max(0.0, self.lease_seconds / 4 - (self.clock() - started)))
         finally:
             await asyncio.shield(self.release_all())
 
