@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.conftest import ModelServer, OperatorProcess, operator_config, wait_for
 from tests.integration.lifecycle_support import Tasks
@@ -23,6 +25,7 @@ from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.client import connect
 from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 
 pytestmark = pytest.mark.controlplane
 
@@ -223,6 +226,69 @@ async def test_a_turn_survives_a_control_plane_restart_mid_turn(
         assert status["message"] == said[-1][1]
         # The answer in flight during the outage may be asked for again, never more.
         assert 1 <= len(await model_server.control.requests()) <= 2
+    finally:
+        await api.close()
+        op.stop()
+
+
+async def test_a_task_whose_time_to_live_runs_out_during_an_outage_is_collected_after_it(
+    own_cluster: LocalCluster, model_server: ModelServer, tmp_path: Path
+) -> None:
+    """The wake-up at the end of a finished task's time to live comes while kube-apiserver is
+    down: the deletion waits the outage out instead of failing, and happens after it. The
+    operator runs sharded, so its shard hold lapses during the outage too: the wake-up it
+    dropped meanwhile is delivered when the hold is renewed."""
+    namespace = "outage"
+    await asyncio.to_thread(
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={own_cluster.kubeconfig}", "create", "namespace", namespace],
+        check=True,
+        capture_output=True,
+    )
+    config = operator_config(
+        tmp_path / "config.toml", model_server.url, shards=4, lease_namespace=namespace
+    )
+    op = OperatorProcess(own_cluster.kubeconfig, namespace, tmp_path, config).start()
+    api = await connect(own_cluster.kubeconfig)
+    try:
+        tasks = Tasks(api, namespace)
+        await model_server.control.script([{"type": "text", "text": "Done."}])
+        await tasks.create("brief", ttlSecondsAfterFinished=2)
+        await tasks.send("brief", "Say done.")
+        await tasks.wait("brief", "TASK_STATE_INPUT_REQUIRED", turn=1, within=60)
+        await tasks.control("brief", "complete")
+        await tasks.wait("brief", "TASK_STATE_COMPLETED", within=60)
+
+        # Down from about 1 s after the end until well past the 2 s time to live, and past
+        # the operator's shard hold (0.8 of its 6 s lease).
+        await asyncio.sleep(1)
+        await asyncio.to_thread(own_cluster.restart, "kube-apiserver", down_seconds=6)
+
+        objects = client.CustomObjectsApi(api)
+
+        async def left() -> dict[str, int]:
+            counts = {}
+            for plural in (PLURAL, MESSAGE_PLURAL, TURN_PLURAL):
+                listed = await objects.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural
+                )
+                counts[plural] = len(listed["items"])
+            return counts
+
+        deadline = time.monotonic() + 60
+        remaining: dict[str, int] | str = "not read yet"
+        while True:
+            try:
+                remaining = await left()
+            except ApiException as exc:  # the API server just restarted: its caches warm up
+                remaining = f"HTTP {exc.status}"
+            else:
+                if not any(remaining.values()):
+                    break
+            assert time.monotonic() < deadline, f"not collected after the outage: {remaining}"
+            await asyncio.sleep(0.2)
+        # The hold lapsed in the outage, and the wake-up it dropped was delivered after it.
+        assert "held again after a lapse" in op.log()
     finally:
         await api.close()
         op.stop()
