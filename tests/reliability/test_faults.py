@@ -184,9 +184,18 @@ async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]
 # -- outages: a control plane of the test's own, so its restarts disturb no other test --------
 
 
+OUTAGE_NAMESPACE = "outage"
+
+
 @pytest.fixture
 def own_cluster() -> Iterator[LocalCluster]:
+    """A control plane of the test's own, with the namespace ``outage`` in it."""
     with LocalCluster(crds=REPO_ROOT / "crds", admission=local_policy()) as c:
+        subprocess.run(
+            ["kubectl", f"--kubeconfig={c.kubeconfig}", "create", "namespace", OUTAGE_NAMESPACE],
+            check=True,
+            capture_output=True,
+        )
         yield c
 
 
@@ -194,13 +203,7 @@ def own_cluster() -> Iterator[LocalCluster]:
 async def test_a_turn_survives_a_control_plane_restart_mid_turn(
     own_cluster: LocalCluster, model_server: ModelServer, tmp_path: Path, component: str
 ) -> None:
-    namespace = "outage"
-    await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={own_cluster.kubeconfig}", "create", "namespace", namespace],
-        check=True,
-        capture_output=True,
-    )
+    namespace = OUTAGE_NAMESPACE
     config = operator_config(tmp_path / "config.toml", model_server.url)
     op = OperatorProcess(own_cluster.kubeconfig, namespace, tmp_path, config).start()
     api = await connect(own_cluster.kubeconfig)
@@ -238,13 +241,7 @@ async def test_a_task_whose_time_to_live_runs_out_during_an_outage_is_collected_
     down: the deletion waits the outage out instead of failing, and happens after it. The
     operator runs sharded, so its shard hold lapses during the outage too: the wake-up it
     dropped meanwhile is delivered when the hold is renewed."""
-    namespace = "outage"
-    await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={own_cluster.kubeconfig}", "create", "namespace", namespace],
-        check=True,
-        capture_output=True,
-    )
+    namespace = OUTAGE_NAMESPACE
     config = operator_config(
         tmp_path / "config.toml", model_server.url, shards=4, lease_namespace=namespace
     )
