@@ -43,7 +43,7 @@ from kubernetes_asyncio import client as k8s
 
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.devcluster import LocalCluster
-from tiny_harness.kube.client import HarnessTasks, connect
+from tiny_harness.kube.client import HarnessTasks, Obj, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import API_VERSION, CONTEXT_ID_ANNOTATION, GROUP, KIND, PLURAL, VERSION
@@ -182,7 +182,7 @@ class Direct:
         self.objects = k8s.CustomObjectsApi(api)
         self.messages = HarnessMessages(api, NAMESPACE)
 
-    async def start_task(self, participant: str, text: str) -> tuple[str, str]:
+    async def start_task(self, participant: str, text: str) -> tuple[str, Obj]:
         name = str(uuid.uuid4())
         body = {
             "apiVersion": API_VERSION,
@@ -193,17 +193,17 @@ class Direct:
         created = await self.objects.create_namespaced_custom_object(
             GROUP, VERSION, NAMESPACE, PLURAL, body
         )
-        await self.send(name, participant, text, created["metadata"]["uid"])
-        return name, created["metadata"]["uid"]
+        await self.send(name, participant, text, created)
+        return name, created
 
-    async def send(self, task: str, participant: str, text: str, uid: str) -> None:
+    async def send(self, task: str, participant: str, text: str, obj: Obj) -> None:
         spec = MessageSpec(
             task=task,
             message_id=str(uuid.uuid4()),
             sender=participant,
             parts=(MessagePart(text=text),),
         )
-        await self.messages.send(spec, task_uid=uid)
+        await self.messages.send(spec, task=obj)
 
 
 def gateway_mean_ms(url: str, method: str) -> float:

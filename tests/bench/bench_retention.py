@@ -118,7 +118,6 @@ async def main_async(args: argparse.Namespace) -> None:
                 "ttlSecondsAfterFinished": 0,
             }
             task = await tasks.create("long", spec)
-            uid = task["metadata"]["uid"]
             await until_turn(tasks, "long", 0)
             started = last = time.monotonic()
             for turn in range(1, args.turns + 1):
@@ -128,7 +127,7 @@ async def main_async(args: argparse.Namespace) -> None:
                     sender="alice",
                     parts=(MessagePart(text=f"message {turn}"),),
                 )
-                await messages.send(said, task_uid=uid)
+                await messages.send(said, task=task)
                 await until_turn(tasks, "long", turn)
                 if turn % max(args.turns // 5, 1) == 0:
                     now = time.monotonic()
@@ -162,7 +161,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
             await messages.send(
                 MessageSpec(task="long", message_id="stop", sender="alice", control="cancel"),
-                task_uid=uid,
+                task=task,
             )
             cancelled = time.monotonic()
             from kubernetes_asyncio.client.exceptions import ApiException

@@ -64,7 +64,7 @@ async def test_a_finished_task_is_deleted_with_its_messages_records_and_sub_task
         MessageSpec(
             task="release", message_id="m-1", sender="alice", parts=(MessagePart(text="Hi"),)
         ),
-        task_uid=task["metadata"]["uid"],
+        task=task,
     )
     await tasks.wait("release", "TASK_STATE_INPUT_REQUIRED", turn=1)
     await tasks.send("release", "/sub-task Draft an outline")
@@ -145,7 +145,6 @@ async def test_a_finished_task_of_500_turns_is_collected_completely(
     turns = 500
     operator()
     task = await tasks.create("long", ttlSecondsAfterFinished=1)
-    uid = task["metadata"]["uid"]
     await tasks.wait("long", "TASK_STATE_INPUT_REQUIRED")
     started = time.monotonic()
     for turn in range(1, turns + 1):
@@ -154,7 +153,7 @@ async def test_a_finished_task_of_500_turns_is_collected_completely(
         said = MessageSpec(
             task="long", message_id=f"m-{turn}", sender="alice", parts=(MessagePart(text="Hi"),)
         )
-        await tasks.messages.send(said, task_uid=uid)
+        await tasks.messages.send(said, task=task)
         await until_turn(tasks, "long", turn)
     left = leftovers(kubectl)
     assert len(left["harnessturns"]) == turns

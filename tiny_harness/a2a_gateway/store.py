@@ -279,7 +279,7 @@ class KubeTaskStore(VersionedTaskStore):
         if not added:
             return prev_version
         specs = [message_spec(task.id, m, sender) for m in added]
-        return await self._send(specs, await self._uid(task.id))
+        return await self._send(specs, await self._tasks.get(task.id))
 
     async def _create(self, task: Task, sender: str) -> TaskVersion:
         try:
@@ -295,7 +295,7 @@ class KubeTaskStore(VersionedTaskStore):
         ]
         created = await self._create_object(task.id, task.context_id, spec)
         version = task_version(created)
-        await self._send(messages, created["metadata"]["uid"])
+        await self._send(messages, created)
         return version
 
     async def _create_object(self, name: str, context_id: str, spec: TaskSpec) -> Obj:
@@ -315,13 +315,10 @@ class KubeTaskStore(VersionedTaskStore):
             raise translate(exc, name) from None
         return cast(Obj, created)
 
-    async def _uid(self, task_id: str) -> str:
-        return str((await self._tasks.get(task_id))["metadata"]["uid"])
-
-    async def _send(self, specs: Sequence[MessageSpec], task_uid: str) -> TaskVersion:
+    async def _send(self, specs: Sequence[MessageSpec], task: Obj) -> TaskVersion:
         version = TaskVersion.MISSING
         for spec in specs:
-            stored = await self._messages.send(spec, task_uid=task_uid)
+            stored = await self._messages.send(spec, task=task)
             version = ResourceVersion(stored.resource_version)
         return version
 
@@ -338,7 +335,7 @@ class KubeTaskStore(VersionedTaskStore):
             sender=sender,
             control="cancel",
         )
-        return await self._send([spec], obj["metadata"]["uid"])
+        return await self._send([spec], obj)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         raise UnsupportedOperationError(

@@ -244,7 +244,7 @@ class Session:
             )
         except ValidationError as exc:
             raise invalid_task_error(exc, prefix="message") from None
-        return await self.messages.send(spec, task_uid=obj["metadata"]["uid"])
+        return await self.messages.send(spec, task=obj)
 
     async def send_control(self, obj: Obj, action: Control) -> StoredMessage:
         spec = MessageSpec(
@@ -253,7 +253,7 @@ class Session:
             sender=self.participant,
             control=action,
         )
-        return await self.messages.send(spec, task_uid=obj["metadata"]["uid"])
+        return await self.messages.send(spec, task=obj)
 
     # -- waiting for the operator ------------------------------------------------------------
 

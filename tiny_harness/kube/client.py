@@ -14,6 +14,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
+from tiny_harness.kube.labels import shard_labels
 from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
 
 Obj = dict[str, Any]
@@ -107,8 +108,10 @@ class HarnessTasks:
         owner: Obj | None = None,
     ) -> Obj:
         metadata: Obj = {"name": name}
+        # A child joins its parent's shard, so one replica works the whole task tree.
+        labels = {**shard_labels(owner), **(labels or {})}
         if labels:
-            metadata["labels"] = dict(labels)
+            metadata["labels"] = labels
         if annotations:
             metadata["annotations"] = dict(annotations)
         if owner is not None:

@@ -25,7 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.history import ENTRIES, HistoryDelta, RecordEntry
 from tiny_harness.kube.client import Obj, translate
-from tiny_harness.kube.labels import label_value
+from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import (
     API_VERSION,
     GROUP,
@@ -118,7 +118,7 @@ class TurnRecords:
         *,
         last: TurnRecord | None,
         history: HistoryDelta | None = None,
-        owner_uid: str | None = None,
+        owner: Obj | None = None,
         lease: int | None = None,
     ) -> TurnRecord:
         """Add entries (and, at the turn's end, the history delta) to the turn's last chunk,
@@ -136,7 +136,7 @@ class TurnRecords:
         if last is not None and last.turn == turn:
             await self._patch(last, [], None, 0, lease=lease, seal=True)
             chunk = last.chunk + 1
-        return await self._create(task, turn, chunk, added, history, owner_uid, lease)
+        return await self._create(task, turn, chunk, added, history, owner, lease)
 
     async def fence(self, record: TurnRecord, lease: int) -> TurnRecord:
         """Take the record over for the lease epoch ``lease``: from now on only appends that
@@ -181,17 +181,26 @@ class TurnRecords:
         chunk: int,
         entries: list[dict[str, Any]],
         history: HistoryDelta | None,
-        owner_uid: str | None,
+        owner: Obj | None,
         lease: int | None,
     ) -> TurnRecord:
         name = record_name(task, turn, chunk)
         metadata: dict[str, Any] = {
             "name": name,
-            "labels": {TASK_LABEL: label_value(task), TURN_LABEL: str(turn)},
+            "labels": {
+                TASK_LABEL: label_value(task),
+                TURN_LABEL: str(turn),
+                **shard_labels(owner),
+            },
         }
-        if owner_uid:
+        if owner is not None:
             metadata["ownerReferences"] = [
-                {"apiVersion": API_VERSION, "kind": KIND, "name": task, "uid": owner_uid}
+                {
+                    "apiVersion": API_VERSION,
+                    "kind": KIND,
+                    "name": task,
+                    "uid": owner["metadata"]["uid"],
+                }
             ]
         spec: dict[str, Any] = {"task": task, "turn": turn, "chunk": chunk, "entries": entries}
         if lease is not None:

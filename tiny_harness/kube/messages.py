@@ -19,7 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.core.inbox import MessageSpec, message_name
 from tiny_harness.core.tracing import carrier
 from tiny_harness.kube.client import Obj, translate
-from tiny_harness.kube.labels import label_value
+from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import (
     API_VERSION,
     GROUP,
@@ -78,21 +78,27 @@ class HarnessMessages:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
 
-    async def send(self, spec: MessageSpec, *, task_uid: str | None = None) -> StoredMessage:
+    async def send(self, spec: MessageSpec, *, task: Obj | None = None) -> StoredMessage:
         """Create the message. Sending the same (task, message id) again returns the message
-        already stored instead of creating a second one."""
+        already stored instead of creating a second one.
+
+        ``task`` is the stored task the message is for, when the sender has it: the message is
+        then owned by it and carries its shard label (see ``kube.labels.shard_labels``).
+        """
         if spec.sent_at is None:
             spec = spec.model_copy(update={"sent_at": now_rfc3339_nanos()})
         name = message_name(spec.task, spec.message_id)
-        metadata: dict[str, Any] = {"name": name, "labels": {TASK_LABEL: label_value(spec.task)}}
+        labels = {TASK_LABEL: label_value(spec.task), **shard_labels(task)}
+        metadata: dict[str, Any] = {"name": name, "labels": labels}
         trace_context = carrier()
         if trace_context:
             # The sender's span, so the turn that takes the message continues its trace.
             metadata["annotations"] = trace_context
-        if task_uid:
-            # Owned by its task, so deleting the task deletes its messages (in a real cluster).
+        if task is not None:
+            # Owned by its task, so deleting the task deletes its messages.
+            uid = task["metadata"]["uid"]
             metadata["ownerReferences"] = [
-                {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": task_uid}
+                {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": uid}
             ]
         body = {
             "apiVersion": API_VERSION,

@@ -30,6 +30,10 @@ PARENT_LABEL: Final = f"{PREFIX}/parent"
 #: On messages and turn records: the name of the task they belong to.
 TASK_LABEL: Final = f"{PREFIX}/task"
 TURN_LABEL: Final = f"{PREFIX}/turn"
+#: On a task, its messages, its turn records and its children: the shard of the task tree
+#: (see tiny_harness/operator/shards.py). Sharded operators watch only their shards' objects
+#: by this label, so an event reaches only the replica that works its task.
+SHARD_LABEL: Final = f"{PREFIX}/shard"
 #: The task's A2A context id: the one its first message named (or the gateway chose), or, on a
 #: child task, its parent's. A task without it is its own context (its name).
 CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"

@@ -90,24 +90,79 @@ async def watch_object(
     Raises :class:`WatchExpiredError` when the server no longer has history that old, and
     :class:`~tiny_harness.kube.client.KubeError` when it refuses the watch.
     """
+    async for event in _changes(
+        api, namespace, plural, resource_version, field_selector=f"metadata.name={name}"
+    ):
+        yield event
+
+
+async def watch_collection(
+    api: client.ApiClient, namespace: str | None, plural: str, *, label_selector: str
+) -> AsyncIterator[WatchEvent]:
+    """Every object the selector matches, as listed now (each as ADDED), then every change to
+    the matching set, in order; all of it again (listed afresh) when the server's history no
+    longer reaches back to where the watch was. ``namespace`` None is the whole cluster.
+
+    Runs until the caller stops iterating. Raises :class:`~tiny_harness.kube.client.KubeError`
+    when the server refuses the list or the watch.
+    """
+    objects = client.CustomObjectsApi(api)
+    while True:
+        try:
+            if namespace is None:
+                listed = await objects.list_cluster_custom_object(
+                    GROUP, VERSION, plural, label_selector=label_selector
+                )
+            else:
+                listed = await objects.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural, label_selector=label_selector
+                )
+        except ApiException as exc:
+            raise translate(exc, plural) from None
+        for item in listed.get("items") or []:
+            yield WatchEvent("ADDED", cast(Obj, item))
+        try:
+            async for event in _changes(
+                api,
+                namespace,
+                plural,
+                str(listed["metadata"]["resourceVersion"]),
+                label_selector=label_selector,
+            ):
+                yield event
+        except WatchExpiredError:
+            continue
+
+
+async def _changes(
+    api: client.ApiClient,
+    namespace: str | None,
+    plural: str,
+    resource_version: str,
+    **selectors: str,
+) -> AsyncIterator[WatchEvent]:
+    """The watch protocol: changes after ``resource_version`` to the objects the selectors
+    match, resumed from the last version seen each time the server ends a request."""
     objects = client.CustomObjectsApi(api)
     version = resource_version
     while True:
-        response = await objects.list_namespaced_custom_object(
-            GROUP,
-            VERSION,
-            namespace,
-            plural,
-            field_selector=f"metadata.name={name}",
-            watch=True,
-            allow_watch_bookmarks=True,
-            resource_version=version,
-            timeout_seconds=SERVER_TIMEOUT_SECONDS,
-            _preload_content=False,
-        )
+        options: dict[str, Any] = {
+            **selectors,
+            "watch": True,
+            "allow_watch_bookmarks": True,
+            "resource_version": version,
+            "timeout_seconds": SERVER_TIMEOUT_SECONDS,
+            "_preload_content": False,
+        }
+        if namespace is None:
+            response = await objects.list_cluster_custom_object(GROUP, VERSION, plural, **options)
+        else:
+            response = await objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, **options
+            )
         try:
             if response.status == 410:
-                raise WatchExpiredError(f"resourceVersion {version} of {name} is too old")
+                raise WatchExpiredError(f"resourceVersion {version} of {plural} is too old")
             if response.status >= 300:
                 raise KubeError(int(response.status), (await response.text())[:500])
             async for line in response.content:

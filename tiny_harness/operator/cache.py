@@ -22,6 +22,7 @@ writes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections import OrderedDict
@@ -30,6 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 import kopf
+
+# kopf.operator() takes the indexers it fills; the class is not re-exported at the top level.
+from kopf._core.engines.indexing import OperatorIndexers
 
 from tiny_harness.core.tracing import TRACE_ANNOTATIONS
 from tiny_harness.kube.client import Obj
@@ -40,6 +44,7 @@ from tiny_harness.kube.names import (
     GROUP,
     MESSAGE_PLURAL,
     PLURAL,
+    SHARD_LABEL,
     TURN_PLURAL,
     VERSION,
 )
@@ -128,21 +133,44 @@ class _TaskObj:
         return rv_of(self.obj)
 
 
+class Feed:
+    """One kopf instance's indexes, and the shard label of each task they hold.
+
+    A sharded replica changes which shards it watches by starting another kopf instance with
+    another label selector (:mod:`tiny_harness.operator.watches`); the cache reads the new
+    instance's feed from the moment its indexes are filled (:meth:`Cache.adopt`), and until then
+    the old one's, which goes on following the shards the old selector named.
+    """
+
+    def __init__(self) -> None:
+        self.indexers = OperatorIndexers()
+        #: What the cache reads: ``indices[index][key] -> packed objects``.
+        self.indices: Mapping[str, Any] = self.indexers.indices
+        #: Each indexed task's shard label (its value as written; see operator/shards.py).
+        self.shards: dict[Key, str] = {}
+        #: Set by the instance's first handler call: kopf calls none before every index holds
+        #: all that its first listing returned.
+        self.filled = asyncio.Event()
+
+
 class Cache:
     """The operator's read side: indexes plus the overlay of its own recent writes."""
 
-    def __init__(self, indices: Any) -> None:
-        self._indices = indices
+    def __init__(self, feed: Feed | None = None) -> None:
+        self.feed = feed or Feed()
         self._tasks: dict[Key, _TaskObj] = {}
         self._records: dict[Key, dict[str, TurnRecord]] = {}
         self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
-        #: Every indexed task's uid (its shard is a hash of it: see operator/shards.py).
-        self._uids: dict[Key, str] = {}
+
+    def adopt(self, feed: Feed) -> None:
+        """Read ``feed`` from now on. The overlay stays: it is trimmed by the adopted feed's
+        index only, so a write the new indexes have not caught up with is still read."""
+        self.feed = feed
 
     # -- reads ----------------------------------------------------------------------------------
 
     def _store(self, index: str, key: tuple[str, ...]) -> list[Any]:
-        idx = self._indices[index]
+        idx = self.feed.indices[index]
         if key not in idx:
             return []
         namespace = key[-2]
@@ -233,23 +261,22 @@ class Cache:
             own[record.name] = record
 
     def forget(self, namespace: str, name: str) -> None:
-        self._uids.pop((namespace, name), None)
+        self.feed.shards.pop((namespace, name), None)
         self._tasks.pop((namespace, name), None)
         self._records.pop((namespace, name), None)
 
-    def uid(self, namespace: str, name: str) -> str | None:
-        return self._uids.get((namespace, name))
+    def shard(self, namespace: str, name: str) -> str | None:
+        """The task's shard label, as the adopted feed last saw it."""
+        return self.feed.shards.get((namespace, name))
 
-    def uids(self) -> list[tuple[str, str, str]]:
-        """(namespace, name, uid) of every task the index holds."""
-        return [(ns, name, uid) for (ns, name), uid in self._uids.items()]
+    def in_shard(self, label: str) -> list[Key]:
+        """Every task of the adopted feed whose shard label is ``label``."""
+        return [key for key, value in self.feed.shards.items() if value == label]
 
-    def indexed_task(self, namespace: str, name: str, rv: str, uid: str = "") -> None:
+    def indexed_task(self, namespace: str, name: str, rv: str) -> None:
         """The index now holds version ``rv`` of the task: an overlay copy that is not newer
         is dropped, so a parked task keeps no second copy of itself in memory."""
         key = (namespace, name)
-        if uid:
-            self._uids[key] = uid
         own = self._tasks.get(key)
         if own is not None and not newer(own.resource_version, rv):
             del self._tasks[key]
@@ -293,8 +320,8 @@ def _plain(body: kopf.Body) -> Obj:
     }
 
 
-def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
-    """The three indexes the cache reads, on our own registry.
+def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) -> None:
+    """The three indexes the cache reads, on our own registry, feeding ``feed``.
 
     The functions are ``async`` on purpose: kopf runs a plain function in a thread pool, and
     these update the overlay that workers iterate on the event loop. On the loop they never
@@ -310,7 +337,11 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
         ns = namespace or ""
         obj = _plain(body)
         packed = pack(obj)
-        cache.indexed_task(ns, name, packed.resource_version, str(obj["metadata"].get("uid", "")))
+        shard = (obj["metadata"].get("labels") or {}).get(SHARD_LABEL)
+        if shard is not None:
+            feed.shards[(ns, name)] = str(shard)
+        if cache.feed is feed:
+            cache.indexed_task(ns, name, packed.resource_version)
         cache.parsed((TASKS, ns, name, packed.resource_version), obj)
         keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
         parent = (obj["spec"].get("parent") or {}).get("taskId")
@@ -342,7 +373,8 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache) -> None:
         except Exception as exc:
             log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
             return None
-        cache.indexed_record(ns, record)
+        if cache.feed is feed:
+            cache.indexed_record(ns, record)
         packed = pack(obj)
         cache.parsed((TURNS, ns, packed.name, packed.resource_version), record)
         return {(ns, record.task): packed}

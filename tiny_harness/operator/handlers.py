@@ -10,18 +10,24 @@ from kopf, which keeps a simple turn within its write budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import kopf
 
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
-from tiny_harness.operator.cache import register_indexes
+from tiny_harness.operator.cache import Feed, register_indexes
 from tiny_harness.operator.runtime import Runtime
 
 
-def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
+def build_registry(
+    runtime: Runtime, feed: Feed, filled: Callable[[Feed], None] = lambda feed: None
+) -> kopf.OperatorRegistry:
+    """One kopf instance's registry: its indexes feed ``feed``, and each handler first calls
+    ``filled`` (kopf runs no handler before the indexes hold their first listing; see
+    :mod:`tiny_harness.operator.watches`)."""
     registry = kopf.OperatorRegistry()
-    register_indexes(registry, runtime.cache)
+    register_indexes(registry, runtime.cache, feed)
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).
@@ -33,10 +39,12 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def on_task(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
+        filled(feed)
         if namespace is None:
             return
         parent = (body.spec.get("parent") or {}).get("taskId")
         if event.get("type") == "DELETED":
+            feed.shards.pop((namespace, name), None)
             runtime.metrics.task_state(namespace, name, None)
             runtime.forget(namespace, name)
         elif not runtime.owns(namespace, name):
@@ -51,6 +59,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def on_message(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, **_: Any
     ) -> None:
+        filled(feed)
         task = (body.get("spec") or {}).get("task")
         if namespace is not None and task and event.get("type") != "DELETED":
             runtime.poke(namespace, str(task))
@@ -59,6 +68,7 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def on_turn(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
+        filled(feed)
         task = (body.get("spec") or {}).get("task")
         if namespace is not None and task and event.get("type") != "DELETED":
             rv = str(body.metadata.get("resourceVersion", ""))

@@ -213,7 +213,7 @@ class OperatorTurnHost:
                 batch,
                 last=self.last_record,
                 history=history,
-                owner_uid=self.snap.obj["metadata"]["uid"],
+                owner=self.snap.obj,
                 lease=self.holding.epoch,
             )
         except FencedError:
@@ -295,6 +295,6 @@ async def create_child(
                 sender=f"task:{worker.name}",
                 parts=(MessagePart(text=brief),),
             ),
-            task_uid=child["metadata"]["uid"],
+            task=child,
         )
     return name

@@ -13,11 +13,6 @@ import logging
 from collections.abc import Collection
 from pathlib import Path
 
-import kopf
-
-# kopf.operator() takes the indexers it fills; the class is not re-exported at the top level.
-from kopf._core.engines.indexing import OperatorIndexers
-
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.hooks import completion_override
@@ -30,10 +25,12 @@ from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
+from tiny_harness.operator.labeller import Labeller
+from tiny_harness.operator.liveness import liveness
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
 from tiny_harness.operator.runtime import Runtime
-from tiny_harness.operator.settings import operator_settings
 from tiny_harness.operator.sharding import ShardManager
+from tiny_harness.operator.watches import Watches
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +86,17 @@ async def run_operator(
         completion_override=completion_override(commands.runner),
     )
     api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
-    indexers = OperatorIndexers()
-    runtime = Runtime(
-        api, loop, catalog, settings.operator, metrics, Cache(indexers.indices), commands=commands
-    )
+    runtime = Runtime(api, loop, catalog, settings.operator, metrics, Cache(), commands=commands)
     watched = tuple(namespaces) or settings.operator.namespaces
     log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
-    sharding: asyncio.Task[None] | None = None
+    watches = Watches(
+        api,
+        lambda feed, filled: build_registry(runtime, feed, filled),
+        runtime.cache.adopt,
+        namespaces=watched,
+        sharded=bool(settings.operator.shards),
+    )
+    background: list[asyncio.Task[None]] = []
     if settings.operator.shards:
         runtime.shards = ShardManager(
             api,
@@ -107,8 +108,16 @@ async def run_operator(
             on_acquired=runtime.shard_acquired,
             on_missed=runtime.poke_all,
             on_counted=runtime.shards_counted,
+            on_dealt=watches.want,
         )
-        sharding = asyncio.create_task(runtime.shards.run(), name="shards")
+        runtime.labeller = Labeller(
+            api,
+            namespaces=watched,
+            shards=settings.operator.shards,
+            holds=runtime.shards.holds,
+        )
+        background.append(asyncio.create_task(runtime.shards.run(), name="shards"))
+        background.append(asyncio.create_task(runtime.labeller.run(), name="labeller"))
         log.info(
             "operator %s: %d shards, Leases %s-* in namespace %s",
             runtime.identity,
@@ -116,22 +125,14 @@ async def run_operator(
             settings.operator.shard_set,
             settings.operator.shard_namespace,
         )
+    started = ready_flag or asyncio.Event()
     try:
-        await kopf.operator(
-            registry=build_registry(runtime),
-            indexers=indexers,
-            settings=operator_settings(),
-            clusterwide=not watched,
-            namespaces=watched,
-            liveness_endpoint=liveness_endpoint,
-            stop_flag=stop_flag,
-            ready_flag=ready_flag,
-            standalone=True,
-        )
+        async with liveness(liveness_endpoint, started):
+            await watches.run(ready_flag=started, stop_flag=stop_flag)
     finally:
         await runtime.shutdown()
-        if sharding is not None:
-            sharding.cancel()  # releases the shards it holds, for the others to take at once
-            await asyncio.gather(sharding, return_exceptions=True)
+        for task in background:
+            task.cancel()  # the shard manager releases the shards it holds, for the others
+        await asyncio.gather(*background, return_exceptions=True)
         await adapter.aclose()
         await api.close()

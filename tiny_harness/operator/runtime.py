@@ -24,10 +24,11 @@ from tiny_harness.core.task import Runner
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.operator.admission import Admission, Ticket
 from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.sharding import ShardManager
-from tiny_harness.operator.shards import shard_of
+from tiny_harness.operator.shards import shard_named
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
@@ -72,17 +73,18 @@ class Runtime:
         #: Set when the replicas split the tasks (operator/sharding.py): then a task is worked
         #: only while this replica holds its shard.
         self.shards: ShardManager | None = None
+        #: Set with ``shards``: labels the objects that came without a shard label.
+        self.labeller: Labeller | None = None
 
     def owns(self, namespace: str, name: str) -> bool:
-        """Is this task this replica's to work? Always, unless sharded; a task whose uid is
+        """Is this task this replica's to work? Always, unless sharded; a task whose shard is
         not known yet gets a look (its worker finds nothing to do and exits). A no is a look
         dropped: the shard manager hears of it (see ``ShardManager.dropped``)."""
         if self.shards is None:
             return True
-        uid = self.cache.uid(namespace, name)
-        if uid is None:
+        shard = shard_named(self.cache.shard(namespace, name), self.shards.shards)
+        if shard is None:
             return True
-        shard = shard_of(uid, self.shards.shards)
         if self.shards.holds(shard):
             return True
         self.shards.dropped(shard, (namespace, name))
@@ -97,12 +99,11 @@ class Runtime:
 
     def shard_acquired(self, shard: int) -> None:
         """A shard was taken: look at each of its tasks, so nothing sent while nobody held it
-        waits for another event."""
-        if self.shards is None:
-            return
-        for namespace, name, uid in self.cache.uids():
-            if shard_of(uid, self.shards.shards) == shard:
-                self.poke(namespace, name)
+        waits for another event, and label what was waiting for its holder to label it."""
+        for namespace, name in self.cache.in_shard(str(shard)):
+            self.poke(namespace, name)
+        if self.labeller is not None:
+            self.labeller.acquired(shard)
 
     def observe_lease(self, namespace: str, name: str, runner: dict[str, Any] | None) -> None:
         """Time another replica's runner lease on a task this replica does not work, so that

@@ -38,9 +38,6 @@ def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     settings.posting.level = logging.INFO
     settings.peering.standalone = standalone
     settings.peering.mandatory = False
-    # Every event only pokes a worker, which reads the newest state from the cache: there is
-    # nothing to gain from holding events back to batch them, and each wait is added latency.
-    settings.batching.batch_window = 0.0
     settings.watching.server_timeout = 300
     # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
     settings.scanning.disabled = True

@@ -108,6 +108,7 @@ class ShardManager:
         on_acquired: Callable[[int], None],
         on_missed: Callable[[set[tuple[str, str]]], None] = lambda tasks: None,
         on_counted: Callable[[int], None] = lambda held: None,
+        on_dealt: Callable[[frozenset[int]], None] = lambda shards: None,
         clock: Clock = time.monotonic,
     ) -> None:
         self.leases = client.CoordinationV1Api(api)
@@ -119,6 +120,7 @@ class ShardManager:
         self.on_acquired = on_acquired
         self.on_missed = on_missed
         self.on_counted = on_counted
+        self.on_dealt = on_dealt
         self.clock = clock
         self.observer = LeaseObserver(identity, lease_seconds, clock)
         self.state = ShardState()
@@ -185,6 +187,9 @@ class ShardManager:
         )
         self.ticks += 1
         self.on_counted(len(self.held()))
+        # What to watch: the shards to work, and those about to be taken (listed by the time
+        # their Lease comes free). A held shard not dealt was released above.
+        self.on_dealt(dealt | frozenset(self.state.confirmed))
 
     # -- membership ----------------------------------------------------------------------------
 

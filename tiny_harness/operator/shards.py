@@ -4,8 +4,12 @@ Pure functions, so every replica that sees the same live replicas computes the s
 and the tests can check the deal's balance and its moves without a cluster. The leases that
 make a deal real are :mod:`tiny_harness.operator.sharding`'s.
 
-- A task's shard is a hash of its ``uid`` (not its name: a task deleted and created again under
-  the same name is a new task, and may land elsewhere). Stable across replicas and restarts.
+- A task tree's shard is a hash of its root task's ``uid`` (not its name: a task deleted and
+  created again under the same name is a new task, and may land elsewhere). Stable across
+  replicas and restarts. It is written on every object of the tree as the shard label
+  (:data:`~tiny_harness.kube.names.SHARD_LABEL`): children, messages and turn records copy it
+  from their task, so a replica can ask the API server for its shards' objects only
+  (:func:`selector`), and a parent and its children are always worked by the same replica.
 - Shards are dealt by rendezvous hashing with a bound: each shard ranks the replicas by
   ``hash(shard, replica)`` and goes to the first in its ranking that still has room below a
   fair share. So the deal is even (no replica holds more than one shard above another), and a
@@ -16,7 +20,9 @@ make a deal real are :mod:`tiny_harness.operator.sharding`'s.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+
+from tiny_harness.kube.names import SHARD_LABEL
 
 
 def _hash(*parts: str) -> int:
@@ -25,8 +31,33 @@ def _hash(*parts: str) -> int:
 
 
 def shard_of(uid: str, shards: int) -> int:
-    """The shard a task belongs to, from its uid."""
+    """The shard a root task (and its tree) belongs to, from the root's uid."""
     return _hash(uid) % shards
+
+
+def shard_named(value: str | None, shards: int) -> int | None:
+    """The shard a shard label's value names, if it names one of the ``shards``."""
+    if value is None or not value.isdigit() or int(value) >= shards:
+        return None
+    return int(value)
+
+
+def labelled(labels: Mapping[str, str] | None, shards: int) -> int | None:
+    """The shard an object's labels name, if one of the ``shards``."""
+    return shard_named((labels or {}).get(SHARD_LABEL), shards)
+
+
+def selector(held: Collection[int]) -> str:
+    """The label selector for the objects of these shards (none at all for no shards: a
+    selector has no empty set, so it names a value no object carries)."""
+    values = ",".join(str(s) for s in sorted(held)) or "none"
+    return f"{SHARD_LABEL} in ({values})"
+
+
+def unlabelled(shards: int) -> str:
+    """The label selector for objects with no shard label, or one naming no shard of
+    ``shards`` (``notin`` also matches objects without the label)."""
+    return f"{SHARD_LABEL} notin ({','.join(str(s) for s in range(shards))})"
 
 
 def _ranking(shard: int, members: list[str]) -> list[str]:

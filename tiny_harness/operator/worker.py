@@ -566,7 +566,7 @@ class TaskWorker:
                 (),
                 last=last,
                 history=history_delta((), ()),
-                owner_uid=snap.obj["metadata"]["uid"],
+                owner=snap.obj,
             )
             self.rt.cache.wrote_record(self.namespace, record)
         return True
@@ -680,7 +680,7 @@ class TaskWorker:
                     sender=sender,
                     parts=(MessagePart(text=brief),),
                 ),
-                task_uid=obj["metadata"]["uid"],
+                task=obj,
             )
 
     def parent_status(self, obj: Obj) -> dict[str, Any]:
@@ -701,7 +701,7 @@ class TaskWorker:
             turn,
             entries,
             last=snap.last_record(turn),
-            owner_uid=snap.obj["metadata"]["uid"],
+            owner=snap.obj,
         )
         self.rt.cache.wrote_record(self.namespace, record)
 
@@ -781,7 +781,7 @@ class TaskWorker:
             (),
             last=records[-1] if records else None,
             history=history_delta(before, after),
-            owner_uid=snap.obj["metadata"]["uid"],
+            owner=snap.obj,
             lease=holding.epoch if records else None,
         )
         self.rt.cache.wrote_record(self.namespace, record)
@@ -912,7 +912,7 @@ class TaskWorker:
                     sender=f"task:{self.name}",
                     control="cancel",
                 ),
-                task_uid=child["metadata"]["uid"],
+                task=child,
             )
 
     # -- turns -------------------------------------------------------------------------------

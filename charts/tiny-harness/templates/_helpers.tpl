@@ -140,7 +140,7 @@ delegated task's brief and a parent's cancel to its children), turn journals
   verbs: ["get", "patch", "update"]
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnessmessages"]
-  verbs: ["get", "list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnessturns"]
   verbs: ["get", "list", "watch", "create", "patch"]

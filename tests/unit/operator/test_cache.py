@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
-from tiny_harness.operator.cache import Cache, Packed, newer, pack
+from tiny_harness.operator.cache import Cache as _Cache
+from tiny_harness.operator.cache import Feed, Packed, newer, pack
 
 NS = "team-a"
 T1 = "2026-11-30T16:00:01Z"
@@ -109,6 +110,13 @@ def put_record(idx: dict[str, Index], obj: dict[str, Any]) -> None:
     records = idx["turns"].setdefault((NS, obj["spec"]["task"]), [])
     name = obj["metadata"]["name"]
     records[:] = [p for p in records if p.name != name] + [pack(obj)]
+
+
+def Cache(idx: dict[str, Index]) -> _Cache:
+    """The cache over these indexes, as if kopf had filled them."""
+    feed = Feed()
+    feed.indices = idx
+    return _Cache(feed)
 
 
 def state_of(obj: dict[str, Any] | None) -> str:

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tiny_harness.operator.shards import deal, mine, shard_of
+from tiny_harness.kube.names import SHARD_LABEL
+from tiny_harness.operator.shards import (
+    deal,
+    labelled,
+    mine,
+    selector,
+    shard_named,
+    shard_of,
+    unlabelled,
+)
 
 names = st.lists(st.text("abcdefghij-0123", min_size=1, max_size=12), min_size=1, max_size=9)
 
@@ -60,3 +69,28 @@ def test_a_tasks_shard_is_the_same_wherever_it_is_computed() -> None:
     assert shard_of(uid, 16) == shard_of(uid, 16)
     assert 0 <= shard_of(uid, 16) < 16
     assert deal([], 8) == {}
+
+
+# -- the shard label and the selectors built on it ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("0", 0), ("15", 15), ("16", None), ("-1", None), ("x", None), ("", None), (None, None)],
+)
+def test_a_shard_label_names_a_shard_only_within_the_count(
+    value: str | None, expected: int | None
+) -> None:
+    assert shard_named(value, 16) is expected
+    labels = {} if value is None else {SHARD_LABEL: value}
+    assert labelled(labels, 16) is expected
+
+
+def test_the_selector_names_the_held_shards_and_nothing_for_none() -> None:
+    assert selector({3, 1}) == f"{SHARD_LABEL} in (1,3)"
+    # A set-based selector has no empty set: "none" is a value no object carries.
+    assert selector(set()) == f"{SHARD_LABEL} in (none)"
+
+
+def test_the_unlabelled_selector_catches_missing_and_out_of_range_labels() -> None:
+    assert unlabelled(3) == f"{SHARD_LABEL} notin (0,1,2)"

@@ -1,0 +1,214 @@
+"""A sharded replica's kopf watches only its shards' objects (operator/watches.py), on the real
+API server: what its cache holds and what it is poked for follow the shards it is told to
+watch, a change of shards lists the new ones before they are read, and nothing sent during a
+hand-over is missed.
+
+kopf runs in this process with the operator's own registry; a recording stand-in replaces the
+runtime behind it (the pokes are what is looked at).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tiny_harness.kube.names import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    MESSAGE_KIND,
+    MESSAGE_PLURAL,
+    PLURAL,
+    SHARD_LABEL,
+    VERSION,
+)
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.handlers import build_registry
+from tiny_harness.operator.watches import Watches
+
+pytestmark = pytest.mark.controlplane
+
+_names = itertools.count()
+
+
+class Recorder:
+    """What the handlers call on the runtime: the pokes are recorded, the rest is a no-op."""
+
+    def __init__(self) -> None:
+        self.cache = Cache()
+        self.metrics = self
+        self.poked: list[str] = []
+        self.changed = asyncio.Event()
+
+    def task_state(self, namespace: str, name: str, state: str | None) -> None:
+        pass
+
+    def owns(self, namespace: str, name: str) -> bool:
+        return True
+
+    def poke(self, namespace: str, name: str) -> None:
+        self.poked.append(name)
+        self.changed.set()
+
+    def poke_unless_own(self, kind: str, namespace: str, name: str, task: str, rv: str) -> None:
+        self.poke(namespace, task)
+
+    def observe_lease(self, namespace: str, name: str, runner: Any) -> None:
+        pass
+
+    def forget(self, namespace: str, name: str) -> None:
+        self.cache.forget(namespace, name)
+
+    async def until(self, condition: Any, within: float = 20.0) -> None:
+        """Wait, a poke at a time, until ``condition()`` holds (AssertionError after ``within``)."""
+        deadline = asyncio.get_running_loop().time() + within
+        while not condition():
+            left = deadline - asyncio.get_running_loop().time()
+            assert left > 0, f"not within {within}s"
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(left, 0.1))
+
+
+@pytest.fixture
+async def objects(api: Any) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api)
+
+
+async def create_task(objects: Any, namespace: str, name: str, shard: int | None) -> None:
+    labels = {} if shard is None else {SHARD_LABEL: str(shard)}
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"goal": f"goal of {name}", "participants": [{"id": "alice", "role": "assignee"}]},
+    }
+    await objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, body)
+
+
+async def send(objects: Any, namespace: str, task: str, shard: int) -> str:
+    name = f"{task}-m{next(_names)}"
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": MESSAGE_KIND,
+        "metadata": {"name": name, "labels": {SHARD_LABEL: str(shard)}},
+        "spec": {"task": task, "messageId": name, "sender": "alice", "parts": [{"text": "Hi"}]},
+    }
+    await objects.create_namespaced_custom_object(GROUP, VERSION, namespace, MESSAGE_PLURAL, body)
+    return name
+
+
+@contextlib.asynccontextmanager
+async def running(
+    api: Any, namespace: str, recorder: Recorder, kubeconfig: Path, monkeypatch: Any
+) -> AsyncIterator[tuple[Watches, asyncio.Task[None]]]:
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    watches = Watches(
+        api,
+        lambda feed, filled: build_registry(recorder, feed, filled),  # type: ignore[arg-type]
+        recorder.cache.adopt,
+        namespaces=[namespace],
+        sharded=True,
+    )
+    stop = asyncio.Event()
+    run = asyncio.create_task(watches.run(stop_flag=stop))
+    try:
+        yield watches, run
+    finally:
+        stop.set()
+        await asyncio.wait_for(run, 30)
+
+
+def held_tasks(cache: Cache, namespace: str, names: list[str]) -> set[str]:
+    return {n for n in names if cache.task(namespace, n) is not None}
+
+
+async def test_a_replica_sees_only_its_shards_and_a_change_of_shards_lists_the_new_ones(
+    api: Any,
+    objects: Any,
+    namespace: str,
+    kubeconfig: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    names = [f"t-{s}" for s in range(4)]
+    for shard, name in enumerate(names):
+        await create_task(objects, namespace, name, shard)
+    await create_task(objects, namespace, "unlabelled", None)
+    recorder = Recorder()
+    async with running(api, namespace, recorder, kubeconfig, monkeypatch) as (watches, run):
+        watches.want({0, 1})
+        await recorder.until(lambda: {"t-0", "t-1"} <= set(recorder.poked))
+        assert held_tasks(recorder.cache, namespace, [*names, "unlabelled"]) == {"t-0", "t-1"}
+
+        # Messages: those of a watched shard poke their task; the others reach no one here.
+        await send(objects, namespace, "t-2", 2)
+        said = await send(objects, namespace, "t-1", 1)
+        await recorder.until(
+            lambda: any(m.name == said for m in recorder.cache.messages(namespace, "t-1"))
+        )
+        assert "t-2" not in recorder.poked
+
+        # Shards 1 and 2 now: 2's task and its earlier message are listed before being read,
+        # and 0's are no longer held.
+        recorder.poked.clear()
+        watches.want({1, 2})
+        await recorder.until(lambda: watches.restarts == 1)
+        assert held_tasks(recorder.cache, namespace, names) == {"t-1", "t-2"}
+        assert len(recorder.cache.messages(namespace, "t-2")) == 1
+        assert "t-2" in recorder.poked
+        await send(objects, namespace, "t-0", 0)
+        said = await send(objects, namespace, "t-2", 2)
+        await recorder.until(
+            lambda: any(m.name == said for m in recorder.cache.messages(namespace, "t-2"))
+        )
+        assert "t-0" not in recorder.poked
+
+        # No shards at all: nothing matches, so the empty listing is read at once.
+        watches.want(set())
+        await recorder.until(lambda: watches.restarts == 2)
+        assert held_tasks(recorder.cache, namespace, names) == set()
+        assert not run.done()
+    assert run.done() and run.exception() is None
+
+
+async def test_nothing_sent_while_the_shards_change_hands_is_missed(
+    api: Any,
+    objects: Any,
+    namespace: str,
+    kubeconfig: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Messages to a task of a shard that stays watched, sent without pause while the other
+    shards come and go: after each hand-over the cache holds every one of them."""
+    await create_task(objects, namespace, "steady", 0)
+    await create_task(objects, namespace, "coming", 1)
+    recorder = Recorder()
+    sent: list[str] = []
+    async with running(api, namespace, recorder, kubeconfig, monkeypatch) as (watches, _):
+        watches.want({0})
+        await recorder.until(lambda: "steady" in recorder.poked)
+
+        async def sender(stop: asyncio.Event) -> None:
+            while not stop.is_set():
+                sent.append(await send(objects, namespace, "steady", 0))
+
+        for rounds in range(1, 11):
+            stop = asyncio.Event()
+            sending = asyncio.create_task(sender(stop))
+            watches.want({0, 1} if rounds % 2 else {0})
+            await recorder.until(lambda r=rounds: watches.restarts == r)
+            stop.set()
+            await sending
+            await recorder.until(
+                lambda: {m.name for m in recorder.cache.messages(namespace, "steady")} >= set(sent)
+            )
+            listed = recorder.cache.task(namespace, "coming") is not None
+            assert listed is (rounds % 2 == 1)
+    assert len(sent) > 10
