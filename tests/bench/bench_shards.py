@@ -5,7 +5,7 @@ in a namespace of its own, with the scripted model at zero delay:
 
 (a) the shard split once the replicas have settled (shards held by each);
 (b) ``--tasks`` tasks created and parked, and how many each replica owns (by its shards and
-    the tasks' uids), with the largest distance from an even split;
+    the tasks' shard labels), with the largest distance from an even split;
 (c) ``--conversations`` conversations among them, ``--turns`` turns each, all at once: turns/s,
     the turns each replica ran (from its own /metrics), and operator CPU milliseconds per turn,
     each replica's and their sum, beside kube-apiserver's and etcd's (on 2 cores the machine,
@@ -55,7 +55,7 @@ from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.operator.sharding import ROLE_LABEL
-from tiny_harness.operator.shards import shard_of
+from tiny_harness.operator.shards import labelled
 
 _METRICS_PORTS = iter(range(18820, 18900))
 
@@ -141,8 +141,14 @@ async def one_count(
         )
         holders = await shard_holders(api, namespace)
         listed = await HarnessTasks(api, namespace).list()
-        uids = {t["metadata"]["name"]: t["metadata"]["uid"] for t in listed}
-        owner = {n: holders[shard_of(uids[n], args.shards)] for n in names}
+        shards = {
+            t["metadata"]["name"]: labelled(t["metadata"].get("labels"), args.shards)
+            for t in listed
+        }
+        owner = {
+            n: holders.get(shards[n], "unlabelled") if shards[n] is not None else "unlabelled"
+            for n in names
+        }
         owned = Counter(owner.values())
         fair = args.tasks / replicas
         worst = max(abs(owned[i] - fair) / fair for i in ports) * 100
@@ -211,7 +217,7 @@ async def one_count(
 
 async def one_more(messages: HarnessMessages, parked: Parked, name: str, turn: int) -> float:
     """Send the message for ``turn``; the perf_counter() time the task parked on it."""
-    await send(messages, name, turn)
+    await send(messages, name, turn, parked.tasks.get(name))
     return await parked.until(name, turn)
 
 

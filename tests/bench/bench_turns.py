@@ -132,6 +132,9 @@ class Parked:
         self.api = api
         self.namespace = namespace
         self.turns: dict[str, int] = {}
+        #: Each task's metadata as last seen: a client sends with the task it has read, so a
+        #: message carries the task's shard label (kube/labels.py).
+        self.tasks: dict[str, dict[str, Any]] = {}
         self._waiters: dict[str, list[tuple[int, asyncio.Future[float]]]] = {}
         self.on_event: Callable[[str, int, float], None] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -163,6 +166,7 @@ class Parked:
                 await asyncio.sleep(0.1)
 
     def _seen(self, obj: dict[str, Any], now: float) -> None:
+        self.tasks[obj["metadata"]["name"]] = {"metadata": obj["metadata"]}
         status = obj.get("status") or {}
         if status.get("state") != PARKED or status.get("runner"):
             return
@@ -477,14 +481,17 @@ class Reference:
         return ms
 
 
-async def send(messages: HarnessMessages, name: str, turn: int) -> None:
+async def send(
+    messages: HarnessMessages, name: str, turn: int, task: dict[str, Any] | None = None
+) -> None:
     await messages.send(
         MessageSpec(
             task=name,
             message_id=f"{name}-{turn}",
             sender="alice",
             parts=(MessagePart(text=f"message {turn}"),),
-        )
+        ),
+        task=task,
     )
 
 
@@ -493,7 +500,7 @@ async def one_turn(
 ) -> tuple[float, float]:
     """Send the message for ``turn``; (t0, parked time) in perf_counter seconds."""
     t0 = time.perf_counter()
-    await send(messages, name, turn)
+    await send(messages, name, turn, parked.tasks.get(name))
     return t0, await parked.until(name, turn)
 
 

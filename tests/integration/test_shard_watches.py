@@ -175,7 +175,8 @@ async def test_a_replica_sees_only_its_shards_and_a_change_of_shards_lists_the_n
         await recorder.until(lambda: watches.restarts == 2)
         assert held_tasks(recorder.cache, namespace, names) == set()
         assert not run.done()
-    assert run.done() and run.exception() is None
+    assert run.done()
+    assert run.exception() is None
 
 
 async def test_nothing_sent_while_the_shards_change_hands_is_missed(

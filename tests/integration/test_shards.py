@@ -30,6 +30,7 @@ def manager(
     identity: str,
     acquired: list[tuple[str, int]],
     missed: list[set[tuple[str, str]]] | None = None,
+    watched: dict[str, frozenset[int]] | None = None,
 ) -> ShardManager:
     return ShardManager(
         api,
@@ -40,6 +41,7 @@ def manager(
         lease_seconds=LEASE,
         on_acquired=lambda shard: acquired.append((identity, shard)),
         on_missed=lambda tasks: (missed if missed is not None else []).append(tasks),
+        on_dealt=lambda shards: (watched if watched is not None else {}).update({identity: shards}),
     )
 
 
@@ -62,21 +64,27 @@ async def test_a_joining_replica_gets_its_share_and_a_dead_ones_shards_move_with
     api: Any, namespace: str
 ) -> None:
     acquired: list[tuple[str, int]] = []
-    a = manager(api, namespace, "op-a", acquired)
-    b = manager(api, namespace, "op-b", acquired)
+    watched: dict[str, frozenset[int]] = {}
+    a = manager(api, namespace, "op-a", acquired, watched=watched)
+    b = manager(api, namespace, "op-b", acquired, watched=watched)
 
     await a.tick()
     assert a.held() == list(range(SHARDS))  # alone: everything
     assert sorted(shard for _, shard in acquired) == list(range(SHARDS))
+    assert watched["op-a"] == set(range(SHARDS))
 
     await b.tick()  # b sees a live: its share is still a's
     assert b.held() == []
+    # ... but b watches its share already, so it is listed by the time a lets it go.
+    assert len(watched["op-b"]) == SHARDS // 2
     assert_disjoint([a, b])
     await a.tick()  # a sees b: lets b's share go
     assert len(a.held()) == SHARDS // 2
+    assert watched["op-a"] == set(a.held())
     assert_disjoint([a, b])
     await b.tick()  # b takes it
     assert len(b.held()) == SHARDS // 2
+    assert watched["op-b"] == set(b.held())
     assert_disjoint([a, b])
     leases = await holders(api, namespace)
     assert sorted(h for n, h in leases.items() if "-shard-" in n) == ["op-a"] * 4 + ["op-b"] * 4
