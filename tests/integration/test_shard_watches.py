@@ -114,6 +114,7 @@ async def running(
         api,
         lambda feed, filled: build_registry(recorder, feed, filled),  # type: ignore[arg-type]
         recorder.cache.adopt,
+        recorder.cache.drop,
         namespaces=[namespace],
         sharded=True,
     )
@@ -159,7 +160,7 @@ async def test_a_replica_sees_only_its_shards_and_a_change_of_shards_lists_the_n
         # and 0's are no longer held.
         recorder.poked.clear()
         watches.want({1, 2})
-        await recorder.until(lambda: watches.restarts == 1)
+        await recorder.until(lambda: watches.changes == 2 and watches.settled())
         assert held_tasks(recorder.cache, namespace, names) == {"t-1", "t-2"}
         assert len(recorder.cache.messages(namespace, "t-2")) == 1
         assert "t-2" in recorder.poked
@@ -172,7 +173,7 @@ async def test_a_replica_sees_only_its_shards_and_a_change_of_shards_lists_the_n
 
         # No shards at all: nothing matches, so the empty listing is read at once.
         watches.want(set())
-        await recorder.until(lambda: watches.restarts == 2)
+        await recorder.until(lambda: watches.changes == 3 and watches.settled())
         assert held_tasks(recorder.cache, namespace, names) == set()
         assert not run.done()
     assert run.done()
@@ -204,7 +205,7 @@ async def test_nothing_sent_while_the_shards_change_hands_is_missed(
             stop = asyncio.Event()
             sending = asyncio.create_task(sender(stop))
             watches.want({0, 1} if rounds % 2 else {0})
-            await recorder.until(lambda r=rounds: watches.restarts == r)
+            await recorder.until(lambda r=rounds: watches.changes == r + 1 and watches.settled())
             stop.set()
             await sending
             await recorder.until(

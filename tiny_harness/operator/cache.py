@@ -136,10 +136,11 @@ class _TaskObj:
 class Feed:
     """One kopf instance's indexes, and the shard label of each task they hold.
 
-    A sharded replica changes which shards it watches by starting another kopf instance with
-    another label selector (:mod:`tiny_harness.operator.watches`); the cache reads the new
-    instance's feed from the moment its indexes are filled (:meth:`Cache.adopt`), and until then
-    the old one's, which goes on following the shards the old selector named.
+    Unsharded, one instance feeds the cache for the operator's whole life. Sharded, each
+    watched shard has an instance of its own (:mod:`tiny_harness.operator.watches`); the
+    cache reads a shard's feed from the moment its indexes are filled (:meth:`Cache.adopt`)
+    until the shard is no longer watched (:meth:`Cache.drop`). A task, its children, its
+    messages and its turn records share a shard, so all of them are in one feed.
     """
 
     def __init__(self) -> None:
@@ -157,24 +158,32 @@ class Cache:
     """The operator's read side: indexes plus the overlay of its own recent writes."""
 
     def __init__(self, feed: Feed | None = None) -> None:
-        self.feed = feed or Feed()
+        #: The feeds read, by shard (None: the one feed of an unsharded operator).
+        self.feeds: dict[int | None, Feed] = {None: feed} if feed is not None else {}
         self._tasks: dict[Key, _TaskObj] = {}
         self._records: dict[Key, dict[str, TurnRecord]] = {}
         self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
 
-    def adopt(self, feed: Feed) -> None:
-        """Read ``feed`` from now on. The overlay stays: it is trimmed by the adopted feed's
-        index only, so a write the new indexes have not caught up with is still read."""
-        self.feed = feed
+    def adopt(self, shard: int | None, feed: Feed) -> None:
+        """Read ``feed`` (the shard's, or the only one) from now on."""
+        self.feeds[shard] = feed
+
+    def drop(self, shard: int | None) -> None:
+        """Stop reading the shard's feed: it is no longer watched, so it would go stale."""
+        self.feeds.pop(shard, None)
+
+    def reads(self, feed: Feed) -> bool:
+        return any(f is feed for f in self.feeds.values())
 
     # -- reads ----------------------------------------------------------------------------------
 
     def _store(self, index: str, key: tuple[str, ...]) -> list[Any]:
-        idx = self.feed.indices[index]
-        if key not in idx:
-            return []
-        namespace = key[-2]
-        return [self._unpack(index, namespace, packed) for packed in idx[key]]
+        for feed in self.feeds.values():
+            idx = feed.indices[index]
+            if key in idx:
+                namespace = key[-2]
+                return [self._unpack(index, namespace, packed) for packed in idx[key]]
+        return []
 
     def _unpack(self, index: str, namespace: str, packed: Packed) -> Any:
         key = (index, namespace, packed.name, packed.resource_version)
@@ -261,17 +270,27 @@ class Cache:
             own[record.name] = record
 
     def forget(self, namespace: str, name: str) -> None:
-        self.feed.shards.pop((namespace, name), None)
+        for feed in self.feeds.values():
+            feed.shards.pop((namespace, name), None)
         self._tasks.pop((namespace, name), None)
         self._records.pop((namespace, name), None)
 
     def shard(self, namespace: str, name: str) -> str | None:
-        """The task's shard label, as the adopted feed last saw it."""
-        return self.feed.shards.get((namespace, name))
+        """The task's shard label, as the feeds read last saw it."""
+        for feed in self.feeds.values():
+            label = feed.shards.get((namespace, name))
+            if label is not None:
+                return label
+        return None
 
     def in_shard(self, label: str) -> list[Key]:
-        """Every task of the adopted feed whose shard label is ``label``."""
-        return [key for key, value in self.feed.shards.items() if value == label]
+        """Every task read whose shard label is ``label``."""
+        return [
+            key
+            for feed in self.feeds.values()
+            for key, value in feed.shards.items()
+            if value == label
+        ]
 
     def indexed_task(self, namespace: str, name: str, rv: str) -> None:
         """The index now holds version ``rv`` of the task: an overlay copy that is not newer
@@ -340,7 +359,7 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) 
         shard = (obj["metadata"].get("labels") or {}).get(SHARD_LABEL)
         if shard is not None:
             feed.shards[(ns, name)] = str(shard)
-        if cache.feed is feed:
+        if cache.reads(feed):
             cache.indexed_task(ns, name, packed.resource_version)
         cache.parsed((TASKS, ns, name, packed.resource_version), obj)
         keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
@@ -373,7 +392,7 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) 
         except Exception as exc:
             log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
             return None
-        if cache.feed is feed:
+        if cache.reads(feed):
             cache.indexed_record(ns, record)
         packed = pack(obj)
         cache.parsed((TURNS, ns, packed.name, packed.resource_version), record)

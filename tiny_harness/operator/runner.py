@@ -93,6 +93,7 @@ async def run_operator(
         api,
         lambda feed, filled: build_registry(runtime, feed, filled),
         runtime.cache.adopt,
+        runtime.cache.drop,
         namespaces=watched,
         sharded=bool(settings.operator.shards),
     )

@@ -1,43 +1,55 @@
-"""kopf, watching only the objects of this replica's shards; started again when they change.
+"""kopf, watching only the objects of this replica's shards: one kopf instance per shard.
 
 Unsharded, one kopf instance watches every task, message and turn record, for the operator's
-whole life. Sharded, each replica's kopf asks the API server for the objects of its shards only
-(a label selector on :data:`~tiny_harness.kube.names.SHARD_LABEL`), so an event costs CPU on
-the one replica that works its task, not on every replica: adding replicas adds throughput
-instead of multiplying the work of following the cluster.
+whole life. Sharded, each shard this replica watches has a kopf instance of its own that asks
+the API server for that shard's objects only (a label selector on
+:data:`~tiny_harness.kube.names.SHARD_LABEL`). So an event costs CPU on the one replica that
+works its task, not on every replica: adding replicas adds throughput instead of multiplying
+the work of following the cluster.
 
-kopf reads its label selectors when a watch starts and cannot be told to list afresh, and an
-object that comes into a selector's range by the selector changing (not by the object changing)
-is never sent by a running watch. So a change of shards starts a new kopf instance with the new
-selector, and then stops the old one. The rules for the hand-over:
+Why an instance per shard rather than one instance with a selector naming all of them: kopf
+reads its selectors when a watch starts and cannot be told to list afresh, and a running watch
+never sends an object that comes into range because the selector changed. So a change of
+shards needs a new watch, and with one instance for all shards it would list every kept shard
+again too. kopf's first listing also costs more than linearly in the objects listed (each
+object's handler waits for all of them to be indexed), so many small listings are much cheaper
+than one large one: a replica taking over a dead one's shards lists those shards, nothing else.
 
-- **What is watched.** The shards this replica holds or is dealt
-  (:meth:`Watches.want`, from each tick of the shard manager). A dealt shard is watched before
-  it is taken, so its objects are listed by the time its Lease comes free.
-- **When the new instance is read.** From its first handler call: kopf calls none before all
-  its indexes hold everything their first listing returned. Until then the cache reads the old
-  instance's indexes, which go on following the shards the old selector named: no read ever
-  sees a half-listed index. A new selector that matches nothing at all is read at once (no
-  handler would ever be called); one whose objects vanish before kopf lists them is read
-  after :data:`FILL_TIMEOUT` seconds, with a warning.
-- **Only then the old instance stops.** Both deliver events meanwhile; an event only pokes, and
-  a poke is idempotent.
-- **Stopping.** An instance that ends by itself (a signal: the newest instance's kopf handles
-  SIGINT and SIGTERM) or fails ends the whole operator, and the others are stopped.
-- **Changes while a hand-over runs** are taken up when it ends: one instance at a time is
-  being filled.
+The rules:
+
+- **What is watched.** The shards this replica holds or is dealt (:meth:`Watches.want`, from
+  each tick of the shard manager). A dealt shard is watched before it is taken, so its objects
+  are listed by the time its Lease comes free.
+- **When a shard's instance is read.** From its first handler call: kopf calls none before all
+  its indexes hold everything their first listing returned, so no read ever sees a half-listed
+  shard. A shard with no objects at all is read at once (no handler would ever be called); one
+  whose objects vanish before kopf lists them is read after :data:`FILL_TIMEOUT` seconds, with
+  a warning.
+- **A shard no longer watched** is dropped from the cache at once, then its instance stopped.
+- **Races.** Everything here runs on the event loop: a want that arrives while instances start
+  or stop is taken up by the next round of the loop, which compares what runs with what is
+  wanted. An instance's events only poke, and a poke is idempotent.
+- **Stopping.** SIGINT and SIGTERM stop the operator (kopf installs its own signal handlers with
+  each instance; they are put back to ours after every start). An instance that fails ends the
+  whole operator, and the others are stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import signal
+import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import kopf
+
+# kopf.spawn_tasks() takes the credentials vault it uses; the class is not re-exported.
+from kopf._cogs.structs.credentials import Vault
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -50,22 +62,25 @@ log = logging.getLogger(__name__)
 
 #: The longest a new instance's indexes are waited for before they are read anyway.
 FILL_TIMEOUT: Final = 30.0
-#: The longest an old instance is given to stop.
+#: The longest an instance is given to stop.
 STOP_TIMEOUT: Final = 10.0
 
 WATCHED: Final = (PLURAL, MESSAGE_PLURAL, TURN_PLURAL)
 
 #: Builds an instance's kopf registry: its index functions feed the given feed, and every
-#: handler calls the given hook first (it adopts the feed on the first call).
+#: handler calls the given hook first (it marks the feed filled on the first call).
 RegistryFactory = Callable[[Feed, Callable[[Feed], None]], kopf.OperatorRegistry]
+#: Called when a shard's feed is to be read (``None``: the one feed of an unsharded operator).
+Adopt = Callable[[int | None, Feed], None]
 
 
 @dataclass(eq=False)
 class _Instance:
-    selection: frozenset[int] | None
+    shard: int | None
     feed: Feed
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    filling: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> asyncio.Task[None]:
@@ -80,7 +95,8 @@ class Watches:
         self,
         api: client.ApiClient,
         build: RegistryFactory,
-        adopt: Callable[[Feed], None],
+        adopt: Adopt,
+        drop: Callable[[int | None], None],
         *,
         namespaces: Collection[str],
         sharded: bool,
@@ -88,12 +104,15 @@ class Watches:
         self.api = api
         self.build = build
         self.adopt = adopt
-        self.namespaces: list[str | None] = [*namespaces]
+        self.drop = drop
+        self.namespaces: list[str] = [*namespaces]
         self.sharded = sharded
+        self.instances: dict[int | None, _Instance] = {}
         self._wanted: frozenset[int] | None = None
         self._changed = asyncio.Event()
-        self._filling: _Instance | None = None
-        self.restarts = 0
+        self._stop = asyncio.Event()
+        #: How many times the shards watched have changed (the first start included).
+        self.changes = 0
 
     def want(self, shards: Collection[int]) -> None:
         """Watch these shards' objects (only sharded; the change is made by :meth:`run`)."""
@@ -102,151 +121,170 @@ class Watches:
             self._wanted = wanted
             self._changed.set()
 
+    def watching(self) -> frozenset[int]:
+        return frozenset(s for s in self.instances if s is not None)
+
     async def run(
         self,
         *,
         ready_flag: asyncio.Event | None = None,
         stop_flag: asyncio.Event | None = None,
     ) -> None:
-        stopping = asyncio.create_task(_wait(stop_flag), name="operator stop flag")
-        instances: list[_Instance] = []
+        stopping = asyncio.create_task(_either(stop_flag, self._stop), name="operator stop")
         try:
-            if self.sharded:
-                # The first deal comes with the shard manager's first tick.
-                await self._first(stopping)
-                if stopping.done():
-                    return
-            current = self._start(self._wanted if self.sharded else None, ready_flag)
-            instances.append(current)
-            self.adopt(current.feed)
-            while True:
+            if not self.sharded:
+                self._start(None)
+                if ready_flag is not None:
+                    ready_flag.set()
+                await self._until_an_instance_ends(stopping)
+                return
+            started = False
+            while not stopping.done():
                 changed = asyncio.create_task(self._changed.wait())
-                await asyncio.wait(
-                    {current.running, changed, stopping}, return_when=asyncio.FIRST_COMPLETED
-                )
+                ended = [i.running for i in self.instances.values()]
+                await asyncio.wait({changed, stopping, *ended}, return_when=asyncio.FIRST_COMPLETED)
                 changed.cancel()
-                if current.running.done() or stopping.done():
+                if stopping.done() or any(t.done() for t in ended):
                     return
                 self._changed.clear()
-                if self._wanted == current.selection:
-                    continue
-                new = self._start(self._wanted, None)
-                instances.append(new)
-                if not await self._fill(new, stopping):
-                    return
-                old, current = current, new
-                self.restarts += 1
-                log.info(
-                    "watching shards %s (was %s)",
-                    _shards(current.selection),
-                    _shards(old.selection),
-                )
-                await self._stop(old)
-                instances.remove(old)
+                await self._reconcile(self._wanted or frozenset())
+                if not started and ready_flag is not None:
+                    ready_flag.set()
+                started = True
         finally:
             stopping.cancel()
-            await asyncio.gather(*(self._stop(i) for i in instances))
+            instances = list(self.instances.values())
+            self.instances.clear()
+            await asyncio.gather(*(self._stop_instance(i) for i in instances))
             for instance in instances:
-                if instance.running.done() and not instance.running.cancelled():
-                    error = instance.running.exception()
-                    if error is not None:
-                        raise error
+                task = instance.running
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
 
-    async def _first(self, stopping: asyncio.Task[None]) -> None:
-        if self._wanted is None:
-            changed = asyncio.create_task(self._changed.wait())
-            await asyncio.wait({changed, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            changed.cancel()
-        self._changed.clear()
+    async def _until_an_instance_ends(self, stopping: asyncio.Task[None]) -> None:
+        ended = [i.running for i in self.instances.values()]
+        await asyncio.wait({stopping, *ended}, return_when=asyncio.FIRST_COMPLETED)
 
-    def _start(
-        self, selection: frozenset[int] | None, ready_flag: asyncio.Event | None
-    ) -> _Instance:
-        instance = _Instance(selection, Feed())
+    async def _reconcile(self, wanted: frozenset[int]) -> None:
+        gone = [s for s in self.instances if s not in wanted]
+        new = sorted(wanted - self.instances.keys())
+        if not gone and not new:
+            return
+        for shard in gone:
+            self.drop(shard)
+        stopping = [self._stop_instance(self.instances.pop(s)) for s in gone]
+        for shard in new:
+            self._start(shard)
+        self.changes += 1
+        log.info("watching shards %s", _shards(self.watching()))
+        await asyncio.gather(*stopping)
+
+    def settled(self) -> bool:
+        """Is every watched shard read by the cache (its instance filled)?"""
+        return all(i.feed.filled.is_set() for i in self.instances.values())
+
+    def _start(self, shard: int | None) -> None:
+        instance = _Instance(shard, Feed())
         settings = operator_settings()
-        if selection is not None:
+        if shard is not None:
             for plural in WATCHED:
-                settings.watching.label_selectors[GROUP, plural] = selector(selection)
-        registry = self.build(instance.feed, self._filled)
-        self._filling = instance
+                settings.watching.label_selectors[GROUP, plural] = selector({shard})
+        registry = self.build(instance.feed, functools.partial(self._filled_feed, instance))
+        self.instances[shard] = instance
         instance.task = asyncio.create_task(
             _kopf(
+                self._own_signals,
                 registry=registry,
                 indexers=instance.feed.indexers,
                 settings=settings,
                 clusterwide=not self.namespaces,
-                namespaces=[n for n in self.namespaces if n is not None],
+                namespaces=self.namespaces,
                 stop_flag=instance.stop,
-                ready_flag=ready_flag,
                 standalone=True,
             ),
-            name=f"kopf {_shards(selection)}",
+            name=f"kopf shard {_shards({shard} if shard is not None else None)}",
         )
-        return instance
+        if shard is None:
+            self._filled(instance)
+        else:
+            instance.filling = asyncio.create_task(self._fill(instance))
 
-    def _filled(self, feed: Feed) -> None:
-        """Every handler's first step: the first call of the instance being filled adopts it
-        (on the event loop, before the handler's pokes read the cache)."""
-        if feed.filled.is_set():
+    def _filled_feed(self, instance: _Instance, feed: Feed) -> None:
+        self._filled(instance)
+
+    def _filled(self, instance: _Instance) -> None:
+        """Every handler's first step: the first call of an instance being filled makes the
+        cache read it (on the event loop, before the handler's pokes read the cache)."""
+        if instance.feed.filled.is_set():
             return
-        feed.filled.set()
-        if self._filling is not None and self._filling.feed is feed:
-            self.adopt(feed)
+        instance.feed.filled.set()
+        if self.instances.get(instance.shard) is instance:
+            self.adopt(instance.shard, instance.feed)
 
-    async def _fill(self, new: _Instance, stopping: asyncio.Task[None]) -> bool:
-        """Wait until ``new`` is read (see the module's rules); False if the operator stops."""
-        if new.selection is not None and await self._nothing_selected(new.selection):
-            self._filled(new.feed)
-        filled = asyncio.create_task(new.feed.filled.wait())
-        done, _ = await asyncio.wait(
-            {filled, new.running, stopping},
-            timeout=FILL_TIMEOUT,
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        filled.cancel()
-        if new.running.done() or stopping.done():
-            return False
-        if not done:
+    async def _fill(self, instance: _Instance) -> None:
+        """Make the cache read ``instance`` once filled (see the module's rules)."""
+        assert instance.shard is not None
+        if await self._nothing_in(instance.shard):
+            self._filled(instance)
+            return
+        try:
+            await asyncio.wait_for(instance.feed.filled.wait(), FILL_TIMEOUT)
+        except TimeoutError:
             log.warning(
-                "kopf's indexes for shards %s were not filled within %.0fs; reading them anyway",
-                _shards(new.selection),
+                "kopf's indexes for shard %d were not filled within %.0fs; reading them anyway",
+                instance.shard,
                 FILL_TIMEOUT,
             )
-            self._filled(new.feed)
-        return True
+            self._filled(instance)
 
-    async def _nothing_selected(self, selection: frozenset[int]) -> bool:
-        """Does the selector match no object at all? (On an error: not known, so no.)"""
-        try:
-            return await self._count_none(selection)
-        except (ApiException, OSError, TimeoutError) as exc:
-            log.warning("could not list shards %s: %s", _shards(selection), exc)
-            return False
-
-    async def _count_none(self, selection: frozenset[int]) -> bool:
+    async def _nothing_in(self, shard: int) -> bool:
+        """Does the shard have no object at all? (On an error: not known, so no.)"""
         objects = client.CustomObjectsApi(self.api)
-        label_selector = selector(selection)
-        for plural in WATCHED:
-            for namespace in [*self.namespaces] or [None]:
-                if namespace is None:
-                    found = await objects.list_cluster_custom_object(
-                        GROUP, VERSION, plural, label_selector=label_selector, limit=1
-                    )
-                else:
-                    found = await objects.list_namespaced_custom_object(
-                        GROUP, VERSION, namespace, plural, label_selector=label_selector, limit=1
-                    )
-                if found.get("items"):
-                    return False
+        label_selector = selector({shard})
+        try:
+            for plural in WATCHED:
+                where: list[str | None] = [*self.namespaces] or [None]
+                for namespace in where:
+                    if namespace is None:
+                        found = await objects.list_cluster_custom_object(
+                            GROUP, VERSION, plural, label_selector=label_selector, limit=1
+                        )
+                    else:
+                        found = await objects.list_namespaced_custom_object(
+                            GROUP,
+                            VERSION,
+                            namespace,
+                            plural,
+                            label_selector=label_selector,
+                            limit=1,
+                        )
+                    if found.get("items"):
+                        return False
+        except (ApiException, OSError, TimeoutError) as exc:
+            log.warning("could not list shard %d: %s", shard, exc)
+            return False
         return True
 
-    async def _stop(self, instance: _Instance) -> None:
+    def _own_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._signalled, sig)
+
+    def _signalled(self, sig: signal.Signals) -> None:
+        log.info("%s received: the operator is stopping", sig.name)
+        self._stop.set()
+
+    async def _stop_instance(self, instance: _Instance) -> None:
+        if instance.filling is not None:
+            instance.filling.cancel()
         instance.stop.set()
         task = instance.running
         try:
             await asyncio.wait_for(asyncio.shield(task), STOP_TIMEOUT)
         except TimeoutError:
-            log.warning("kopf for shards %s did not stop in time", _shards(instance.selection))
+            log.warning("kopf for shard %s did not stop in time", instance.shard)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
@@ -254,33 +292,43 @@ class Watches:
             pass
 
 
-async def _kopf(**options: Any) -> None:
-    """One kopf instance, until its stop flag is set, a signal comes, or a root task fails.
+async def _kopf(spawned: Callable[[], None], **options: Any) -> None:
+    """One kopf instance, until its stop flag is set or a root task fails.
 
     Its root tasks are spawned and awaited here rather than by ``kopf.operator()``: on its way
     out that cancels every task the event loop started after it, which would take the other
-    instance and every task worker with it. Each root task stops what it spawned.
+    instances and every task worker with it. Each root task stops what it spawned.
+    ``spawned`` is called once kopf has spawned them (and installed its signal handlers).
     """
-    tasks = await kopf.spawn_tasks(**options)
+    # Our own vault, to close its API sessions when the instance ends (kopf's cleanup would,
+    # but its root task is cancelled with the others).
+    vault = Vault()
+    tasks = await kopf.spawn_tasks(vault=vault, **options)
+    spawned()
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()
         results = await asyncio.gather(*tasks, return_exceptions=True)
+        await vault.close()
     for task, result in zip(tasks, results, strict=True):
         if task in done and isinstance(result, Exception):
             raise result
 
 
-async def _wait(flag: asyncio.Event | None) -> None:
-    if flag is None:
-        await asyncio.Event().wait()
-    else:
-        await flag.wait()
+async def _either(flag: asyncio.Event | None, own: asyncio.Event) -> None:
+    waits = [asyncio.create_task(own.wait())]
+    if flag is not None:
+        waits.append(asyncio.create_task(flag.wait()))
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
-def _shards(selection: frozenset[int] | None) -> str:
+def _shards(selection: Collection[int] | None) -> str:
     if selection is None:
         return "all"
     return ",".join(str(s) for s in sorted(selection)) or "none"
