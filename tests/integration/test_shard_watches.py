@@ -1,10 +1,12 @@
 """A sharded replica's kopf watches only its shards' objects (operator/watches.py), on the real
 API server: what its cache holds and what it is poked for follow the shards it is told to
 watch, a change of shards lists the new ones before they are read, and nothing sent during a
-hand-over is missed.
+hand-over is missed. And every object of a task tree carries the tree's shard label, whoever
+wrote it (operator/labeller.py).
 
-kopf runs in this process with the operator's own registry; a recording stand-in replaces the
-runtime behind it (the pokes are what is looked at).
+In the first two tests kopf runs in this process with the operator's own registry; a recording
+stand-in replaces the runtime behind it (the pokes are what is looked at). The last runs the
+operator process.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator
+import signal
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.integration.lifecycle_support import Tasks
 from tiny_harness.kube.names import (
     API_VERSION,
     GROUP,
@@ -31,9 +36,12 @@ from tiny_harness.kube.names import (
 )
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
+from tiny_harness.operator.shards import shard_of
 from tiny_harness.operator.watches import Watches
 
 pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
 
 _names = itertools.count()
 
@@ -214,3 +222,58 @@ async def test_nothing_sent_while_the_shards_change_hands_is_missed(
             listed = recorder.cache.task(namespace, "coming") is not None
             assert listed is (rounds % 2 == 1)
     assert len(sent) > 10
+
+
+async def test_a_sharded_operators_objects_all_carry_their_trees_shard(
+    tasks: Tasks, operator: Operator, model_server: ModelServer, kubectl: Kubectl, namespace: str
+) -> None:
+    """A root task created without the label, a message applied with kubectl, a sub-task and
+    the turn records: every one ends up labelled with the root's shard, and the task is
+    answered (a replica that watched only labelled objects would never see an unlabelled
+    one otherwise)."""
+    await model_server.control.script([{"type": "text", "text": "Hello."}])
+    operator(shards=4, lease_namespace=namespace, lease_seconds=3)
+    created = await tasks.create("release")
+    await tasks.wait("release", "TASK_STATE_INPUT_REQUIRED", within=30)
+    expected = str(shard_of(created["metadata"]["uid"], 4))
+
+    by_hand = f"by-hand-{next(_names)}"
+    applied = kubectl.apply(
+        f"apiVersion: {API_VERSION}\nkind: {MESSAGE_KIND}\nmetadata:\n  name: {by_hand}\n"
+        f"spec:\n  task: release\n  messageId: {by_hand}\n  sender: alice\n"
+        "  parts:\n  - text: Hello there.\n"
+    )
+    assert applied.returncode == 0, applied.stderr
+    await tasks.wait("release", "TASK_STATE_INPUT_REQUIRED", turn=1, within=30)
+    await tasks.send("release", "/sub-task Draft an outline")
+    await tasks.wait_agent_message("release", "Created sub-task")
+
+    for plural in ("harnesstasks", "harnessmessages", "harnessturns"):
+        items = kubectl.get_json(plural)["items"]
+        assert items, plural
+        shards = {i["metadata"]["name"]: i["metadata"]["labels"].get(SHARD_LABEL) for i in items}
+        assert set(shards.values()) == {expected}, (plural, shards)
+    assert len(kubectl.get_json("harnesstasks")["items"]) == 2  # the task and its sub-task
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+async def test_a_signal_stops_a_sharded_operator_which_hands_its_shards_back(
+    api: Any, tasks: Tasks, operator: Operator, namespace: str, sig: signal.Signals, code: int
+) -> None:
+    """kopf takes the signal handlers over with each instance it starts; the operator hands
+    them back, so a signal still stops the process, gracefully: its Leases are let go."""
+    op = operator(shards=4, lease_namespace=namespace, lease_seconds=3)
+    await tasks.create("release")
+    await tasks.wait("release", "TASK_STATE_INPUT_REQUIRED", within=30)
+    leases = client.CoordinationV1Api(api)
+
+    async def held() -> list[str]:
+        listed = await leases.list_namespaced_lease(namespace)
+        return [lease.spec.holder_identity for lease in listed.items if lease.spec.holder_identity]
+
+    assert len(await held()) == 5  # its member Lease and the four shards
+    op.stop(sig)
+    assert op.proc is not None
+    assert op.proc.returncode == code, op.log()[-2000:]
+    assert await held() == []
+    assert "Traceback" not in op.log()

@@ -1,6 +1,7 @@
 """``tiny-harness``: start a local cluster, run the operator and the A2A gateway.
 
-Exit codes: 0 success, 1 a start-up failure, 2 bad usage or configuration, 130 interrupted.
+Exit codes: 0 success, 1 a start-up failure, 2 bad usage or configuration, 130 stopped by
+SIGINT, 143 by SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
+from tiny_harness.cli.home import ensure_default, home, resolve
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
@@ -26,25 +28,38 @@ from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT, crd_manifests
 from tiny_harness.telemetry import tracing
 
-if TYPE_CHECKING:
-    from tiny_harness.testing.model_server import ScriptedModelServer
-
 # The servers are imported by the subcommand that runs them: the operator process then carries
 # no web server or A2A SDK in memory, and the gateway no kopf or provider SDKs.
 
-DEFAULT_CLUSTER_DIR = Path("~/.tiny-harness/cluster")
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"
+CONFIG_HELP = (
+    "settings file (TOML; default: $TINY_HARNESS_CONFIG, else <home>/config.toml, "
+    "created when missing; the home is $TINY_HARNESS_HOME or ~/.tiny-harness)"
+)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, whose help names the settings file in effect for ``argv`` (found without
+    touching the disk: ``--help`` never creates it)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--config", type=Path)
+    known, _ = pre.parse_known_args(argv)
+    epilog = f"configuration: {resolve(known.config).describe()}"
     parser = argparse.ArgumentParser(
         prog="tiny-harness",
         description="An agent harness in which every task is a Kubernetes HarnessTask.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    up = sub.add_parser(
+    def add_parser(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(
+            name, epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
+        )
+
+    up = add_parser(
         "up",
         help="start a local control plane and the operator (what `make run` does)",
         description="Start etcd and kube-apiserver on 127.0.0.1 with the CRDs applied, then "
@@ -53,21 +68,16 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--data-dir",
         type=Path,
-        default=DEFAULT_CLUSTER_DIR,
-        help="where the cluster keeps its data (default: %(default)s)",
+        help="where the cluster keeps its data (default: <home>/cluster)",
     )
-    up.add_argument(
-        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
-    )
+    up.add_argument("--config", type=Path, help=CONFIG_HELP)
 
-    op = sub.add_parser(
+    op = add_parser(
         "operator",
         help="run the operator against the current kubeconfig or in-cluster config",
     )
     op.add_argument("--kubeconfig", type=Path, help="kubeconfig to use (default: $KUBECONFIG)")
-    op.add_argument(
-        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
-    )
+    op.add_argument("--config", type=Path, help=CONFIG_HELP)
     op.add_argument("--identity", help="this replica's name for the runner lease (default: host)")
     scope = op.add_mutually_exclusive_group()
     scope.add_argument(
@@ -82,19 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a liveness probe, e.g. http://0.0.0.0:8080/healthz",
     )
 
-    gw = sub.add_parser(
+    gw = add_parser(
         "gateway",
         help="serve the A2A gateway for the tasks of one namespace",
         description="Serve A2A (JSON-RPC, HTTP+JSON, SSE) over the HarnessTask resources. "
         "Bind address, base URL, namespace, identity mode and limits come from [gateway].",
     )
     gw.add_argument("--kubeconfig", type=Path, help="kubeconfig to use (default: $KUBECONFIG)")
-    gw.add_argument(
-        "--config", type=Path, help="settings file (TOML; default: $TINY_HARNESS_CONFIG)"
-    )
+    gw.add_argument("--config", type=Path, help=CONFIG_HELP)
     gw.add_argument("--bind", help="HOST:PORT to listen on (overrides gateway.bind)")
 
-    sub.add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
+    add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
     return parser
 
 
@@ -104,8 +112,19 @@ def build_parser() -> argparse.ArgumentParser:
 PER_REQUEST_LOGGERS = ("kopf.objects", "httpx", "httpx2")
 
 
+def load_settings(explicit: Path | None) -> Settings:
+    """The settings from the file in effect (see :mod:`tiny_harness.cli.home`); the default
+    file is created first when missing, and said so on stderr."""
+    source = resolve(explicit)
+    if source.origin == "default":
+        path, created = ensure_default(home())
+        if created:
+            print(f"tiny-harness: created default configuration {path}", file=sys.stderr)
+    return Settings.load(source.path)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -120,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "operator":
             if args.kubeconfig:
                 os.environ["KUBECONFIG"] = str(args.kubeconfig)
-            settings = Settings.load(args.config)
+            settings = load_settings(args.config)
             if args.identity:
                 settings = settings.model_copy(
                     update={
@@ -131,15 +150,16 @@ def main(argv: list[str] | None = None) -> int:
 
             with tracing(settings.tracing, "tiny-harness-operator"):
                 return _run(
-                    run_operator(
+                    lambda on_signal: run_operator(
                         settings,
                         kubeconfig=args.kubeconfig,
                         namespaces=args.namespace,
                         liveness_endpoint=args.liveness,
+                        on_signal=on_signal,
                     )
                 )
         if args.command == "gateway":
-            settings = Settings.load(args.config)
+            settings = load_settings(args.config)
             if args.bind:
                 settings = settings.model_copy(
                     update={"gateway": settings.gateway.model_copy(update={"bind": args.bind})}
@@ -147,9 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             from tiny_harness.a2a_gateway.app import serve_gateway
 
             with tracing(settings.tracing, "tiny-harness-gateway"):
-                return _run(serve_gateway(settings, args.kubeconfig))
+                return _run(lambda on_signal: serve_gateway(settings, args.kubeconfig))
         if args.command == "up":
-            return _up(args.data_dir.expanduser(), args.config)
+            return _up((args.data_dir or home() / "cluster").expanduser(), args.config)
     except ConfigError as exc:
         print(f"tiny-harness: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -159,23 +179,39 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
-def _run(coro: Coroutine[Any, Any, None]) -> int:
-    """Run a coroutine until it ends or SIGINT/SIGTERM asks it to stop."""
+#: What a run stopped by a signal exits with: 128 plus the signal's number, as a shell reports.
+SIGNAL_EXIT = 128
+
+
+def _run(make: Callable[[Callable[[signal.Signals], None]], Coroutine[Any, Any, None]]) -> int:
+    """Run ``make(on_signal)`` until it ends or SIGINT/SIGTERM stops it (130 or 143).
+
+    ``on_signal`` is for what takes the signals over (kopf does, in the operator): it hands
+    them back here, so one signal stops everything the command runs.
+    """
+    received: list[signal.Signals] = []
 
     async def runner() -> None:
-        task = asyncio.ensure_future(coro)
+        task: asyncio.Future[None] | None = None
+
+        def on_signal(sig: signal.Signals) -> None:
+            received.append(sig)
+            if task is not None:
+                task.cancel()
+
+        task = asyncio.ensure_future(make(on_signal))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, on_signal, sig)
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
     asyncio.run(runner())
-    return 0
+    return SIGNAL_EXIT + int(received[0]) if received else 0
 
 
 def _up(data_dir: Path, config: Path | None) -> int:
-    settings = Settings.load(config)
+    settings = load_settings(config)
     print(f"starting the local control plane in {data_dir} ...", file=sys.stderr)
     with LocalCluster(data_dir, crds=REPO_ROOT / "crds", admission=local_policy()) as cluster:
         os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
@@ -188,37 +224,30 @@ def _up(data_dir: Path, config: Path | None) -> int:
             file=sys.stderr,
         )
         with tracing(settings.tracing, "tiny-harness"):
-            return _run(_serve_all(settings, cluster.kubeconfig))
+            return _run(lambda on_signal: _serve_all(settings, cluster.kubeconfig, on_signal))
 
 
-async def _serve_all(settings: Settings, kubeconfig: Path) -> None:
+async def _serve_all(
+    settings: Settings, kubeconfig: Path, on_signal: Callable[[signal.Signals], None]
+) -> None:
     """The operator (and the gateway) against the local cluster. With no model configured
-    and no key in the environment, a scripted stand-in model answers, so a first run works."""
+    and no key in the environment, the demo model answers, so a first run works."""
     from tiny_harness.a2a_gateway.app import serve_gateway
+    from tiny_harness.models.demo import KEY_ENV, DemoModel
     from tiny_harness.operator.runner import run_operator
-    from tiny_harness.testing.model_server import ScriptedModelServer
 
-    demo: ScriptedModelServer | None = None
+    demo: DemoModel | None = None
     if settings.provider == "openai" and settings.openai is None:
         if os.environ.get("OPENAI_API_KEY"):
             settings = settings.model_copy(update={"openai": {"model": DEFAULT_OPENAI_MODEL}})
         else:
-            demo = ScriptedModelServer()
+            demo = DemoModel()
             await demo.start()
-            os.environ["TINY_HARNESS_DEMO_KEY"] = "demo"
-            settings = settings.model_copy(
-                update={
-                    "openai": {
-                        "model": "demo",
-                        "api": "chat",
-                        "base_url": demo.openai_base_url,
-                        "api_key_env": "TINY_HARNESS_DEMO_KEY",
-                    }
-                }
-            )
+            os.environ[KEY_ENV] = "demo"
+            settings = settings.model_copy(update={"openai": demo.settings()})
             print(
-                "No model is configured (no --config, no OPENAI_API_KEY): a scripted demo model "
-                "answers every turn with 'Done.'.",
+                "No model is configured (no [openai] settings, no OPENAI_API_KEY): the demo "
+                "model answers every turn, saying it is a demo.",
                 file=sys.stderr,
             )
     print(
@@ -226,12 +255,20 @@ async def _serve_all(settings: Settings, kubeconfig: Path) -> None:
         f"{settings.gateway.url} (agent card: {settings.gateway.url}/.well-known/agent-card.json)",
         file=sys.stderr,
     )
+    servers = [
+        asyncio.ensure_future(run_operator(settings, kubeconfig=kubeconfig, on_signal=on_signal)),
+        asyncio.ensure_future(serve_gateway(settings, kubeconfig)),
+    ]
     try:
-        await asyncio.gather(
-            run_operator(settings, kubeconfig=kubeconfig),
-            serve_gateway(settings, kubeconfig),
-        )
+        await asyncio.gather(*servers)
     finally:
+        # gather() ends as soon as one server ends or is cancelled; the other may still be
+        # stopping gracefully (the gateway closes its streams). Stop each once, and wait for
+        # both: what is left running when the loop closes is cancelled mid-shutdown.
+        for server in servers:
+            if not server.done() and not server.cancelling():
+                server.cancel()
+        await asyncio.gather(*servers, return_exceptions=True)
         if demo is not None:
             await demo.stop()
 

@@ -4,7 +4,8 @@ Every error names the key to fix (``gateway.max_request_bytes: ...``). Secrets n
 here: model API keys come from the environment (in a cluster, from a Secret), and a file that
 tries to carry one is refused.
 
-The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
+The file (``--config``, or ``$TINY_HARNESS_CONFIG``, or the CLI's configuration home:
+``tiny_harness/cli/home.py``)::
 
     provider = "openai"            # or "anthropic"
 
@@ -35,6 +36,11 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
     max_model_calls = 200
     on_exceeded = "park"           # or "fail"
 
+    [client]                       # where the TUI connects (defaults: the local gateway, you)
+    gateway_url = "http://127.0.0.1:8080"
+    participant = "alice"          # header mode
+    token_file = "/home/alice/.kube/harness-token"   # token-review mode
+
     [tracing]                      # off unless an endpoint is set (here or OTEL_EXPORTER_OTLP_*)
     otlp_endpoint = "http://otel-collector:4318"
     sample_ratio = 1.0
@@ -42,6 +48,7 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``)::
 
 from __future__ import annotations
 
+import getpass
 import os
 import tomllib
 from collections.abc import Mapping
@@ -174,6 +181,35 @@ class TracingSettings(_Section):
     )
 
 
+class ClientSettings(_Section):
+    """Where the CLI's clients (the TUI) connect, and who they are there. Defaults: the local
+    cluster's gateway (``[gateway] base_url``) and the login name, in header mode."""
+
+    gateway_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[^\s]+$",
+        description="The A2A gateway to attach to (a cluster's, through port-forward or "
+        "ingress); empty: the local one, [gateway] base_url.",
+    )
+    participant: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Who you are to a gateway in header mode; empty: your login name.",
+    )
+    token_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="A file holding the bearer token a gateway in token-review mode checks "
+        "(the token itself never goes in this file).",
+    )
+
+    def url(self, gateway: GatewaySettings) -> str:
+        return self.gateway_url or gateway.url
+
+    def identity(self) -> str:
+        return self.participant or getpass.getuser()
+
+
 class Settings(_Section):
     provider: Literal["openai", "anthropic"] = "openai"
     openai: Mapping[str, Any] | None = None
@@ -181,6 +217,7 @@ class Settings(_Section):
     gateway: GatewaySettings = GatewaySettings()
     operator: OperatorSettings = OperatorSettings()
     tracing: TracingSettings = TracingSettings()
+    client: ClientSettings = ClientSettings()
 
     @property
     def provider_section(self) -> Mapping[str, Any]:

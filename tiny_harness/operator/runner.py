@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Collection
+import signal
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from tiny_harness.core.commands.setup import build_command_registry
@@ -64,8 +65,10 @@ async def run_operator(
     liveness_endpoint: str | None = None,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
+    on_signal: Callable[[signal.Signals], None] | None = None,
 ) -> None:
-    """Run until stopped. No namespaces (here or in settings) means the whole cluster."""
+    """Run until stopped (``stop_flag``, cancellation, or SIGINT/SIGTERM, which call
+    ``on_signal`` when given). No namespaces (here or in settings) means the whole cluster."""
     provider = parse_provider_settings(settings.provider, settings.provider_section)
     adapter = build_adapter(provider)
     catalog = catalog_for(provider)
@@ -96,6 +99,7 @@ async def run_operator(
         runtime.cache.drop,
         namespaces=watched,
         sharded=bool(settings.operator.shards),
+        on_signal=on_signal,
     )
     background: list[asyncio.Task[None]] = []
     if settings.operator.shards:

@@ -29,9 +29,10 @@ The rules:
 - **Races.** Everything here runs on the event loop: a want that arrives while instances start
   or stop is taken up by the next round of the loop, which compares what runs with what is
   wanted. An instance's events only poke, and a poke is idempotent.
-- **Stopping.** SIGINT and SIGTERM stop the operator (kopf installs its own signal handlers with
-  each instance; they are put back to ours after every start). An instance that fails ends the
-  whole operator, and the others are stopped.
+- **Stopping.** SIGINT and SIGTERM stop the operator, or do what the process that embeds it
+  says (``on_signal``: the CLI stops everything it runs and exits 130 or 143). kopf installs
+  its own signal handlers with each instance; they are put back after every start. An
+  instance that fails ends the whole operator, and the others are stopped.
 """
 
 from __future__ import annotations
@@ -100,8 +101,12 @@ class Watches:
         *,
         namespaces: Collection[str],
         sharded: bool,
+        on_signal: Callable[[signal.Signals], None] | None = None,
     ) -> None:
         self.api = api
+        #: What SIGINT and SIGTERM do (kopf takes them over with each instance it starts;
+        #: they are handed back after each start). None: stop the operator.
+        self.on_signal = on_signal
         self.build = build
         self.adopt = adopt
         self.drop = drop
@@ -274,7 +279,10 @@ class Watches:
 
     def _signalled(self, sig: signal.Signals) -> None:
         log.info("%s received: the operator is stopping", sig.name)
-        self._stop.set()
+        if self.on_signal is not None:
+            self.on_signal(sig)
+        else:
+            self._stop.set()
 
     async def _stop_instance(self, instance: _Instance) -> None:
         if instance.filling is not None:
