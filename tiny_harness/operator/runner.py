@@ -96,7 +96,7 @@ async def run_operator(
         api,
         lambda feed, filled: build_registry(runtime, feed, filled),
         runtime.cache.adopt,
-        runtime.cache.drop,
+        runtime.unwatched,
         namespaces=watched,
         sharded=bool(settings.operator.shards),
         on_signal=on_signal,

@@ -105,6 +105,16 @@ class Runtime:
         if self.labeller is not None:
             self.labeller.acquired(shard)
 
+    def unwatched(self, shard: int | None) -> None:
+        """The shard is no longer watched here: stop reading its tasks and counting them in
+        this replica's tasks-by-state gauge (the replica that takes it counts them now; the
+        dashboard sums the replicas)."""
+        feed = self.cache.feeds.get(shard)
+        if feed is not None:
+            for namespace, name in list(feed.shards):
+                self.metrics.task_state(namespace, name, None)
+        self.cache.drop(shard)
+
     def observe_lease(self, namespace: str, name: str, runner: dict[str, Any] | None) -> None:
         """Time another replica's runner lease on a task this replica does not work, so that
         if its shard comes here after that replica died, the lease time has been counting."""
