@@ -143,7 +143,12 @@ class GatewayProcess:
             "[gateway]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())
         )
         self.log_path = directory / f"gateway-{name}.log"
-        self._log = self.log_path.open("wb")
+        self._kubeconfig = kubeconfig
+        self._env = env
+        self._spawn()
+
+    def _spawn(self) -> None:
+        self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -152,12 +157,21 @@ class GatewayProcess:
                 "--config",
                 str(self.config),
                 "--kubeconfig",
-                str(kubeconfig),
+                str(self._kubeconfig),
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            env={**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(env or {})},
+            env={
+                **{k: v for k, v in os.environ.items() if k != "KUBECONFIG"},
+                **(self._env or {}),
+            },
         )
+
+    def restart(self) -> GatewayProcess:
+        """Stop (if running) and start again on the same port and settings; ready."""
+        self.stop()
+        self._spawn()
+        return self.ready()
 
     def ready(self) -> GatewayProcess:
         wait_for(self._healthy, timeout=30, what="the gateway's /healthz")

@@ -31,6 +31,8 @@ from tiny_harness.telemetry import tracing
 # The servers are imported by the subcommand that runs them: the operator process then carries
 # no web server or A2A SDK in memory, and the gateway no kopf or provider SDKs.
 
+log = logging.getLogger(__name__)
+
 DEFAULT_OPENAI_MODEL = "gpt-5-mini"
 CONFIG_HELP = (
     "settings file (TOML; default: $TINY_HARNESS_CONFIG, else <home>/config.toml, "
@@ -52,7 +54,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # No command: the TUI.
+    sub = parser.add_subparsers(dest="command", required=False, metavar="COMMAND")
 
     def add_parser(name: str, **kwargs: Any) -> argparse.ArgumentParser:
         return sub.add_parser(
@@ -102,6 +105,22 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     gw.add_argument("--config", type=Path, help=CONFIG_HELP)
     gw.add_argument("--bind", help="HOST:PORT to listen on (overrides gateway.bind)")
 
+    tui = add_parser(
+        "tui",
+        help="the terminal UI (what bare `tiny-harness` opens)",
+        description="Attach to a gateway (--url, or [client] gateway_url) as a participant and "
+        "work with your tasks; with no gateway configured, start the local cluster, operator "
+        "and gateway first, as `up` does, and attach to them. Logs go to <home>/tiny-harness.log.",
+    )
+    tui.add_argument("--url", help="the gateway to attach to (default: [client] gateway_url)")
+    tui.add_argument(
+        "--as",
+        dest="participant",
+        help="who you are to a gateway in header mode (default: [client] participant, else "
+        "your login name)",
+    )
+    tui.add_argument("--config", type=Path, help=CONFIG_HELP)
+
     add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
     return parser
 
@@ -125,6 +144,8 @@ def load_settings(explicit: Path | None) -> Settings:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
+    if args.command is None:  # bare `tiny-harness`: the TUI, with everything defaulted
+        args = build_parser(argv).parse_args([*(argv or []), "tui"])
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -170,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                 return _run(lambda on_signal: serve_gateway(settings, args.kubeconfig))
         if args.command == "up":
             return _up((args.data_dir or home() / "cluster").expanduser(), args.config)
+        if args.command == "tui":
+            return _tui(load_settings(args.config), url=args.url, participant=args.participant)
     except ConfigError as exc:
         print(f"tiny-harness: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -227,8 +250,63 @@ def _up(data_dir: Path, config: Path | None) -> int:
             return _run(lambda on_signal: _serve_all(settings, cluster.kubeconfig, on_signal))
 
 
+def _tui(settings: Settings, *, url: str | None, participant: str | None) -> int:
+    """The TUI, attached to ``url`` (or the configured gateway), or to an embedded cluster."""
+    from tiny_harness.tui.launch import attach, log_to, read_token
+
+    where = home()
+    log_to(where / "tiny-harness.log")
+    me = participant or settings.client.identity()
+    token = read_token(settings.client.token_file)
+    from tiny_harness.tui.session import SessionError
+
+    target = url or settings.client.gateway_url
+    try:
+        if target is not None:
+            return _run(lambda on_signal: attach(target, me, token))
+        print(f"starting the local cluster in {where / 'cluster'} ...", file=sys.stderr)
+        with LocalCluster(
+            where / "cluster", crds=REPO_ROOT / "crds", admission=local_policy()
+        ) as cluster:
+            os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+            return _run(
+                lambda on_signal: _embedded(settings, cluster.kubeconfig, on_signal, me, token)
+            )
+    except SessionError as exc:
+        print(f"tiny-harness: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _embedded(
+    settings: Settings,
+    kubeconfig: Path,
+    on_signal: Callable[[signal.Signals], None],
+    me: str,
+    token: str | None,
+) -> None:
+    """The operator and gateway in this process, and the TUI attached to that gateway."""
+    from tiny_harness.tui.launch import attach, until_serving
+
+    servers = asyncio.ensure_future(_serve_all(settings, kubeconfig, on_signal, say=log.info))
+    try:
+        await until_serving(settings.gateway.url, servers)
+        await attach(settings.gateway.url, me, token)
+    finally:
+        if not servers.done():
+            servers.cancel()
+        await asyncio.gather(servers, return_exceptions=True)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
 async def _serve_all(
-    settings: Settings, kubeconfig: Path, on_signal: Callable[[signal.Signals], None]
+    settings: Settings,
+    kubeconfig: Path,
+    on_signal: Callable[[signal.Signals], None],
+    *,
+    say: Callable[[str], None] = _say,
 ) -> None:
     """The operator (and the gateway) against the local cluster. With no model configured
     and no key in the environment, the demo model answers, so a first run works."""
@@ -245,15 +323,13 @@ async def _serve_all(
             await demo.start()
             os.environ[KEY_ENV] = "demo"
             settings = settings.model_copy(update={"openai": demo.settings()})
-            print(
+            say(
                 "No model is configured (no [openai] settings, no OPENAI_API_KEY): the demo "
-                "model answers every turn, saying it is a demo.",
-                file=sys.stderr,
+                "model answers every turn, saying it is a demo."
             )
-    print(
+    say(
         f"The A2A gateway serves namespace {settings.gateway.namespace} at "
-        f"{settings.gateway.url} (agent card: {settings.gateway.url}/.well-known/agent-card.json)",
-        file=sys.stderr,
+        f"{settings.gateway.url} (agent card: {settings.gateway.url}/.well-known/agent-card.json)"
     )
     servers = [
         asyncio.ensure_future(run_operator(settings, kubeconfig=kubeconfig, on_signal=on_signal)),

@@ -402,6 +402,8 @@ class TaskExtension(TaskSpec):
     active_seconds: float | None = None
     #: Since when the task waits for a participant (status.waitingSince), while it does.
     waiting_since: str | None = None
+    #: What its own turns used so far (status.usage): model calls, tokens, tool calls.
+    usage: TaskUsage | None = None
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -421,6 +423,7 @@ class TaskExtension(TaskSpec):
             reasoning_effort=status.reasoning_effort,
             active_seconds=status.active_seconds or None,
             waiting_since=status.waiting_since,
+            usage=status.usage,
         )
 
 

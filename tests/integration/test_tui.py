@@ -1,0 +1,189 @@
+"""The TUI driven by Textual's Pilot against a real gateway, operator and control plane, with
+the scripted model: create a task, converse, /status, /sub-task, open the child, go back,
+complete; a watcher's ctrl+d is refused; an ended task's controls do nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import ListView
+
+from tests.conftest import ModelServer, OperatorProcess
+from tests.integration.gateway_support import Replicas
+from tiny_harness.core.states import TaskState
+from tiny_harness.tui.app import HarnessApp
+from tiny_harness.tui.session import Session
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], Any], within: float = 30) -> None:
+    """Let the app run until ``condition()`` holds (AssertionError after ``within``)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "not within the time"
+        await pilot.pause(0.05)
+
+
+async def type_in(pilot: Pilot[None], text: str) -> None:
+    app = pilot.app
+    assert isinstance(app, HarnessApp)
+    app.query_one("#composer").focus()
+    await pilot.press(*text)
+    await pilot.press("enter")
+
+
+@pytest.fixture
+async def alice(gateway: Replicas) -> AsyncIterator[Session]:
+    session = await Session.connect(gateway().url, participant="alice")
+    yield session
+    await session.close()
+
+
+def said(app: HarnessApp) -> list[str]:
+    return [f"{line.who}: {line.text}" for line in (app.view.lines if app.view else [])]
+
+
+async def test_a_task_from_first_goal_to_completion_with_a_sub_task(
+    alice: Session, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Happy to plan it."},
+            {"type": "text", "text": "Two weeks."},
+        ]
+    )
+    operator()
+    app = HarnessApp(alice)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await type_in(pilot, "Plan the release")
+        await until(pilot, lambda: app.view is not None and "agent: Happy to plan it." in said(app))
+        assert app.view is not None
+        parent = app.view.task_id
+        assert app.view.goal == "Plan the release"
+        await until(pilot, lambda: app.view.state is TaskState.INPUT_REQUIRED)  # type: ignore[union-attr]
+        assert str(app.query_one("#topbar").render()).startswith(
+            f"{parent} · INPUT_REQUIRED · awaiting-next-message"
+        )
+
+        await type_in(pilot, "How long will it take?")
+        await until(pilot, lambda: "agent: Two weeks." in said(app))
+
+        # Typing / lists the card's commands; a command's reply shows as a reply.
+        app.query_one("#composer").focus()
+        await pilot.press("/", "s", "t")
+        hint = str(app.query_one("#hint").render())
+        assert "/status" in hint
+        await pilot.press("backspace", "backspace", "backspace")
+        await type_in(pilot, "/status")
+        await until(pilot, lambda: any("\nstate: " in ln for ln in said(app)))
+
+        await type_in(pilot, "/sub-task Draft the changelog")
+        await until(pilot, lambda: len(app.view.sub_tasks) == 1)  # type: ignore[union-attr]
+        child = app.view.sub_tasks[0].task_id  # type: ignore[union-attr]
+
+        # enter on the sub-task row opens it; f4 comes back to the parent.
+        rows = app.query_one("#subtasks", ListView)
+        await until(pilot, lambda: len(rows.children) == 1)
+        rows.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.view is not None and app.view.task_id == child)
+        await until(pilot, lambda: app.view.parent == parent)  # type: ignore[union-attr]
+        await until(pilot, lambda: not app.view.state.is_terminal and app.view.goal != "")  # type: ignore[union-attr]
+        await pilot.press("ctrl+d")  # the child is done
+        await until(pilot, lambda: app.view.state is TaskState.COMPLETED)  # type: ignore[union-attr]
+        await pilot.press("f4")
+        await until(pilot, lambda: app.view is not None and app.view.task_id == parent)
+        await until(pilot, lambda: app.view.sub_tasks[0].state is TaskState.COMPLETED)  # type: ignore[union-attr]
+
+        await pilot.press("ctrl+d")
+        await until(pilot, lambda: app.view.state is TaskState.COMPLETED)  # type: ignore[union-attr]
+        # An ended task's controls do nothing but say why.
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.2)
+        assert app.view.state is TaskState.COMPLETED
+        assert any("has ended" in n.message for n in app._notifications)
+
+
+async def test_a_watchers_complete_is_refused_with_a_notice(
+    gateway: Replicas, operator: Operator, model_server: ModelServer, alice: Session
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "On it."}])
+    operator()
+    created = [
+        e
+        async for e in alice.send(
+            "Tidy the docs",
+            envelope={
+                "goal": "Tidy the docs",
+                "participants": [
+                    {"id": "alice", "role": "assignee"},
+                    {"id": "bob", "role": "watcher"},
+                ],
+            },
+        )
+    ]
+    task_id = next(e.task.id for e in created if e.HasField("task"))
+    bob = await Session.connect(gateway().url, participant="bob")
+    try:
+        app = HarnessApp(bob)
+        async with app.run_test(size=(140, 45)) as pilot:
+            app.open(task_id)
+            await until(pilot, lambda: app.view is not None and app.view.role() == "watcher")
+            before = app.view.state
+            await pilot.press("ctrl+d")
+            await pilot.pause(0.2)
+            assert any("watcher cannot complete" in n.message for n in app._notifications)
+            assert app.view.state is before
+    finally:
+        await bob.close()
+
+
+async def test_a_new_task_from_the_form_carries_its_criteria_and_participants(
+    alice: Session, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Noted."}])
+    operator()
+    app = HarnessApp(alice)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.press("ctrl+n")
+        await pilot.press(*"Tidy the docs")
+        await pilot.press("tab", *"Links work; No typos", "tab", *"bob:watcher", "enter")
+        await until(pilot, lambda: app.view is not None and "agent: Noted." in said(app))
+        assert app.view is not None
+        assert app.view.criteria == ("Links work", "No typos")
+        assert [(p.id, p.role.value) for p in app.view.participants] == [
+            ("bob", "watcher"),
+            ("alice", "assignee"),
+        ]
+
+
+async def test_a_gateway_that_goes_away_shows_reconnecting_and_the_stream_resumes(
+    gateway: Replicas, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "First."}, {"type": "text", "text": "Second."}]
+    )
+    operator()
+    replica = gateway()
+    session = await Session.connect(replica.url, participant="alice")
+    try:
+        app = HarnessApp(session)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await type_in(pilot, "Plan the release")
+            await until(pilot, lambda: "agent: First." in said(app))
+            replica.stop()
+            await until(pilot, lambda: "reconnecting" in str(app.query_one("#topbar").render()))
+            replica.restart()
+            await until(pilot, lambda: "reconnecting" not in str(app.query_one("#topbar").render()))
+            await type_in(pilot, "And then?")
+            await until(pilot, lambda: "agent: Second." in said(app))
+            assert said(app).count("agent: First.") == 1  # the replay showed nothing twice
+    finally:
+        await session.close()

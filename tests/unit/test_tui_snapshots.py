@@ -1,0 +1,102 @@
+"""Snapshots of the TUI's main screens, so a change of layout is seen (``pytest
+--snapshot-update`` after a deliberate one). The app runs over a plain stand-in for its
+gateway session that always answers the same tasks; the real gateway is in
+tests/integration/test_tui.py."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from a2a.types import Message, Part, Role, StreamResponse, Task
+from textual.pilot import Pilot
+
+from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.command_spec import CommandSpec
+from tiny_harness.core.task import TaskSpec, TaskStatus
+from tiny_harness.tui.app import HarnessApp
+from tiny_harness.tui.session import Reconnecting
+
+
+def task(task_id: str, goal: str, state: str, sub_state: str | None, **more: Any) -> Task:
+    spec = TaskSpec.model_validate(
+        {
+            "goal": goal,
+            "acceptanceCriteria": ["Dates agreed", "Owners named"],
+            "participants": [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}],
+            **more.pop("spec", {}),
+        }
+    )
+    status = TaskStatus.model_validate({"state": state, "subState": sub_state, **more})
+    history = [
+        Message(message_id="m1", role=Role.ROLE_USER, parts=[Part(text="Plan the release")]),
+        Message(message_id="r1", role=Role.ROLE_AGENT, parts=[Part(text="Happy to plan it.")]),
+    ]
+    return task_to_a2a(task_id, task_id, spec, status, history=history)
+
+
+PARENT = task(
+    "release",
+    "Plan the release",
+    "TASK_STATE_INPUT_REQUIRED",
+    "awaiting-next-message",
+    subTasks=[
+        {"taskId": "release-docs", "goal": "Draft the changelog", "state": "TASK_STATE_WORKING"}
+    ],
+    plan={"steps": [{"name": "dates", "done": True}, {"name": "owners"}]},
+)
+CHILD = task(
+    "release-docs",
+    "Draft the changelog",
+    "TASK_STATE_WORKING",
+    None,
+    spec={"parent": {"taskId": "release"}},
+)
+
+
+class StillSession:
+    """The calls the app makes on its session, answered from two fixed tasks."""
+
+    me = "alice"
+    commands = (
+        CommandSpec(name="status", description="Show the task's state"),
+        CommandSpec(name="sub-task", description="Start a sub-task with this goal"),
+    )
+
+    async def tasks(self) -> list[Task]:
+        return [PARENT, CHILD]
+
+    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
+        yield StreamResponse(task=PARENT if task_id == "release" else CHILD)
+
+
+def app() -> HarnessApp:
+    return HarnessApp(StillSession())  # type: ignore[arg-type]
+
+
+async def settle(pilot: Pilot[None]) -> None:
+    await pilot.pause(0.2)
+
+
+def test_the_start_screen(snap_compare: Any) -> None:
+    assert snap_compare(app(), terminal_size=(120, 36), run_before=settle)
+
+
+def test_a_task_with_its_plan_and_a_sub_task(snap_compare: Any) -> None:
+    async def open_parent(pilot: Pilot[None]) -> None:
+        assert isinstance(pilot.app, HarnessApp)
+        pilot.app.open("release")
+        await pilot.pause(0.3)
+
+    assert snap_compare(app(), terminal_size=(120, 36), run_before=open_parent)
+
+
+def test_the_command_hint(snap_compare: Any) -> None:
+    async def type_slash(pilot: Pilot[None]) -> None:
+        assert isinstance(pilot.app, HarnessApp)
+        pilot.app.open("release")
+        await pilot.pause(0.2)
+        await pilot.press("/", "s")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app(), terminal_size=(120, 36), run_before=type_slash)

@@ -1,0 +1,167 @@
+"""The TUI's fold (tui/view.py): A2A tasks and stream events into what the screens show, each
+message once however often a reconnecting stream replays it."""
+
+from __future__ import annotations
+
+import pytest
+from a2a.types import (
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from a2a.types import (
+    TaskState as A2AState,
+)
+
+from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.control import control_message
+from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.status_ext import with_sub_state
+from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.task import TaskStatus as Status
+from tiny_harness.tui.new_task import FormError, envelope
+from tiny_harness.tui.view import TaskView, text_of, tree
+
+
+def spec(goal: str = "Plan the release", parent: str | None = None) -> TaskSpec:
+    data: dict[str, object] = {
+        "goal": goal,
+        "acceptanceCriteria": ["Dates agreed"],
+        "participants": [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}],
+    }
+    if parent:
+        data["parent"] = {"taskId": parent}
+    return TaskSpec.model_validate(data)
+
+
+def a2a_task(
+    task_id: str = "release",
+    state: TaskState = TaskState.INPUT_REQUIRED,
+    sub_state: str | None = "awaiting-next-message",
+    history: tuple[Message, ...] = (),
+    parent: str | None = None,
+) -> Task:
+    status = Status.model_validate({"state": state.value, "subState": sub_state})
+    return task_to_a2a(task_id, task_id, spec(parent=parent), status, history=history)
+
+
+def said(message_id: str, text: str, role: int = Role.ROLE_USER) -> Message:
+    return Message(message_id=message_id, role=role, parts=[Part(text=text)])  # type: ignore[arg-type]
+
+
+def test_a_task_shows_its_state_goal_criteria_participants_and_history() -> None:
+    view = TaskView.of(
+        a2a_task(history=(said("m1", "Hi"), said("r1", "Hello.", Role.ROLE_AGENT))), "alice"
+    )
+    assert view.header == "INPUT_REQUIRED · awaiting-next-message"
+    assert view.goal == "Plan the release"
+    assert view.criteria == ("Dates agreed",)
+    assert [(p.id, p.role.value) for p in view.participants] == [
+        ("alice", "assignee"),
+        ("bob", "watcher"),
+    ]
+    assert [(line.who, line.text) for line in view.lines] == [("you", "Hi"), ("agent", "Hello.")]
+
+
+def test_a_replayed_task_and_repeated_events_show_each_message_once() -> None:
+    task = a2a_task(history=(said("m1", "Hi"),))
+    view = TaskView.of(task, "alice")
+    view.take(StreamResponse(task=task))  # a reconnection starts with the whole task again
+    view.take(StreamResponse(message=said("m1", "Hi")))
+    view.take(StreamResponse(message=said("r1", "Hello.", Role.ROLE_AGENT)))
+    view.take(StreamResponse(message=said("r1", "Hello.", Role.ROLE_AGENT)))
+    assert [line.message_id for line in view.lines] == ["m1", "r1"]
+
+
+def test_a_status_update_moves_the_state_and_carries_the_sub_task_rows() -> None:
+    view = TaskView.of(a2a_task(), "alice")
+    event = TaskStatusUpdateEvent(
+        task_id="release",
+        status=TaskStatus(state=A2AState.TASK_STATE_WORKING),
+        metadata={TASK_EXT_KEY: {"sub_tasks": [{"task_id": "release-docs", "goal": "Docs"}]}},
+    )
+    view.take(StreamResponse(status_update=event))
+    assert view.header == "WORKING"
+    assert [(r.task_id, r.goal) for r in view.sub_tasks] == [("release-docs", "Docs")]
+    other = TaskStatusUpdateEvent(
+        task_id="elsewhere", status=TaskStatus(state=A2AState.TASK_STATE_COMPLETED)
+    )
+    view.take(StreamResponse(status_update=other))  # another task's event changes nothing
+    assert view.state is TaskState.WORKING
+    done = TaskStatusUpdateEvent(
+        task_id="release",
+        status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED),
+        metadata=with_sub_state(None, "awaiting-next-message"),
+    )
+    view.take(StreamResponse(status_update=done))
+    assert view.header == "INPUT_REQUIRED · awaiting-next-message"
+
+
+def test_complete_and_cancel_are_refused_on_an_ended_task_and_for_a_watcher() -> None:
+    assert TaskView.of(a2a_task(), "alice").refusal() is None
+    watcher = TaskView.of(a2a_task(), "bob").refusal()
+    assert watcher is not None
+    assert "watcher cannot complete" in watcher
+    ended = TaskView.of(a2a_task(state=TaskState.COMPLETED, sub_state=None), "alice").refusal()
+    assert ended is not None
+    assert "has ended" in ended
+
+
+def test_a_control_request_shows_as_what_it_asks() -> None:
+    assert text_of(control_message("release", "complete")) == "(complete requested)"
+
+
+def test_tasks_list_as_a_tree_with_children_under_their_parent() -> None:
+    parent = a2a_task("release")
+    child = a2a_task("release-docs", parent="release")
+    orphan = a2a_task("fix", parent="gone")
+    assert [(depth, t.id) for depth, t in tree([child, orphan, parent])] == [
+        (0, "fix"),
+        (0, "release"),
+        (1, "release-docs"),
+    ]
+    assert TaskView.of(child, "alice").parent == "release"
+
+
+def test_a_working_task_shows_for_how_long_and_what_it_used() -> None:
+    now = [100.0]
+    view = TaskView("release", "alice", clock=lambda: now[0])
+    view.take_task(a2a_task())
+    assert view.progress() is None
+    working = TaskStatusUpdateEvent(
+        task_id="release", status=TaskStatus(state=A2AState.TASK_STATE_WORKING)
+    )
+    view.take(StreamResponse(status_update=working))
+    now[0] = 112.4
+    view.take(StreamResponse(status_update=working))  # still the same turn: the clock runs on
+    assert view.progress() == "working for 12s"
+    parked = TaskStatusUpdateEvent(
+        task_id="release", status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED)
+    )
+    view.take(StreamResponse(status_update=parked))
+    assert view.progress() is None
+
+
+def test_the_new_task_form_makes_the_envelope_or_says_what_to_fix() -> None:
+    made = envelope("Plan the release", "Dates agreed; Owners named", "bob:watcher, carol", "alice")
+    assert made == {
+        "goal": "Plan the release",
+        "participants": [
+            {"id": "bob", "role": "watcher"},
+            {"id": "carol", "role": "watcher"},
+            {"id": "alice", "role": "assignee"},
+        ],
+        "acceptance_criteria": ["Dates agreed", "Owners named"],
+    }
+    assert envelope("Go", "", "alice:reporter", "alice")["participants"] == [
+        {"id": "alice", "role": "reporter"}
+    ]
+    with pytest.raises(FormError, match="needs a goal"):
+        envelope("  ", "", "", "alice")
+    with pytest.raises(FormError, match="'boss' is not a role"):
+        envelope("Go", "", "bob:boss", "alice")

@@ -1,0 +1,303 @@
+"""The terminal UI: a participant's tasks, one task's conversation, and a composer.
+
+Everything goes through a :class:`~tiny_harness.tui.session.Session` (A2A to a gateway), and
+everything shown is folded by :mod:`tiny_harness.tui.view`. The screen never waits on the
+gateway: reads and streams run as Textual workers, and a followed task's stream that breaks
+shows "reconnecting" in the top bar until it is back.
+
+Keys (each in the footer): ``ctrl+d`` Complete, ``ctrl+c`` Cancel (both refused with a notice
+on an ended task or for a watcher), ``enter`` on a sub-task row opens it, ``f4`` goes back to
+the parent, ``ctrl+n`` starts a new task, ``ctrl+t`` switches task (the tree), ``ctrl+q``
+quits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from a2a.types import StreamResponse
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.suggester import SuggestFromList
+from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, Static, Tree
+
+from tiny_harness.tui.new_task import NewTask
+from tiny_harness.tui.session import Reconnecting, Session, SessionError
+from tiny_harness.tui.view import TaskView, tree
+
+
+class HarnessApp(App[None]):
+    """The TUI over one :class:`Session`."""
+
+    TITLE = "tiny-harness"
+    CSS = """
+    #topbar { height: 1; background: $primary; color: $text; padding: 0 1; }
+    #tasks { width: 32; border-right: solid $primary; }
+    #details { height: auto; max-height: 12; padding: 0 1; color: $text-muted; }
+    #conversation { height: 1fr; padding: 0 1; }
+    #subtasks { height: auto; max-height: 6; }
+    #hint { height: auto; color: $text-muted; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+d", "complete", "Complete", priority=True),
+        Binding("ctrl+c", "cancel_task", "Cancel", priority=True),
+        Binding("f4", "parent", "Back to parent"),
+        Binding("ctrl+n", "new_task", "New task"),
+        Binding("ctrl+t", "switch_task", "Switch task"),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(self, session: Session) -> None:
+        super().__init__()
+        self.session = session
+        self.view: TaskView | None = None
+        self.stack: list[str] = []
+        self.reconnecting: str | None = None
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("no task open: type a goal to start one", id="topbar", markup=False)
+        with Horizontal():
+            yield Tree("tasks", id="tasks")
+            with Vertical():
+                yield Static("", id="details", markup=False)
+                yield RichLog(id="conversation", wrap=True, markup=False)
+                yield ListView(id="subtasks")
+                yield Static("", id="hint", markup=False)
+                yield Input(
+                    placeholder="Say something, or / for commands",
+                    id="composer",
+                    suggester=SuggestFromList(
+                        [f"/{c.name}" for c in self.session.commands], case_sensitive=True
+                    ),
+                )
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        self.query_one("#tasks", Tree).show_root = False
+        # The top bar's "working for ..." counts up while a turn runs.
+        self.set_interval(1.0, self._tick)
+        self.query_one("#composer", Input).focus()
+        self.refresh_tasks()
+
+    # -- the task list -----------------------------------------------------------------------
+
+    @work(exclusive=True, group="tasks")
+    async def refresh_tasks(self) -> None:
+        try:
+            tasks = await self.session.tasks()
+        except SessionError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        widget = self.query_one("#tasks", Tree)
+        widget.clear()
+        nodes: dict[int, Any] = {-1: widget.root}
+        for depth, task in tree(tasks):
+            view = TaskView.of(task, self.session.me)
+            parent = nodes.get(depth - 1, widget.root)
+            label = Text(f"{view.goal or task.id} · {view.header.split(' · ')[0]}")
+            nodes[depth] = parent.add_leaf(label, data=task.id)
+        widget.root.expand_all()
+
+    @on(Tree.NodeSelected, "#tasks")
+    def _picked(self, event: Tree.NodeSelected[Any]) -> None:
+        if event.node.data:
+            self.open(str(event.node.data))
+
+    # -- one task ----------------------------------------------------------------------------
+
+    def open(self, task_id: str, *, push: bool = True) -> None:
+        if push and self.view is not None and self.view.task_id != task_id:
+            self.stack.append(self.view.task_id)
+        self.view = TaskView(task_id, self.session.me)
+        self.query_one("#conversation", RichLog).clear()
+        self.shown = 0
+        self.follow(task_id)
+        self.render_view()
+
+    @work(exclusive=True, group="follow")
+    async def follow(self, task_id: str) -> None:
+        async for item in self.session.follow(task_id):
+            if self.view is None or self.view.task_id != task_id:
+                return
+            before = self.view.header
+            if isinstance(item, Reconnecting):
+                self.reconnecting = f"reconnecting ({item.reason})"
+            else:
+                self.reconnecting = None
+                self.view.take(item)
+            self.render_view()
+            if self.view.header != before:
+                self.refresh_tasks()  # the tree shows each task's state
+
+    def _tick(self) -> None:
+        if self.view is not None and self.view.working_since is not None:
+            self.render_view()
+
+    def render_view(self) -> None:
+        view = self.view
+        top = self.query_one("#topbar", Static)
+        if view is None:
+            top.update("no task open: type a goal to start one")
+            return
+        bar = f"{view.task_id} · {view.header}"
+        progress = view.progress()
+        if progress:
+            bar += f" · {progress}"
+        if self.reconnecting:
+            bar += f" · {self.reconnecting}"
+        top.update(bar)
+        details = [f"Goal: {view.goal}"] if view.goal else []
+        details += [f"  ✓ {c}" for c in view.criteria]
+        if view.participants:
+            details.append(
+                "Participants: " + ", ".join(f"{p.id} ({p.role.value})" for p in view.participants)
+            )
+        details += view.plan_lines
+        used = view.usage_line()
+        if used:
+            details.append(used)
+        if view.parent:
+            details.append(f"← Parent: {view.parent} (f4)")
+        self.query_one("#details", Static).update("\n".join(details))
+        log = self.query_one("#conversation", RichLog)
+        for line in view.lines[self.shown :]:
+            log.write(f"{line.who}: {line.text}")
+        self.shown = len(view.lines)
+        rows = self.query_one("#subtasks", ListView)
+        wanted = [
+            f"{r.task_id} · {r.state.value.removeprefix('TASK_STATE_')} · {r.goal}"
+            for r in view.sub_tasks
+        ]
+        if [str(i.name) for i in rows.children] != [r.task_id for r in view.sub_tasks]:
+            rows.clear()
+            for row, text in zip(view.sub_tasks, wanted, strict=True):
+                rows.append(ListItem(Label(text, markup=False), name=row.task_id))
+            rows.index = 0 if view.sub_tasks else None
+        else:
+            for item, text in zip(rows.children, wanted, strict=True):
+                item.query_one(Label).update(text)
+
+    @on(ListView.Selected, "#subtasks")
+    def _sub_task(self, event: ListView.Selected) -> None:
+        if event.item.name:
+            self.open(event.item.name)
+
+    # -- the composer ------------------------------------------------------------------------
+
+    @on(Input.Changed, "#composer")
+    def _hint(self, event: Input.Changed) -> None:
+        text = event.value
+        hint = ""
+        if text.startswith("/") and " " not in text:
+            matching = [c for c in self.session.commands if f"/{c.name}".startswith(text)]
+            hint = "\n".join(f"/{c.name}  {c.description}" for c in matching[:6])
+        self.query_one("#hint", Static).update(hint)
+
+    @on(Input.Submitted, "#composer")
+    def _submit(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        event.input.value = ""
+        self.query_one("#hint", Static).update("")
+        self.say(text)
+
+    @work(group="send")
+    async def say(self, text: str, envelope: dict[str, Any] | None = None) -> None:
+        """Send ``text`` to the open task; with none open (or an ended one), or with an
+        ``envelope``, start a task with it."""
+        view = self.view
+        try:
+            if envelope is not None or view is None or view.state.is_terminal:
+                if envelope is None:
+                    envelope = {
+                        "goal": text,
+                        "participants": [{"id": self.session.me, "role": "assignee"}],
+                    }
+                async for event in self.session.send(text, envelope=envelope):
+                    if event.HasField("task"):
+                        self.open(event.task.id, push=False)
+                        self.refresh_tasks()
+                        return
+                return
+            async for event in self.session.send(text, task_id=view.task_id):
+                if self.view is view:
+                    view.take(event)
+                    self.render_view()
+        except SessionError as exc:
+            self.notify(str(exc), severity="error")
+
+    # -- controls ----------------------------------------------------------------------------
+
+    def action_complete(self) -> None:
+        if self._refused():
+            return
+        assert self.view is not None
+        self.completing(self.view.task_id)
+
+    @work(group="send")
+    async def completing(self, task_id: str) -> None:
+        try:
+            async for event in self.session.complete(task_id):
+                self._take(task_id, event)
+        except SessionError as exc:
+            self.notify(str(exc), severity="error")
+        self.refresh_tasks()
+
+    def action_cancel_task(self) -> None:
+        if self._refused():
+            return
+        assert self.view is not None
+        self.cancelling(self.view.task_id)
+
+    @work(group="send")
+    async def cancelling(self, task_id: str) -> None:
+        try:
+            task = await self.session.cancel(task_id)
+        except SessionError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if self.view is not None and self.view.task_id == task_id:
+            self.view.take_task(task)
+            self.render_view()
+        self.refresh_tasks()
+
+    def _take(self, task_id: str, event: StreamResponse) -> None:
+        if self.view is not None and self.view.task_id == task_id:
+            self.view.take(event)
+            self.render_view()
+
+    def _refused(self) -> bool:
+        if self.view is None:
+            self.notify("no task is open", severity="warning")
+            return True
+        reason = self.view.refusal()
+        if reason is not None:
+            self.notify(reason, severity="warning")
+            return True
+        return False
+
+    def action_parent(self) -> None:
+        if self.view is None:
+            return
+        target = self.stack.pop() if self.stack else self.view.parent
+        if target is None:
+            self.notify("this task has no parent", severity="information")
+            return
+        self.open(target, push=False)
+
+    def action_new_task(self) -> None:
+        def made(envelope: dict[str, Any] | None) -> None:
+            if envelope is not None:
+                self.say(str(envelope["goal"]), envelope=envelope)
+
+        self.push_screen(NewTask(self.session.me), made)
+
+    def action_switch_task(self) -> None:
+        self.refresh_tasks()
+        self.query_one("#tasks", Tree).focus()

@@ -1,0 +1,225 @@
+"""What the TUI shows of a task, folded from what the gateway sends: a pure module.
+
+The TUI is an A2A client and nothing more, so everything on its screens comes from A2A
+objects: a ``Task`` read with its history (GetTask), then the events of a stream (SendMessage
+with streaming, or SubscribeToTask): a new ``Task``, a ``Message``, a status update. The fold
+keeps the conversation in the order it arrived, each message once (by its id): a stream that
+reconnects replays the task and its history, and none of it shows twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from a2a.types import Message, Role, StreamResponse, Task, TaskStatusUpdateEvent
+
+from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
+from tiny_harness.core.errors import InvalidTaskError
+from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.status_ext import metadata_dict, sub_state_of
+from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension
+
+
+@dataclass(frozen=True)
+class Line:
+    """One message of the conversation, as shown."""
+
+    message_id: str
+    who: str
+    text: str
+
+
+@dataclass
+class TaskView:
+    """One task as the TUI shows it. ``me`` is the participant the TUI acts as."""
+
+    task_id: str
+    me: str
+    state: TaskState = TaskState.SUBMITTED
+    sub_state: str | None = None
+    extension: TaskExtension | None = None
+    lines: list[Line] = field(default_factory=list)
+    #: When (on ``clock``) this view saw the task start working, while it works.
+    working_since: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    _seen: set[str] = field(default_factory=set)
+
+    # -- the fold ----------------------------------------------------------------------------
+
+    @classmethod
+    def of(cls, task: Task, me: str) -> TaskView:
+        view = cls(task.id, me)
+        view.take_task(task)
+        return view
+
+    def take_task(self, task: Task) -> None:
+        """A whole task: its status, its extension, and its history (each message once)."""
+        self._status(task.status.state, sub_state_of(task.metadata))
+        # A task with no readable extension shows its conversation only.
+        with contextlib.suppress(InvalidTaskError):
+            self.extension = extension_from_a2a(task)
+        for message in task.history:
+            self.take_message(message)
+        if task.status.HasField("message"):
+            self.take_message(task.status.message)
+
+    def take_message(self, message: Message) -> None:
+        if not message.message_id or message.message_id in self._seen:
+            return
+        self._seen.add(message.message_id)
+        self.lines.append(Line(message.message_id, self._who(message), text_of(message)))
+
+    def take_status(self, event: TaskStatusUpdateEvent) -> None:
+        metadata = metadata_dict(event.metadata)
+        self._status(event.status.state, sub_state_of(event.metadata))
+        # A parent's status updates carry its sub-task rows, so its children's progress shows.
+        extension = metadata.get(TASK_EXT_KEY)
+        rows = extension.get("sub_tasks") if isinstance(extension, dict) else None
+        if self.extension is not None and isinstance(rows, list):
+            self.extension = self.extension.model_copy(
+                update={"sub_tasks": tuple(SubTaskRow.model_validate(r) for r in rows)}
+            )
+        if event.status.HasField("message"):
+            self.take_message(event.status.message)
+
+    def take(self, event: StreamResponse) -> None:
+        """One event of a stream."""
+        if event.HasField("task"):
+            if event.task.id == self.task_id:
+                self.take_task(event.task)
+        elif event.HasField("message"):
+            self.take_message(event.message)
+        elif event.HasField("status_update") and event.status_update.task_id == self.task_id:
+            self.take_status(event.status_update)
+
+    def _status(self, state: int, sub_state: str | None) -> None:
+        try:
+            new = state_from_a2a(state)  # type: ignore[arg-type]
+        except InvalidTaskError:
+            return
+        if new is TaskState.WORKING and self.working_since is None:
+            self.working_since = self.clock()
+        elif new is not TaskState.WORKING:
+            self.working_since = None
+        self.state = new
+        self.sub_state = sub_state
+
+    def _who(self, message: Message) -> str:
+        if message.role == Role.ROLE_AGENT:
+            return "agent"
+        sender = str(metadata_dict(message.metadata).get("sender") or "")
+        return sender if sender and sender != self.me else "you"
+
+    # -- what the screens ask ----------------------------------------------------------------
+
+    @property
+    def header(self) -> str:
+        """The top bar: ``INPUT_REQUIRED · awaiting-next-message``."""
+        state = self.state.value.removeprefix("TASK_STATE_")
+        return f"{state} · {self.sub_state}" if self.sub_state else state
+
+    @property
+    def goal(self) -> str:
+        return self.extension.goal if self.extension else ""
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        return tuple(self.extension.acceptance_criteria) if self.extension else ()
+
+    @property
+    def participants(self) -> tuple[Participant, ...]:
+        return tuple(self.extension.participants) if self.extension else ()
+
+    @property
+    def sub_tasks(self) -> tuple[SubTaskRow, ...]:
+        return self.extension.sub_tasks if self.extension else ()
+
+    @property
+    def parent(self) -> str | None:
+        link = self.extension.parent if self.extension else None
+        return link.task_id if link is not None else None
+
+    @property
+    def plan_lines(self) -> list[str]:
+        plan = self.extension.plan if self.extension else None
+        if plan is None:
+            return []
+        return [f"[{'x' if s.done else ' '}] {s.name}" for s in plan.steps]
+
+    def progress(self) -> str | None:
+        """While a turn runs: for how long (as this view saw it) and what the task has used
+        so far (its usage is counted at the end of each turn)."""
+        if self.working_since is None:
+            return None
+        text = f"working for {int(self.clock() - self.working_since)}s"
+        used = self.extension.usage if self.extension else None
+        if used is not None and used.model_calls:
+            text += f" · {used.model_calls} model calls before this turn"
+        return text
+
+    def usage_line(self) -> str | None:
+        used = self.extension.usage if self.extension else None
+        if used is None or not used.model_calls:
+            return None
+        return (
+            f"Used: {used.model_calls} model calls, "
+            f"{used.input_tokens + used.output_tokens} tokens, {used.tool_calls} tool calls"
+        )
+
+    def role(self) -> str | None:
+        return next((p.role.value for p in self.participants if p.id == self.me), None)
+
+    def refusal(self) -> str | None:
+        """Why Complete and Cancel are refused here, or None when they may be asked."""
+        if self.state.is_terminal:
+            return f"the task has ended ({self.header}); nothing to complete or cancel"
+        if self.role() == "watcher":
+            return "you watch this task: a watcher cannot complete or cancel it"
+        return None
+
+
+def text_of(message: Message) -> str:
+    """A message's text parts; a data part (a control request) shown as what it asks."""
+    out: list[str] = []
+    for part in message.parts:
+        if part.HasField("text"):
+            out.append(part.text)
+        elif part.HasField("data"):
+            data = (
+                metadata_dict(part.data.struct_value) if part.data.HasField("struct_value") else {}
+            )
+            action = data.get("action")
+            out.append(f"({action} requested)" if action else "(data)")
+    return "\n".join(out)
+
+
+def tree(tasks: Iterable[Task]) -> list[tuple[int, Task]]:
+    """Tasks as a tree, parents before their children: (depth, task). A child whose parent is
+    not in the list is shown at the top."""
+    listed = list(tasks)
+    ids = {t.id for t in listed}
+    children: dict[str, list[Task]] = {}
+    roots: list[Task] = []
+    for task in listed:
+        try:
+            parent = extension_from_a2a(task).parent
+        except InvalidTaskError:
+            parent = None
+        if parent is not None and parent.task_id in ids:
+            children.setdefault(parent.task_id, []).append(task)
+        else:
+            roots.append(task)
+    out: list[tuple[int, Task]] = []
+
+    def walk(task: Task, depth: int) -> None:
+        out.append((depth, task))
+        for child in children.get(task.id, []):
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    return out
