@@ -13,6 +13,7 @@ quits.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 from a2a.types import StreamResponse
@@ -21,6 +22,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, Static, Tree
 
@@ -35,7 +37,7 @@ class HarnessApp(App[None]):
     TITLE = "tiny-harness"
     CSS = """
     #topbar { height: 1; background: $primary; color: $text; padding: 0 1; }
-    #tasks { width: 32; border-right: solid $primary; }
+    #tasks { width: 44; border-right: solid $primary; }
     #details { height: auto; max-height: 12; padding: 0 1; color: $text-muted; }
     #conversation { height: 1fr; padding: 0 1; }
     #subtasks { height: auto; max-height: 6; }
@@ -93,13 +95,16 @@ class HarnessApp(App[None]):
         except SessionError as exc:
             self.notify(str(exc), severity="error")
             return
-        widget = self.query_one("#tasks", Tree)
+        try:
+            widget = self.query_one("#tasks", Tree)
+        except NoMatches:
+            return  # the app is closing
         widget.clear()
         nodes: dict[int, Any] = {-1: widget.root}
         for depth, task in tree(tasks):
             view = TaskView.of(task, self.session.me)
             parent = nodes.get(depth - 1, widget.root)
-            label = Text(f"{view.goal or task.id} · {view.header.split(' · ')[0]}")
+            label = Text(f"{view.goal or task.id} · {view.header}")
             nodes[depth] = parent.add_leaf(label, data=task.id)
         widget.root.expand_all()
 
@@ -139,6 +144,11 @@ class HarnessApp(App[None]):
             self.render_view()
 
     def render_view(self) -> None:
+        # When the app is closing, a stream's last event has nowhere to go.
+        with contextlib.suppress(NoMatches):
+            self._render_view()
+
+    def _render_view(self) -> None:
         view = self.view
         top = self.query_one("#topbar", Static)
         if view is None:
