@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import ListView
+from textual.widgets import ListView, Tree
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.gateway_support import Replicas
@@ -70,6 +70,15 @@ async def test_a_task_from_first_goal_to_completion_with_a_sub_task(
         await until(pilot, lambda: app.view.state is TaskState.INPUT_REQUIRED)  # type: ignore[union-attr]
         assert str(app.query_one("#topbar").render()).startswith(
             f"{parent} · INPUT_REQUIRED · awaiting-next-message"
+        )
+        # The tree follows the state, whichever stream moved it.
+        tasks = app.query_one("#tasks", Tree)
+        await until(
+            pilot,
+            lambda: (
+                [str(n.label) for n in tasks.root.children]
+                == ["Plan the release · INPUT_REQUIRED · awaiting-next-message"]
+            ),
         )
 
         await type_in(pilot, "How long will it take?")

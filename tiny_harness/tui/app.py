@@ -58,6 +58,8 @@ class HarnessApp(App[None]):
         self.view: TaskView | None = None
         self.stack: list[str] = []
         self.reconnecting: str | None = None
+        #: The open task's state and sub-state when the tree was last refreshed for it.
+        self.tree_header = ""
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -129,15 +131,12 @@ class HarnessApp(App[None]):
         async for item in self.session.follow(task_id):
             if self.view is None or self.view.task_id != task_id:
                 return
-            before = self.view.header
             if isinstance(item, Reconnecting):
                 self.reconnecting = f"reconnecting ({item.reason})"
             else:
                 self.reconnecting = None
                 self.view.take(item)
             self.render_view()
-            if self.view.header != before:
-                self.refresh_tasks()  # the tree shows each task's state
 
     def _tick(self) -> None:
         if self.view is not None and self.view.working_since is not None:
@@ -154,6 +153,11 @@ class HarnessApp(App[None]):
         if view is None:
             top.update("no task open: type a goal to start one")
             return
+        if view.header != self.tree_header:
+            # Whichever stream moved it (the followed task's, or a send's), the tree shows
+            # each task's state.
+            self.tree_header = view.header
+            self.refresh_tasks()
         bar = f"{view.task_id} · {view.header}"
         progress = view.progress()
         if progress:
