@@ -223,3 +223,21 @@ async def test_a_long_turn_shows_for_how_long_it_runs_and_its_model_calls_so_far
         assert "working for " in bar()
         await until(pilot, lambda: "agent: Planned." in said(app), within=30)
         await until(pilot, lambda: "working for" not in bar())
+
+
+async def test_ctrl_c_cancels_an_open_task_after_which_its_controls_do_nothing(
+    alice: Session, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Noted."}])
+    operator()
+    app = HarnessApp(alice)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await type_in(pilot, "Tidy the docs")
+        await until(pilot, lambda: app.view is not None and "agent: Noted." in said(app))
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: app.view.state is TaskState.CANCELED)  # type: ignore[union-attr]
+        assert "CANCELED" in str(app.query_one("#topbar").render())
+        await pilot.press("ctrl+d")  # an ended task: refused, nothing sent
+        await pilot.pause(0.2)
+        assert app.view.state is TaskState.CANCELED  # type: ignore[union-attr]
+        assert any("has ended" in n.message for n in app._notifications)
