@@ -140,13 +140,6 @@ def test_a_working_task_shows_for_how_long_and_what_it_used() -> None:
     now[0] = 112.4
     view.take(StreamResponse(status_update=working))  # still the same turn: the clock runs on
     assert view.progress() == "working for 12s"
-    counted = TaskStatusUpdateEvent(
-        task_id="release",
-        status=TaskStatus(state=A2AState.TASK_STATE_WORKING),
-        metadata={TASK_EXT_KEY: {"usage": {"model_calls": 3, "input_tokens": 40}}},
-    )
-    view.take(StreamResponse(status_update=counted))  # a lease renewal's count
-    assert view.progress() == "working for 12s · 3 model calls so far"
     parked = TaskStatusUpdateEvent(
         task_id="release", status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED)
     )

@@ -95,19 +95,11 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     """The status update a subscriber sees for ``task``: its status, the sub-state under the
     status extension key of the event's metadata, and, when the task has sub-tasks, their rows
     under the task extension key (``{"sub_tasks": [...]}``), so a parent's stream shows its
-    children's progress, and what the task has used (``{"usage": {...}}``; the operator
-    counts a running turn's model calls with each renewal of its lease), so a client can show
-    a long turn's progress."""
+    children's progress."""
     metadata = status_metadata(sub_state_of(task.metadata))
-    extension: dict[str, Any] = {}
     rows = sub_task_rows(task)
     if rows:
-        extension["sub_tasks"] = rows
-    used = usage_of_item(task)
-    if used:
-        extension["usage"] = used
-    if extension:
-        metadata[TASK_EXT_KEY] = extension
+        metadata[TASK_EXT_KEY] = {"sub_tasks": rows}
     return TaskStatusUpdateEvent(
         task_id=task.id,
         context_id=task.context_id,
@@ -151,13 +143,6 @@ def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
-def usage_of_item(item: Task | TaskStatusUpdateEvent) -> dict[str, Any]:
-    """What a task or event says the task has used (its extension's ``usage``), or {}."""
-    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
-    used = extension.get("usage") if isinstance(extension, dict) else None
-    return used if isinstance(used, dict) else {}
-
-
 def is_terminal(item: Task | TaskStatusUpdateEvent) -> bool:
     """Whether the task has ended (completed, cancelled, failed or rejected)."""
     return item.status.state in TERMINAL_STATES
@@ -168,21 +153,19 @@ def is_interrupted(item: Task | TaskStatusUpdateEvent) -> bool:
     return item.status.state in INTERRUPTED_STATES
 
 
-StatusKey = tuple[int, str | None, str, str, tuple[tuple[str, str, str], ...], int]
+StatusKey = tuple[int, str | None, str, str, tuple[tuple[str, str, str], ...]]
 
 
 def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
     """What a participant sees change: the state, the sub-state, the status message (its text
-    and id: two equal replies are two messages), each sub-task's state and sub-state, and the
-    model calls the task has made (a long turn's progress)."""
+    and id: two equal replies are two messages), and each sub-task's state and sub-state."""
     message = item.status.message
     text = "".join(p.text for p in message.parts)
     rows = tuple(
         (str(r.get("task_id")), str(r.get("state")), str(r.get("sub_state")))
         for r in sub_task_rows(item)
     )
-    calls = int(usage_of_item(item).get("model_calls") or 0)
-    return item.status.state, sub_state_of(item.metadata), text, message.message_id, rows, calls
+    return item.status.state, sub_state_of(item.metadata), text, message.message_id, rows
 
 
 def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:

@@ -1062,9 +1062,6 @@ class TaskWorker:
         while True:
             await asyncio.sleep(period)
             sent = time.monotonic()
-            # The renewal carries what the task has used so far, the running turn's journaled
-            # model calls included: a long turn's progress, at no write of its own.
-            used = usage_of(self.rt.cache.records(self.namespace, self.name))
             try:
                 await self.write_status(
                     {
@@ -1072,8 +1069,7 @@ class TaskWorker:
                             "holder": self.rt.identity,
                             "renewTime": now_rfc3339(),
                             "epoch": holding.epoch,
-                        },
-                        "usage": used.model_dump(by_alias=True),
+                        }
                     },
                     leased=True,
                     renewal=True,

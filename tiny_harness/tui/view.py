@@ -21,7 +21,7 @@ from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
-from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension, TaskUsage
+from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,6 @@ class TaskView:
         if self.extension is not None and isinstance(rows, list):
             self.extension = self.extension.model_copy(
                 update={"sub_tasks": tuple(SubTaskRow.model_validate(r) for r in rows)}
-            )
-        # ... and what the task has used, a running turn's model calls included.
-        used = extension.get("usage") if isinstance(extension, dict) else None
-        if self.extension is not None and isinstance(used, dict):
-            self.extension = self.extension.model_copy(
-                update={"usage": TaskUsage.model_validate(used)}
             )
         if event.status.HasField("message"):
             self.take_message(event.status.message)
@@ -157,15 +151,14 @@ class TaskView:
         return [f"[{'x' if s.done else ' '}] {s.name}" for s in plan.steps]
 
     def progress(self) -> str | None:
-        """While a turn runs: for how long (as this view saw it) and the model calls the task
-        has made so far (the operator counts a running turn's with each renewal of its lease,
-        every third of the lease time)."""
+        """While a turn runs: for how long (as this view saw it) and what the task has used
+        so far (its usage is counted at the end of each turn)."""
         if self.working_since is None:
             return None
         text = f"working for {int(self.clock() - self.working_since)}s"
         used = self.extension.usage if self.extension else None
         if used is not None and used.model_calls:
-            text += f" · {used.model_calls} model calls so far"
+            text += f" · {used.model_calls} model calls before this turn"
         return text
 
     def usage_line(self) -> str | None:

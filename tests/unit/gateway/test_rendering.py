@@ -7,24 +7,11 @@ from a2a.types import Message, Part
 from a2a.types import Role as A2ARole
 from a2a.types import TaskState as A2AState
 
-from tiny_harness.a2a_gateway.rendering import (
-    as_of,
-    status_event,
-    status_key,
-    sub_task_rows,
-    usage_of_item,
-)
+from tiny_harness.a2a_gateway.rendering import as_of, status_event, status_key, sub_task_rows
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
+from tiny_harness.core.extensions import STATUS_EXT_KEY
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import (
-    Participant,
-    Role,
-    SubTaskRow,
-    TaskSpec,
-    TaskStatus,
-    TaskUsage,
-)
+from tiny_harness.core.task import Participant, Role, SubTaskRow, TaskSpec, TaskStatus
 
 SPEC = TaskSpec(goal="ship", participants=(Participant(id="alice", role=Role.ASSIGNEE),))
 
@@ -94,14 +81,3 @@ def test_a_unary_send_answers_with_the_status_its_wait_ended_on_and_the_history_
     assert shown.metadata[STATUS_EXT_KEY]["sub_state"] == "awaiting-next-message"
     assert [m.message_id for m in shown.history] == ["refused-m-1"]
     assert now.status.state == A2AState.TASK_STATE_WORKING  # the input is left as it was
-
-
-def test_a_running_turns_model_calls_ride_on_the_status_event_and_are_a_change() -> None:
-    def working(calls: int) -> TaskStatus:
-        return TaskStatus(state=TaskState.WORKING, usage=TaskUsage(model_calls=calls))
-
-    one = status_event(task_to_a2a("p", "ctx", SPEC, working(1)))
-    assert usage_of_item(one)["model_calls"] == 1
-    two = status_event(task_to_a2a("p", "ctx", SPEC, working(2)))
-    assert status_key(one) != status_key(two)  # a long turn's progress reaches the stream
-    assert TASK_EXT_KEY not in status_event(task_to_a2a("p", "ctx", SPEC, parked())).metadata
