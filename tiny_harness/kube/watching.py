@@ -60,12 +60,20 @@ async def read_for_watch(
     """
     try:
         listed = await client.CustomObjectsApi(api).list_namespaced_custom_object(
-            GROUP, VERSION, namespace, plural, field_selector=f"metadata.name={name}"
+            GROUP, VERSION, namespace, plural, field_selector=name_selector(name)
         )
     except ApiException as exc:
         raise translate(exc, name) from None
     items = cast(list[Obj], listed.get("items") or [])
     return (items[0] if items else None), str(listed["metadata"]["resourceVersion"])
+
+
+def name_selector(name: str) -> str:
+    """The field selector for the object named ``name``, escaped as the API server reads
+    selector values (a backslash, a comma or an equals sign is preceded by a backslash), so a
+    name no object can have matches nothing instead of being refused as a bad selector."""
+    escaped = name.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+    return f"metadata.name={escaped}"
 
 
 def watch_client(api: client.ApiClient) -> client.ApiClient:
@@ -91,7 +99,7 @@ async def watch_object(
     :class:`~tiny_harness.kube.client.KubeError` when it refuses the watch.
     """
     async for event in _changes(
-        api, namespace, plural, resource_version, field_selector=f"metadata.name={name}"
+        api, namespace, plural, resource_version, field_selector=name_selector(name)
     ):
         yield event
 
