@@ -381,6 +381,12 @@ class TaskStatus(Model):
         default=None,
         description="What its sub-tasks used, theirs included: usage plus this is the total.",
     )
+    turn_usage: TaskUsage | None = Field(
+        default=None,
+        description="What the running turn has used so far (its journaled model and tool "
+        "calls), as of the last renewal of its lease; not in usage until the turn ends, and "
+        "empty between turns.",
+    )
     completion_time: str | None = Field(
         default=None,
         description="When the task reached the terminal state it is in (RFC 3339); cleared "
@@ -404,6 +410,8 @@ class TaskExtension(TaskSpec):
     waiting_since: str | None = None
     #: What its own turns used so far (status.usage): model calls, tokens, tool calls.
     usage: TaskUsage | None = None
+    #: What the running turn has used so far (status.turnUsage), while a turn runs.
+    turn_usage: TaskUsage | None = None
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -424,6 +432,7 @@ class TaskExtension(TaskSpec):
             active_seconds=status.active_seconds or None,
             waiting_since=status.waiting_since,
             usage=status.usage,
+            turn_usage=status.turn_usage,
         )
 
 

@@ -626,6 +626,8 @@ class TaskWorker:
         if "runner" in out and out["runner"] is None and "usage" not in out:
             used = usage_of(self.rt.cache.records(self.namespace, self.name))
             out["usage"] = used.model_dump(by_alias=True)
+            # The turn has ended: what it used is in usage now, and no turn is running.
+            out["turnUsage"] = None
         if "subTasks" in out and "subTaskUsage" not in out:
             children = self.rt.cache.children(self.namespace, self.name)
             used = TaskUsage()
@@ -980,7 +982,7 @@ class TaskWorker:
             finally:
                 retry_observer.reset(token)
             guards = [
-                asyncio.create_task(self.renew_lease(holding)),
+                asyncio.create_task(self.renew_lease(holding, number)),
                 asyncio.create_task(self.watch_lease(holding, runner, cut)),
                 asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
             ]
@@ -1057,11 +1059,16 @@ class TaskWorker:
 
         return write
 
-    async def renew_lease(self, holding: Holding) -> None:
+    async def renew_lease(self, holding: Holding, turn: int) -> None:
         period = self.rt.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(period)
             sent = time.monotonic()
+            # The renewal carries what the running turn has used so far (its journaled calls):
+            # a long turn's progress, at no write of its own. It stays out of status.usage
+            # until the turn ends, so a turn resumed from its journal is not counted twice.
+            records = self.rt.cache.records(self.namespace, self.name)
+            used = usage_of(r for r in records if r.turn == turn)
             try:
                 await self.write_status(
                     {
@@ -1069,7 +1076,8 @@ class TaskWorker:
                             "holder": self.rt.identity,
                             "renewTime": now_rfc3339(),
                             "epoch": holding.epoch,
-                        }
+                        },
+                        "turnUsage": used.model_dump(by_alias=True),
                     },
                     leased=True,
                     renewal=True,
