@@ -53,10 +53,13 @@ ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
 
 
 class Lifecycle(StrEnum):
-    """How a task ends: a conversation waits for its participants, a delegated task decides."""
+    """How a task ends: a conversation waits for its participants, a delegated task decides,
+    and a participant task (a question an agent asked a person) ends with its assignee's
+    answer, with no model call."""
 
     CONVERSATION = "conversation"
     DELEGATED = "delegated"
+    PARTICIPANT = "participant"
 
 
 Effort = Literal["low", "medium", "high"]
@@ -200,6 +203,14 @@ class TaskSpec(Model):
     parent: TaskLink | None = Field(
         default=None, description="The task this one was spawned from, if any."
     )
+    agent: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=NAME_MAX,
+        description="The HarnessAgent (in this namespace) that does the work: the task is a "
+        "conversation with that remote A2A agent, which this harness relays and mirrors; "
+        "empty: this harness's own model.",
+    )
     plan: Plan | None = Field(default=None, description="An initial plan, if the author has one.")
     ttl_seconds_after_finished: int | None = Field(
         default=None,
@@ -252,6 +263,18 @@ class TaskSpec(Model):
             if p.id == participant_id:
                 return p.role
         return None
+
+    @property
+    def local_parent(self) -> str | None:
+        """The parent's name when the parent is a task of this harness (a parent on another
+        agent, which delegated this task over A2A, is nothing to look up here)."""
+        if self.parent is None or self.parent.agent:
+            return None
+        return self.parent.task_id
+
+    @property
+    def assignees(self) -> tuple[str, ...]:
+        return tuple(p.id for p in self.participants if p.role is Role.ASSIGNEE)
 
     @property
     def default_lifecycle(self) -> Lifecycle:
@@ -334,7 +357,9 @@ class TaskStatus(Model):
         description="The status text's message id: the history entry of the reply it shows, or "
         "an id of its own for a text that is in no history (unique per text written).",
     )
-    lifecycle: Lifecycle | None = Field(default=None, description="conversation or delegated.")
+    lifecycle: Lifecycle | None = Field(
+        default=None, description="conversation, delegated or participant."
+    )
     model: str | None = Field(default=None, description="The model this task's turns use.")
     reasoning_effort: Effort | None = Field(
         default=None, description="The reasoning effort; empty means the provider default."

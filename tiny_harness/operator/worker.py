@@ -29,11 +29,12 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import aiohttp
 from pydantic import ValidationError
 
+from tiny_harness.core.answering import AnsweringLoop
 from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.parse import CommandCall, parse_command
@@ -102,7 +103,13 @@ from tiny_harness.core.tracing import (
 from tiny_harness.core.tracing import (
     enabled as tracing_enabled,
 )
-from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
+from tiny_harness.core.turn import (
+    JournalEntry,
+    TaskSettings,
+    TurnHost,
+    TurnInput,
+    TurnOutcome,
+)
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
@@ -112,7 +119,7 @@ from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
-from tiny_harness.operator.initialise import initialise
+from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.status_writes import (
     failed_status,
@@ -122,6 +129,16 @@ from tiny_harness.operator.status_writes import (
 
 if TYPE_CHECKING:
     from tiny_harness.operator.runtime import Runtime
+
+
+class TurnLoop(Protocol):
+    """Whatever runs one turn through its host: the core loop, or one of its stand-ins."""
+
+    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome: ...
+
+
+#: The turns of participant tasks take their person's answer; no model is called.
+ANSWERING: Final = AnsweringLoop()
 
 log = logging.getLogger(__name__)
 
@@ -658,7 +675,13 @@ class TaskWorker:
         return holding
 
     async def initialise(self, obj: Obj) -> None:
-        result = initialise(obj["spec"], obj["metadata"].get("generation"))
+        meta = obj["metadata"]
+        result = initialise(
+            obj["spec"],
+            meta.get("generation"),
+            created_lifecycle(meta.get("annotations")),
+            name=self.name,
+        )
         status = dict(result.status)
         if result.accepted:
             parent = self.parent_status(obj)
@@ -978,7 +1001,7 @@ class TaskWorker:
             cut: list[str] = []
             token = retry_observer.set(self.retry_notice_writer())
             try:
-                runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
+                runner = asyncio.create_task(self.loop_for(snap).run_turn(host, turn_input))
             finally:
                 retry_observer.reset(token)
             guards = [
@@ -1046,6 +1069,13 @@ class TaskWorker:
                 self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
             finished(outcome.kind.value)
             return outcome.kind.value == "waiting_for_subtasks"
+
+    def loop_for(self, snap: Snapshot) -> TurnLoop:
+        """What runs this task's turns: the model's core loop, or, for a participant task,
+        the loop that takes its person's answer."""
+        if snap.lifecycle is Lifecycle.PARTICIPANT:
+            return ANSWERING
+        return self.rt.loop
 
     def retry_notice_writer(self) -> Any:
         async def write(notice: RetryNotice) -> None:
