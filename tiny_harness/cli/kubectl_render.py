@@ -19,7 +19,7 @@ from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.retention import parse_time
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import SubTaskRow
+from tiny_harness.core.task import SubTaskRow, local_parent_of
 from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 
@@ -83,11 +83,8 @@ class TreeRow:
 
 
 def _parent_of(obj: Obj) -> str | None:
-    parent = (obj.get("spec") or {}).get("parent") or {}
-    if parent.get("agent"):
-        return None  # a task on another agent is not in this list
-    task_id = parent.get("taskId")
-    return str(task_id) if task_id else None
+    # A parent on another agent is not in this list.
+    return local_parent_of(obj.get("spec"))
 
 
 def _key(obj: Obj) -> tuple[str, str]:

@@ -25,6 +25,8 @@ from tiny_harness.core.turn import (
     CompactionEntry,
     DrainEntry,
     ModelEntry,
+    RemoteSentEntry,
+    RemoteStatusEntry,
     ToolEntry,
 )
 
@@ -55,7 +57,14 @@ class AckEntry(_Data):
 
 
 RecordEntry = Annotated[
-    ModelEntry | ToolEntry | DrainEntry | CompactionEntry | NoticeEntry | AckEntry,
+    ModelEntry
+    | ToolEntry
+    | DrainEntry
+    | CompactionEntry
+    | NoticeEntry
+    | AckEntry
+    | RemoteSentEntry
+    | RemoteStatusEntry,
     Field(discriminator="kind"),
 ]
 ENTRIES: TypeAdapter[tuple[RecordEntry, ...]] = TypeAdapter(tuple[RecordEntry, ...])
@@ -130,6 +139,12 @@ def transcript(entries: Iterable[RecordEntry]) -> list[TranscriptMessage]:
                     role="agent", message_id=entry.id, text=entry.text, metadata=entry.metadata
                 )
             )
+        elif isinstance(entry, RemoteStatusEntry):
+            # What a remote agent said, mirrored: its messages are the agent's here.
+            out.extend(
+                TranscriptMessage(role="agent", message_id=reply.id, text=reply.text)
+                for reply in entry.replies
+            )
         elif isinstance(entry, AckEntry):
             out.append(
                 TranscriptMessage(
@@ -195,5 +210,7 @@ def replay_history(
             out.append(entry.message())
             if entry.call_id in unanswered:
                 unanswered.remove(entry.call_id)
+        elif isinstance(entry, RemoteStatusEntry):
+            out.extend(ChatMessage(role="assistant", content=r.text) for r in entry.replies)
     close_calls()
     return tuple(out)

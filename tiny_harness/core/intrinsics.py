@@ -14,11 +14,13 @@ user tool's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import ValidationError
 
+from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.errors import PlanCycleError, PlanError
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
@@ -33,6 +35,48 @@ ASK_PARTICIPANT: Final = "ask_participant"
 CREATE_TASK_FOR_PARTICIPANT: Final = "create_task_for_participant"
 
 _TEXT: Final = {"type": "string", "maxLength": 65536}
+
+_SPAWN_DESCRIPTION: Final = (
+    "Delegate part of the work to a new sub-task, linked from the current plan step. "
+    "Its result arrives as a note when it ends; this task cannot complete before then."
+)
+_SPAWN_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "goal": {"type": "string", "minLength": 1, "maxLength": 65536},
+        "description": _TEXT,
+    },
+    "required": ["goal"],
+    "additionalProperties": False,
+}
+
+
+def spawn_subtask_spec(agents: Sequence[AgentChoice]) -> ToolSpec:
+    """``spawn_subtask`` as a turn offers it: with no remote agent ready, the sub-task is
+    this harness's own; with some, ``agent`` may name one of them (and only them)."""
+    if not agents:
+        return ToolSpec(
+            name=SPAWN_SUBTASK, description=_SPAWN_DESCRIPTION, parameters=_SPAWN_PARAMETERS
+        )
+    listed = "\n".join(a.line() for a in agents)
+    parameters = {
+        **_SPAWN_PARAMETERS,
+        "properties": {
+            **_SPAWN_PARAMETERS["properties"],
+            "agent": {
+                "type": "string",
+                "enum": [a.name for a in agents],
+                "description": "The remote agent to do it; leave it out for this agent.",
+            },
+        },
+    }
+    return ToolSpec(
+        name=SPAWN_SUBTASK,
+        description=f"{_SPAWN_DESCRIPTION} Without agent, this agent does the sub-task; with "
+        f"agent, that remote agent does, and its answers arrive as notes. Agents:\n{listed}",
+        parameters=parameters,
+    )
+
 
 INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
     ToolSpec(
@@ -76,19 +120,8 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
     ),
     ToolSpec(
         name=SPAWN_SUBTASK,
-        description=(
-            "Delegate part of the work to a new sub-task, linked from the current plan step. "
-            "Its result arrives as a note when it ends; this task cannot complete before then."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "goal": {"type": "string", "minLength": 1, "maxLength": 65536},
-                "description": _TEXT,
-            },
-            "required": ["goal"],
-            "additionalProperties": False,
-        },
+        description=_SPAWN_DESCRIPTION,
+        parameters=_SPAWN_PARAMETERS,
     ),
     ToolSpec(
         name=CREATE_TASK_FOR_PARTICIPANT,
@@ -194,6 +227,7 @@ def spawn_subtask(
         goal=args["goal"],
         description=args.get("description", ""),
         step=current.name if current is not None else None,
+        agent=args.get("agent"),
     )
     return IntrinsicResult(content="", spawn=intent)
 
@@ -242,9 +276,12 @@ def record_spawn(
             "note when they give it; this task cannot complete before then."
         )
         return plan, row, content
-    row = SubTaskRow(task_id=child_id, goal=intent.goal, state=TaskState.SUBMITTED)
+    row = SubTaskRow(
+        task_id=child_id, agent=intent.agent, goal=intent.goal, state=TaskState.SUBMITTED
+    )
+    on = f" on agent {intent.agent}" if intent.agent else ""
     content = (
-        f"Spawned sub-task {child_id}{linked}. Its result arrives as a note when it ends; "
+        f"Spawned sub-task {child_id}{on}{linked}. Its result arrives as a note when it ends; "
         "this task cannot complete before then."
     )
     return plan, row, content

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.compaction import (
     ContextWindows,
     compact,
@@ -34,10 +35,12 @@ from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.intrinsics import (
     INTRINSIC_NAMES,
     INTRINSIC_SPECS,
+    SPAWN_SUBTASK,
     apply_intrinsic,
     record_spawn,
+    spawn_subtask_spec,
 )
-from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
+from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, ToolSpec, Usage
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskUsage
 from tiny_harness.core.tools import (
@@ -188,6 +191,25 @@ class CoreLoop:
         self.invoker = ToolInvoker(registry)
         self.tool_specs = registry.specs
         self.tools_tokens = estimate_tools_tokens(self.tool_specs)
+        self._offers: dict[tuple[AgentChoice, ...], tuple[tuple[ToolSpec, ...], ToolInvoker]] = {}
+
+    def offer(self, agents: tuple[AgentChoice, ...]) -> tuple[tuple[ToolSpec, ...], ToolInvoker]:
+        """The tools and the invoker of a turn that may hand work to ``agents``: the loop's,
+        with ``spawn_subtask`` naming them (compiled once per set of agents, a few at most)."""
+        if not agents:
+            return self.tool_specs, self.invoker
+        found = self._offers.get(agents)
+        if found is None:
+            registry = ToolRegistry()
+            for tool in self.registry:
+                if tool.spec.name == SPAWN_SUBTASK:
+                    registry.add(spawn_subtask_spec(agents), None)
+                else:
+                    registry.include(tool)
+            if len(self._offers) >= 64:
+                self._offers.clear()
+            found = self._offers[agents] = (registry.specs, ToolInvoker(registry))
+        return found
 
     async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome:
         """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``."""
@@ -268,6 +290,10 @@ class _Turn:
         self.output_tokens = 0
         self.budget = turn.budget
         self.used = turn.used
+        self.tool_specs, self.invoker = loop.offer(turn.agents)
+        self.tools_tokens = (
+            estimate_tools_tokens(self.tool_specs) if turn.agents else loop.tools_tokens
+        )
 
     async def run(self) -> TurnOutcome:
         first = True
@@ -340,7 +366,7 @@ class _Turn:
                 self.task,
                 task_id=self.ref.task_id,
                 history=self.history,
-                tools=self.loop.tool_specs,
+                tools=self.tool_specs,
                 settings=settings,
                 system=system,
             )
@@ -375,7 +401,7 @@ class _Turn:
                 f"the reserve ({config.reserve_tokens} tokens) must be smaller than the context "
                 f"window of {model} ({window} tokens)",
             )
-        history_budget = budget - estimate_tokens(system) - self.loop.tools_tokens
+        history_budget = budget - estimate_tokens(system) - self.tools_tokens
         if estimate_history_tokens(self.history) <= history_budget:
             return
         result = await compact(
@@ -428,12 +454,12 @@ class _Turn:
             )
 
         try:
-            args = self.loop.invoker.check(call)
+            args = self.invoker.check(call)
         except InvalidToolCallError as exc:
             return entry(f"Error: {exc}", is_error=True)
         if call.name not in INTRINSIC_NAMES:
             context = ToolContext(task_id=self.ref.task_id, call_id=entry_id)
-            result = await self.loop.invoker.run(call, args, context)
+            result = await self.invoker.run(call, args, context)
             return entry(result.content, is_error=result.is_error)
         applied = apply_intrinsic(
             call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id

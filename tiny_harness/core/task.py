@@ -461,6 +461,16 @@ class TaskExtension(TaskSpec):
         )
 
 
+def local_parent_of(spec: Mapping[str, Any] | None) -> str | None:
+    """:attr:`TaskSpec.local_parent` of a spec as it is stored (camelCase, unparsed): the
+    parent's name when the parent is a task here, None for no parent or one on another agent."""
+    parent = (spec or {}).get("parent")
+    if not isinstance(parent, Mapping) or parent.get("agent"):
+        return None
+    name = parent.get("taskId")
+    return str(name) if name else None
+
+
 def spec_from_envelope(envelope: Mapping[str, Any]) -> TaskSpec:
     """Parse a participant's task envelope (snake_case or camelCase keys) into a spec.
 

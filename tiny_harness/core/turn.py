@@ -29,6 +29,7 @@ from typing import Annotated, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
@@ -84,6 +85,9 @@ class SpawnIntent(_Data):
     description: str = ""
     lifecycle: Lifecycle = Lifecycle.DELEGATED
     step: str | None = Field(default=None, description="The plan step the child is linked from.")
+    agent: str | None = Field(
+        default=None, description="The remote agent (HarnessAgent) to run it; None: this one."
+    )
     assignee: str | None = Field(
         default=None,
         description="A participant task's person: its assignee, whose answer completes it.",
@@ -123,6 +127,54 @@ class ToolEntry(_Data):
         )
 
 
+class RemoteReply(_Data):
+    """A message a remote agent said (an agent message or an artifact's text), once."""
+
+    id: str = Field(description="Its id here: the remote message's, prefixed (remote:, artifact:).")
+    text: str
+
+
+class RemoteSentEntry(_Data):
+    """What a sub-task on a remote agent sent it: the A2A message (its id is the drain's, so a
+    resend after a crash is the same message), the remote task it went to, and the status
+    message the remote task showed before (its answer is a different one, or an end)."""
+
+    kind: Literal["remote_sent"] = "remote_sent"
+    id: str
+    message_id: str
+    task_id: str = Field(description="The remote task's id, on its agent.")
+    context_id: str = ""
+    before: str = Field(default="", description="The remote status message id before the send.")
+
+
+class RemoteStatusEntry(_Data):
+    """The remote task as last seen: its state, sub-state and status message, and what its
+    agent said since the previous such entry."""
+
+    kind: Literal["remote_status"] = "remote_status"
+    id: str
+    state: TaskState
+    sub_state: str | None = None
+    message_id: str = ""
+    text: str = ""
+    replies: tuple[RemoteReply, ...] = ()
+
+
+class RemoteRef(_Data):
+    """Where a task's conversation with its remote agent stands after its earlier turns: the
+    remote task (None: none yet, the brief creates it), and its last status seen."""
+
+    task_id: str | None = None
+    context_id: str = ""
+    message_id: str = ""
+    state: TaskState | None = None
+    sub_state: str | None = None
+    text: str = ""
+    said: tuple[str, ...] = Field(
+        default=(), description="The ids of what the remote agent said, mirrored already."
+    )
+
+
 class DrainEntry(_Data):
     """Messages and sub-task news taken from the inbox at one drain point (never empty)."""
 
@@ -142,7 +194,8 @@ class CompactionEntry(_Data):
 
 
 JournalEntry = Annotated[
-    ModelEntry | ToolEntry | DrainEntry | CompactionEntry, Field(discriminator="kind")
+    ModelEntry | ToolEntry | DrainEntry | CompactionEntry | RemoteSentEntry | RemoteStatusEntry,
+    Field(discriminator="kind"),
 ]
 
 _JOURNAL: TypeAdapter[tuple[JournalEntry, ...]] = TypeAdapter(tuple[JournalEntry, ...])
@@ -221,6 +274,13 @@ class TurnInput(_Data):
         default_factory=TaskUsage,
         description="What the task (its sub-tasks included) had used when the turn started.",
     )
+    agents: tuple[AgentChoice, ...] = Field(
+        default=(), description="The remote agents spawn_subtask may hand work to."
+    )
+    remote: RemoteRef | None = Field(
+        default=None,
+        description="For a task on a remote agent: its conversation there, as of the turn's start.",
+    )
 
     @property
     def ref(self) -> TurnRef:
@@ -237,6 +297,7 @@ class OutcomeKind(StrEnum):
     MAX_MODEL_CALLS = "max_model_calls"
     OVER_BUDGET = "over_budget"  # parked until the budget is raised
     BUDGET_EXCEEDED = "budget_exceeded"  # failed: the budget says so
+    REMOTE_ENDED = "remote_ended"  # the remote agent's task ended other than completed
 
 
 class TurnOutcome(_Data):

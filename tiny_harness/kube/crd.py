@@ -18,9 +18,13 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel
 
+from tiny_harness.core.agent import AgentSpec, AgentStatus
 from tiny_harness.core.inbox import MessageSpec
 from tiny_harness.core.task import TaskSpec, TaskStatus
 from tiny_harness.kube.names import (
+    AGENT_KIND,
+    AGENT_PLURAL,
+    AGENT_SHORT_NAME,
     GROUP,
     KIND,
     MESSAGE_KIND,
@@ -193,7 +197,29 @@ def _kinds() -> tuple[_Kind, ...]:
             ),
             "harnessturns.yaml",
         ),
+        _Kind(
+            AGENT_KIND,
+            AGENT_PLURAL,
+            AGENT_SHORT_NAME,
+            "A remote A2A agent the harness may delegate sub-tasks to, declared by a namespace "
+            "admin; the operator reads its card into the status.",
+            _described(_schema_of(AgentSpec), "Where the agent is and how to reach it."),
+            _described(_schema_of(AgentStatus), "What the agent's card says; operator-written."),
+            (
+                _column("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+                _column("Agent", ".status.name"),
+                _column("URL", ".status.url"),
+                _column("Age", ".metadata.creationTimestamp", "date"),
+                _column("Reason", '.status.conditions[?(@.type=="Ready")].reason', priority=1),
+                _column("Card", ".spec.cardUrl", priority=1),
+            ),
+            "harnessagents.yaml",
+        ),
     )
+
+
+def _described(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {**schema, "description": description}
 
 
 def _manifest(k: _Kind) -> dict[str, Any]:

@@ -24,6 +24,10 @@ TURN_KIND: Final = "HarnessTurn"
 TURN_PLURAL: Final = "harnessturns"
 TURN_SHORT_NAME: Final = "hturn"
 
+AGENT_KIND: Final = "HarnessAgent"
+AGENT_PLURAL: Final = "harnessagents"
+AGENT_SHORT_NAME: Final = "hagent"
+
 #: Prefix of our labels, annotations and finalizers.
 PREFIX: Final = GROUP
 PARENT_LABEL: Final = f"{PREFIX}/parent"
@@ -42,6 +46,9 @@ CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
 #: or the child's own) writes the same first status. Only the harness may set it (the
 #: identity admission policy refuses anyone else's, kube/admission.py).
 LIFECYCLE_ANNOTATION: Final = f"{PREFIX}/lifecycle"
+#: On a HarnessAgent: change it (any value) to have the operator read the agent's card again,
+#: as after a change of its spec (it gives up after a bounded number of failed attempts).
+RESOLVE_ANNOTATION: Final = f"{PREFIX}/resolve"
 
 
 def context_id_of(obj: Mapping[str, Any]) -> str:

@@ -35,6 +35,7 @@ import kopf
 # kopf.operator() takes the indexers it fills; the class is not re-exported at the top level.
 from kopf._core.engines.indexing import OperatorIndexers
 
+from tiny_harness.core.task import local_parent_of
 from tiny_harness.core.tracing import TRACE_ANNOTATIONS
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
@@ -238,10 +239,7 @@ class Cache:
             c["metadata"]["name"]: c for c in self._store(TASKS, (PARENT, namespace, parent))
         }
         for (ns, name), own in self._tasks.items():
-            if (
-                ns != namespace
-                or ((own.obj.get("spec") or {}).get("parent") or {}).get("taskId") != parent
-            ):
+            if ns != namespace or local_parent_of(own.obj.get("spec")) != parent:
                 continue
             have = by_name.get(name)
             if have is None or newer(own.resource_version, rv_of(have)):
@@ -367,7 +365,7 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) 
             cache.indexed_task(ns, name, packed.resource_version)
         cache.parsed((TASKS, ns, name, packed.resource_version), obj)
         keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
-        parent = (obj["spec"].get("parent") or {}).get("taskId")
+        parent = local_parent_of(obj["spec"])
         if parent:
             keys[(PARENT, ns, str(parent))] = packed
         return keys

@@ -2,8 +2,9 @@
 
 Rows are derived from the children themselves (level-triggered): every child carries the
 parent label, so listing them gives each row's state whatever the parent saw before. A change
-becomes *news* for the parent's model only when the seed says so: a child ended, or a delegated
-child parked with a question. A child parking for its next message or resuming is not news.
+becomes *news* for the parent's model only when the seed says so: a child ended, a delegated
+child parked with a question, or a child on a remote agent ended a turn (its agent's answer).
+A child parking for its next message or resuming is not news.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def news_id(child: Obj) -> str | None:
         and status.get("subState") == SubState.AWAITING_ANSWER.value
     ):
         return f"sub-task:{name}:{state}:awaiting-answer:{status.get('turn', 0)}"
+    if (child.get("spec") or {}).get("agent") and state == TaskState.INPUT_REQUIRED.value:
+        # A remote child's turn ended: whatever its agent said is for the parent to read.
+        return f"sub-task:{name}:{state}:{status.get('subState')}:{status.get('turn', 0)}"
     return None
 
 
@@ -39,6 +43,7 @@ def row_of(child: Obj, acked: set[str]) -> SubTaskRow:
     nid = news_id(child)
     return SubTaskRow(
         task_id=child["metadata"]["name"],
+        agent=(child.get("spec") or {}).get("agent"),
         goal=(child.get("spec") or {}).get("goal", ""),
         state=TaskState(status.get("state") or TaskState.SUBMITTED.value),
         sub_state=status.get("subState"),

@@ -15,6 +15,7 @@ from typing import Any
 
 import kopf
 
+from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.operator.cache import Feed, register_indexes
 from tiny_harness.operator.runtime import Runtime
@@ -42,7 +43,7 @@ def build_registry(
         filled(feed)
         if namespace is None:
             return
-        parent = (body.spec.get("parent") or {}).get("taskId")
+        parent = local_parent_of(body.spec)
         if event.get("type") == "DELETED":
             feed.shards.pop((namespace, name), None)
             runtime.metrics.task_state(namespace, name, None)

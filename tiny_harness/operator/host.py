@@ -155,6 +155,7 @@ class OperatorTurnHost:
             description=intent.description,
             participants=child_participants(self.snap.spec, intent),
             parent=TaskLink(task_id=self.w.name),
+            agent=intent.agent,
         )
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings

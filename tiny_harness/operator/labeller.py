@@ -37,6 +37,7 @@ from typing import Any, Final
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.client import KubeError, Obj
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, SHARD_LABEL, TURN_PLURAL, VERSION
 from tiny_harness.kube.watching import watch_collection
@@ -155,7 +156,7 @@ class Labeller:
         own = labelled(task["metadata"].get("labels"), self.shards)
         if own is not None:
             return own
-        parent = ((task.get("spec") or {}).get("parent") or {}).get("taskId")
+        parent = local_parent_of(task.get("spec"))
         if parent and depth < MAX_DEPTH:
             above = await self._get(namespace, str(parent))
             if above is not None:

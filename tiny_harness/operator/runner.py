@@ -24,11 +24,13 @@ from tiny_harness.core.tracing import TracedAdapter
 from tiny_harness.kube.client import connect
 from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
+from tiny_harness.operator.agents import AgentDirectory
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
 from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.liveness import liveness
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
+from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.watches import Watches
@@ -102,6 +104,9 @@ async def run_operator(
         on_signal=on_signal,
     )
     background: list[asyncio.Task[None]] = []
+    directory = AgentDirectory(api, watched)
+    runtime.remotes = Remotes(directory)
+    background.append(asyncio.create_task(directory.run(), name="agents"))
     if settings.operator.shards:
         runtime.shards = ShardManager(
             api,

@@ -27,6 +27,7 @@ from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.shards import shard_named
 from tiny_harness.operator.worker import TaskWorker
@@ -75,6 +76,8 @@ class Runtime:
         self.shards: ShardManager | None = None
         #: Set with ``shards``: labels the objects that came without a shard label.
         self.labeller: Labeller | None = None
+        #: The remote agents (HarnessAgents) sub-tasks may run on, when the operator has them.
+        self.remotes: Remotes | None = None
 
     def owns(self, namespace: str, name: str) -> bool:
         """Is this task this replica's to work? Always, unless sharded; a task whose shard is

@@ -76,7 +76,8 @@ from tiny_harness.core.history import (
 from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
-from tiny_harness.core.loop import decide_completion
+from tiny_harness.core.loop import CompletionVerdict, decide_completion
+from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.retention import expires_in, rfc3339
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
@@ -92,6 +93,7 @@ from tiny_harness.core.task import (
     TaskSpec,
     TaskStatus,
     TaskUsage,
+    local_parent_of,
 )
 from tiny_harness.core.tracing import (
     command_span,
@@ -106,7 +108,6 @@ from tiny_harness.core.tracing import (
 from tiny_harness.core.turn import (
     JournalEntry,
     TaskSettings,
-    TurnHost,
     TurnInput,
     TurnOutcome,
 )
@@ -121,6 +122,7 @@ from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
 from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
+from tiny_harness.operator.remote import RemoteCallError
 from tiny_harness.operator.status_writes import (
     failed_status,
     own_message_id,
@@ -134,7 +136,7 @@ if TYPE_CHECKING:
 class TurnLoop(Protocol):
     """Whatever runs one turn through its host: the core loop, or one of its stand-ins."""
 
-    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome: ...
+    async def run_turn(self, host: OperatorTurnHost, turn: TurnInput) -> TurnOutcome: ...
 
 
 #: The turns of participant tasks take their person's answer; no model is called.
@@ -693,9 +695,12 @@ class TaskWorker:
                 status["reasoningEffort"] = effort
         await self.write_status(status)
         await self.rt.event(obj, result.reason, result.message, warning=not result.accepted)
-        if result.accepted and status.get("lifecycle") == Lifecycle.DELEGATED.value:
+        spec = TaskSpec.model_validate(obj["spec"]) if result.accepted else None
+        remote_parent = spec is not None and spec.parent is not None and bool(spec.parent.agent)
+        if spec is not None and status.get("lifecycle") == Lifecycle.DELEGATED.value:
+            if remote_parent:
+                return  # delegated over A2A: the first message, already here, is the brief
             # A delegated task's first turn starts from its brief, as a spawned child's does.
-            spec = TaskSpec.model_validate(obj["spec"])
             brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
             sender = f"task:{spec.parent.task_id}" if spec.parent else "system"
             await self.messages.send(
@@ -709,7 +714,7 @@ class TaskWorker:
             )
 
     def parent_status(self, obj: Obj) -> dict[str, Any]:
-        parent = ((obj.get("spec") or {}).get("parent") or {}).get("taskId")
+        parent = local_parent_of(obj.get("spec"))
         if not parent:
             return {}
         found = self.rt.cache.task(self.namespace, parent)
@@ -745,12 +750,13 @@ class TaskWorker:
             # expired one): close it from its journal first, so nothing it did is lost.
             await self.close_open_turn(snap)
         if spec.control == "cancel":
+            remote = await self.end_remote(snap, "cancel") if snap.spec.agent else None
             await self.write_status(
                 {
                     "state": TaskState.CANCELED.value,
                     "subState": None,
                     "runner": None,
-                    "message": f"cancelled by {sender}",
+                    "message": f"cancelled by {sender}" + (f" ({remote})" if remote else ""),
                     "messageId": own_message_id(),
                 }
             )
@@ -763,6 +769,19 @@ class TaskWorker:
             requested_by=sender,
             override=completion_override(self.rt.commands.runner, sender),
         )
+        refused = (
+            await self.end_remote(snap, "complete")
+            if decision.complete and snap.spec.agent
+            else None
+        )
+        if refused is not None:
+            # The remote agent refused the completion (its task holds a sub-task open, say).
+            decision = decision.model_copy(
+                update={
+                    "verdict": CompletionVerdict.WAIT_FOR_SUBTASKS,
+                    "reason": f"completion requested by {sender} refused: {refused}",
+                }
+            )
         if decision.complete:
             await self.write_status(
                 {
@@ -789,6 +808,27 @@ class TaskWorker:
                 "subTasks": _rows_json(snap.rows),
             }
         )
+
+    async def end_remote(self, snap: Snapshot, control: str | None) -> str | None:
+        """Carry a participant's cancel or completion of a task on a remote agent to the
+        agent's task first; None when it went through (or there is nothing to end), else what
+        stands in the way. A cancel that cannot reach the agent still cancels the task here
+        (the note says so); a completion the agent refuses is refused here too."""
+        assert self.rt.remotes is not None
+        name = str(snap.spec.agent)
+        ref = remote_ref_of(e for r in snap.records for e in r.entries)
+        try:
+            if control == "cancel":
+                why = await self.rt.remotes.cancel(self.namespace, name, ref)
+                if why is not None:
+                    await self.rt.event(snap.obj, "RemoteCancelFailed", why, warning=True)
+                    return f"the remote task could not be cancelled: {why}"
+                return None
+            return await self.rt.remotes.complete(self.namespace, name, ref)
+        except RemoteCallError as exc:
+            if control == "cancel":
+                return f"the remote task could not be cancelled: {exc}"
+            return str(exc)
 
     async def close_open_turn(self, snap: Snapshot) -> None:
         """Take the open turn's lease over and end the turn where its journal stops."""
@@ -980,6 +1020,10 @@ class TaskWorker:
             journal=journal,
             budget=self.budget_of(snap),
             used=total(snap.status.usage, snap.status.sub_task_usage),
+            agents=self.rt.remotes.directory.offered(self.namespace) if self.rt.remotes else (),
+            remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
+            if snap.spec.agent
+            else None,
         )
         # The turn continues the trace of the first message it is about to take (the others
         # are linked): see core/tracing.py.
@@ -1049,13 +1093,15 @@ class TaskWorker:
                 await host.close_cut_turn()
                 finished("cut")
                 return True
-            except ModelCallError as exc:
+            except (ModelCallError, RemoteCallError) as exc:
                 await host.close_cut_turn()
                 holding.closing = True
-                await self.write_status(
-                    failed_status(snap.status, exc.reason, failure_text(exc, snap.lifecycle)),
-                    leased=True,
+                text = (
+                    failure_text(exc, snap.lifecycle)
+                    if isinstance(exc, ModelCallError)
+                    else f"The remote agent failed this sub-task: {exc}."
                 )
+                await self.write_status(failed_status(snap.status, exc.reason, text), leased=True)
                 finished("failed", failed=True)
                 await self.rt.event(snap.obj, exc.reason, str(exc), warning=True)
                 return True
@@ -1071,10 +1117,17 @@ class TaskWorker:
             return outcome.kind.value == "waiting_for_subtasks"
 
     def loop_for(self, snap: Snapshot) -> TurnLoop:
-        """What runs this task's turns: the model's core loop, or, for a participant task,
-        the loop that takes its person's answer."""
+        """What runs this task's turns: the model's core loop; for a participant task, the
+        loop that takes its person's answer; for a task on a remote agent, the exchange with
+        that agent's task."""
         if snap.lifecycle is Lifecycle.PARTICIPANT:
             return ANSWERING
+        if snap.spec.agent:
+            if self.rt.remotes is None:
+                raise RemoteCallError(
+                    "RemoteAgentNotReady", "this operator was started without remote agents"
+                )
+            return self.rt.remotes.loop(self.namespace)
         return self.rt.loop
 
     def retry_notice_writer(self) -> Any:

@@ -1,0 +1,199 @@
+"""The agent model: a remote A2A agent this harness may delegate sub-tasks to.
+
+An agent is declared as a ``HarnessAgent`` custom resource so that who may point the harness at
+an agent is an RBAC decision (whoever may create HarnessAgents in a namespace, normally its
+admin), and so ``kubectl get``, GitOps and the chart work on agents as on anything else.
+:class:`AgentSpec` is its ``.spec`` and :class:`AgentStatus` its ``.status``; the CRD is
+generated from them (``kube/crd.py``), as the task's is.
+
+A spec names where the agent's card is and how to reach the agent (headers, their values from
+Secrets); the operator reads the card and records in the status what the model is told about
+the agent (its name, description and skills) and what the harness needs to talk to it (its
+endpoint, protocol, whether it streams, the extensions it supports), with a ``Ready``
+condition. Only a ready agent is offered to the model.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final
+
+from pydantic import ConfigDict, Field, model_validator
+
+from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Condition, Model, ShortText
+
+#: How long a remote task may go without a visible change before its sub-task fails.
+ANSWER_TIMEOUT_DEFAULT: Final = 600
+#: Attempts at a remote call that fails for a reason that may pass (unreachable, 5xx, 429).
+MAX_RETRIES_DEFAULT: Final = 4
+
+_HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
+
+
+class SecretKeyRef(Model):
+    """A key of a Secret in the agent's namespace."""
+
+    name: ShortText = Field(description="The Secret's name.")
+    key: ShortText = Field(description="The key whose value is used.")
+
+
+class HeaderSource(Model):
+    """Where a header's value comes from."""
+
+    secret_key_ref: SecretKeyRef = Field(description="A key of a Secret in this namespace.")
+
+
+class AgentHeader(Model):
+    """A header sent with every request to the agent: a plain value, or one from a Secret (a
+    bearer token, an API key), which is read when the agent is resolved and never logged or
+    written anywhere."""
+
+    name: Annotated[str, Field(min_length=1, max_length=256, pattern=_HEADER_NAME)] = Field(
+        description="The header's name, e.g. Authorization or X-Participant-Id."
+    )
+    value: str | None = Field(
+        default=None, max_length=4096, description="The value, when it is not a secret."
+    )
+    value_from: HeaderSource | None = Field(
+        default=None, description="The value from a Secret (for credentials)."
+    )
+
+    @model_validator(mode="after")
+    def _one_value(self) -> AgentHeader:
+        if (self.value is None) == (self.value_from is None):
+            raise ValueError(
+                f"spec.headers: header {self.name!r} needs exactly one of value or valueFrom"
+            )
+        return self
+
+
+class AgentSpec(Model):
+    """What a namespace admin declares: where the agent is, and how to reach it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "self.cardUrl.startsWith('http://') || "
+                    "self.cardUrl.startsWith('https://')",
+                    "message": "spec.cardUrl: the agent card's URL must be http:// or https://",
+                },
+            ]
+        }
+    )
+
+    card_url: Annotated[str, Field(min_length=8, max_length=2048)] = Field(
+        description="The agent card's URL (https://host/.well-known/agent-card.json), or the "
+        "agent's base URL, to which the well-known path is added."
+    )
+    headers: tuple[AgentHeader, ...] = Field(
+        default=(),
+        max_length=16,
+        description="Headers sent with every request to the agent, the card's included.",
+    )
+    skills: tuple[ShortText, ...] = Field(
+        default=(),
+        max_length=64,
+        description="The ids of the card's skills the harness may delegate to; empty: all.",
+    )
+    description: str = Field(
+        default="",
+        max_length=TEXT_MAX,
+        description="What to tell the model about this agent, beside its card's description.",
+    )
+    answer_timeout_seconds: int = Field(
+        default=ANSWER_TIMEOUT_DEFAULT,
+        ge=1,
+        le=TTL_MAX,
+        description="How long a remote task may go without a visible change (a new state or "
+        "message) before its sub-task fails with reason RemoteNoAnswer.",
+    )
+    max_retries: int = Field(
+        default=MAX_RETRIES_DEFAULT,
+        ge=0,
+        le=32,
+        description="Attempts at a call that failed for a reason that may pass (unreachable, "
+        "HTTP 429 or 5xx) before the sub-task fails with reason RemoteUnavailable.",
+    )
+
+    @model_validator(mode="after")
+    def _http_url(self) -> AgentSpec:
+        if not self.card_url.startswith(("http://", "https://")):
+            raise ValueError("spec.cardUrl: the agent card's URL must be http:// or https://")
+        return self
+
+    @property
+    def well_known_url(self) -> tuple[str, str]:
+        """The base URL and the card's path, as the A2A card resolver takes them."""
+        url = self.card_url
+        marker = "/.well-known/"
+        if marker in url:
+            base, _, rest = url.partition(marker)
+            return base, marker + rest
+        return url.rstrip("/"), "/.well-known/agent-card.json"
+
+
+class AgentSkill(Model):
+    """A skill from the agent's card, as the model is told it."""
+
+    id: Annotated[str, Field(max_length=NAME_MAX)] = Field(description="The skill's id.")
+    name: str = Field(default="", max_length=NAME_MAX, description="Its name.")
+    description: str = Field(default="", max_length=TEXT_MAX, description="What it does.")
+
+
+class AgentStatus(Model):
+    """What the operator read from the agent's card; written only by the operator."""
+
+    name: str | None = Field(default=None, max_length=NAME_MAX, description="The card's name.")
+    description: str | None = Field(
+        default=None, max_length=TEXT_MAX, description="The card's description."
+    )
+    url: str | None = Field(
+        default=None, max_length=2048, description="The endpoint the harness talks to."
+    )
+    protocol_binding: str | None = Field(
+        default=None, max_length=64, description="JSONRPC or HTTP+JSON."
+    )
+    protocol_version: str | None = Field(
+        default=None, max_length=32, description="The A2A protocol version it speaks there."
+    )
+    streaming: bool | None = Field(default=None, description="Whether the agent streams.")
+    skills: tuple[AgentSkill, ...] = Field(
+        default=(), description="The skills the harness may delegate to (the allow-list's)."
+    )
+    extensions: tuple[Annotated[str, Field(max_length=2048)], ...] = Field(
+        default=(), description="The URIs of the A2A extensions its card declares."
+    )
+    conditions: tuple[Condition, ...] = Field(default=(), description="Ready, with its reason.")
+    observed_generation: int | None = Field(
+        default=None, description="The spec generation this status reflects."
+    )
+    resolved_time: str | None = Field(
+        default=None, description="When the card was last read (RFC 3339)."
+    )
+
+    @property
+    def ready(self) -> bool:
+        return any(c.type == "Ready" and c.status == "True" for c in self.conditions)
+
+    def ready_message(self) -> str:
+        found = next((c for c in self.conditions if c.type == "Ready"), None)
+        if found is None:
+            return "its card has not been read yet"
+        return found.message or found.reason
+
+
+class AgentChoice(Model):
+    """A ready agent as the model is offered it in ``spawn_subtask``."""
+
+    name: ShortText = Field(description="The HarnessAgent's name: what spawn_subtask takes.")
+    about: str = Field(default="", description="What the agent is for, from its card and spec.")
+    skills: tuple[AgentSkill, ...] = ()
+
+    def line(self) -> str:
+        """One line of the tool's description."""
+        skills = "; ".join(
+            f"{s.name or s.id}: {s.description}" if s.description else (s.name or s.id)
+            for s in self.skills
+        )
+        about = f" {self.about}" if self.about else ""
+        return f"- {self.name}:{about}" + (f" Skills: {skills}." if skills else "")

@@ -1,0 +1,219 @@
+"""A remote task as its sub-task here mirrors it: the fold of what a remote agent sends.
+
+A sub-task on a remote agent is a conversation with that agent's A2A task. Whatever the agent
+sends back (the task, status updates, messages, artifacts, over a stream or a poll) is folded
+here into one view: the remote task's state, sub-state and status message, and each thing the
+agent said, once. The follower (``operator/remote.py``) journals the view as it changes and
+ends the sub-task's turn when :func:`RemoteView.answered` says the remote task has answered
+what was sent.
+
+**When has the remote task answered?** When it has ended, or when it waits for input again
+with a status message other than the one it showed before our message was sent (the message id
+is recorded beside the send, ``RemoteSentEntry.before``). A stream or a poll that starts with
+the task as it was before our message (still waiting, old message) is therefore not mistaken
+for the answer, whether it is the first look or a look after a restart.
+
+Pure: no I/O, tested without a network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from a2a.types import Artifact, Message, Role, StreamResponse, Task, TaskStatus
+
+from tiny_harness.core.a2a_task import state_from_a2a
+from tiny_harness.core.errors import InvalidTaskError
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.status_ext import sub_state_of
+from tiny_harness.core.turn import (
+    RemoteRef,
+    RemoteReply,
+    RemoteSentEntry,
+    RemoteStatusEntry,
+)
+
+_WAITING = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+def _text(parts: Iterable[object]) -> str:
+    return "\n".join(str(getattr(p, "text", "")) for p in parts if getattr(p, "text", "")).strip()
+
+
+def reply_id(message_id: str) -> str:
+    """The id a remote agent's message has here (in the history, and as a status message)."""
+    return f"remote:{message_id}"
+
+
+@dataclass
+class RemoteView:
+    """The remote task as seen so far. ``replies`` are what its agent said since the view was
+    made (each once, by id); ``seen`` holds every id ever folded."""
+
+    task_id: str | None = None
+    context_id: str = ""
+    state: TaskState | None = None
+    sub_state: str | None = None
+    message_id: str = ""
+    text: str = ""
+    replies: list[RemoteReply] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, ref: RemoteRef | None) -> RemoteView:
+        ref = ref or RemoteRef()
+        view = cls(
+            task_id=ref.task_id,
+            context_id=ref.context_id,
+            state=ref.state,
+            sub_state=ref.sub_state,
+            message_id=ref.message_id,
+            text=ref.text,
+        )
+        view.seen.update(ref.said)
+        if ref.message_id:
+            view.seen.add(ref.message_id)
+        return view
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def take(self, event: StreamResponse) -> bool:
+        """Fold one stream event (or polled task); True when what a participant sees changed."""
+        before = self.key()
+        if event.HasField("task"):
+            self.take_task(event.task)
+        elif event.HasField("status_update"):
+            update = event.status_update
+            self._ids(update.task_id, update.context_id)
+            self._status(update.status, sub_state_of(update.metadata))
+        elif event.HasField("message"):
+            self._ids(event.message.task_id, event.message.context_id)
+            self._said(event.message)
+            if not event.message.task_id:
+                # An answer with no task at all: the exchange is over, and this is its result.
+                self.state = TaskState.COMPLETED
+                self.message_id = reply_id(event.message.message_id)
+                self.text = _text(event.message.parts)
+        elif event.HasField("artifact_update"):
+            self._ids(event.artifact_update.task_id, event.artifact_update.context_id)
+            self._artifact(event.artifact_update.artifact)
+        return self.key() != before
+
+    def take_task(self, task: Task) -> None:
+        self._ids(task.id, task.context_id)
+        for message in task.history:
+            if message.role == Role.ROLE_AGENT:
+                self._said(message)
+        for artifact in task.artifacts:
+            self._artifact(artifact)
+        self._status(task.status, sub_state_of(task.metadata))
+
+    def take_entry(self, entry: RemoteSentEntry | RemoteStatusEntry) -> None:
+        """What this turn's journal already recorded (a resumed turn starts from it)."""
+        if isinstance(entry, RemoteSentEntry):
+            self._ids(entry.task_id, entry.context_id)
+            return
+        self.state, self.sub_state = entry.state, entry.sub_state
+        self.message_id, self.text = entry.message_id, entry.text
+        for reply in entry.replies:
+            if reply.id not in self.seen:
+                self.seen.add(reply.id)
+                self.replies.append(reply)
+
+    def _ids(self, task_id: str, context_id: str) -> None:
+        if task_id and self.task_id is None:
+            self.task_id = task_id
+        if context_id and not self.context_id:
+            self.context_id = context_id
+
+    def _status(self, status: TaskStatus, sub_state: str | None) -> None:
+        try:
+            self.state = state_from_a2a(status.state)
+        except InvalidTaskError:
+            return  # an unknown state tells us nothing; keep the last one
+        self.sub_state = sub_state
+        if status.HasField("message"):
+            message = status.message
+            self._said(message)
+            self.message_id = reply_id(message.message_id) if message.message_id else ""
+            self.text = _text(message.parts)
+
+    def _said(self, message: Message) -> None:
+        text = _text(message.parts)
+        rid = reply_id(message.message_id)
+        if text and message.message_id and rid not in self.seen:
+            self.seen.add(rid)
+            self.replies.append(RemoteReply(id=rid, text=text))
+
+    def _artifact(self, artifact: Artifact) -> None:
+        text = _text(artifact.parts)
+        rid = f"artifact:{artifact.artifact_id}"
+        if text and artifact.artifact_id and rid not in self.seen:
+            self.seen.add(rid)
+            self.replies.append(RemoteReply(id=rid, text=text))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def key(self) -> tuple[TaskState | None, str | None, str, int]:
+        return self.state, self.sub_state, self.message_id, len(self.replies)
+
+    def answered(self, before: str) -> bool:
+        """Has the remote task answered a message sent when its status message was
+        ``before``? (See the module docstring.)"""
+        if self.state is None:
+            return False
+        if self.state.is_terminal:
+            return True
+        return self.state in _WAITING and self.message_id != before
+
+    def entry(self, entry_id: str, replies_from: int) -> RemoteStatusEntry:
+        """The view as a journal entry, with the replies from index ``replies_from`` on."""
+        assert self.state is not None
+        return RemoteStatusEntry(
+            id=entry_id,
+            state=self.state,
+            sub_state=self.sub_state,
+            message_id=self.message_id,
+            text=self.text,
+            replies=tuple(self.replies[replies_from:]),
+        )
+
+    @property
+    def mirrored_sub_state(self) -> SubState | None:
+        """The sub-state the sub-task shows: the remote's own when it is one of ours; for a
+        remote task waiting for input without one, a question (awaiting-answer)."""
+        if self.state not in _WAITING:
+            return None
+        try:
+            return SubState(self.sub_state) if self.sub_state else SubState.AWAITING_ANSWER
+        except ValueError:
+            return SubState.AWAITING_ANSWER
+
+    @property
+    def result(self) -> str:
+        """The text the sub-task shows: the remote status message, else what it said last."""
+        if self.text:
+            return self.text
+        return self.replies[-1].text if self.replies else ""
+
+
+def remote_ref_of(entries: Iterable[object]) -> RemoteRef | None:
+    """Where a task's remote conversation stands, from its journal entries in order (None:
+    nothing was sent yet)."""
+    ref: RemoteRef | None = None
+    for entry in entries:
+        if isinstance(entry, RemoteSentEntry):
+            if ref is None:
+                ref = RemoteRef(task_id=entry.task_id, context_id=entry.context_id)
+        elif isinstance(entry, RemoteStatusEntry) and ref is not None:
+            ref = ref.model_copy(
+                update={
+                    "state": entry.state,
+                    "sub_state": entry.sub_state,
+                    "message_id": entry.message_id,
+                    "text": entry.text,
+                    "said": (*ref.said, *(r.id for r in entry.replies)),
+                }
+            )
+    return ref

@@ -1,0 +1,482 @@
+"""The remote agents a namespace declares (``HarnessAgent``), their cards read and kept ready.
+
+Every replica keeps the agents of the namespaces it watches in memory: it watches the
+HarnessAgent objects, and for each new spec (a new ``generation``) or a change of the
+:data:`~tiny_harness.kube.names.RESOLVE_ANNOTATION` it reads the Secrets its headers name and
+then the agent's card, and records in the agent's status what it found, with a ``Ready``
+condition saying why not when it is not. The model is offered only ready agents
+(:meth:`AgentDirectory.offered`), and a sub-task on one talks to it with the client built here
+(:meth:`AgentDirectory.ready`).
+
+The rules:
+
+- **Bounded.** A card that cannot be read is tried again after 1, 2, 4 ... seconds, at most
+  :data:`RESOLVE_ATTEMPTS` times; then the agent stays not ready, saying so and how to try
+  again (edit it, or change the resolve annotation). Each attempt says in the status which one
+  it was.
+- **Replicas agree without talking.** Each replica reads the card itself (it needs the card and
+  the header values in its own memory anyway) and writes the status only when what it found
+  differs from what the status says, on the version it read: a second replica that found the
+  same writes nothing; a conflict means another replica wrote, and its watch event comes next.
+- **Races.** An event for an agent while its card is being read cancels that read and starts
+  another for the newest object (last writer wins, and the newest spec is what is read); all of
+  it runs on the event loop's one thread. A sub-task that asks for an agent while its card is
+  being read for the first time sees it as not ready yet (reason ``Resolving``).
+- **Secrets** are read with the operator's identity, held in memory only, never logged and
+  never written to a status or an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime as dt
+import functools
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import httpx
+from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client.errors import AgentCardResolutionError
+from a2a.types import AgentCard, AgentInterface
+from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from tiny_harness.core.agent import AgentChoice, AgentSkill, AgentSpec, AgentStatus
+from tiny_harness.core.errors import HarnessError
+from tiny_harness.core.retention import rfc3339
+from tiny_harness.core.task import Condition, invalid_task_error
+from tiny_harness.kube.client import KubeError, Obj, translate
+from tiny_harness.kube.names import AGENT_PLURAL, GROUP, RESOLVE_ANNOTATION, VERSION
+from tiny_harness.kube.watching import watch_collection
+
+log = logging.getLogger(__name__)
+
+#: How many times a card that cannot be read is tried before the agent is left not ready.
+RESOLVE_ATTEMPTS: Final = 6
+#: Back-off between attempts to (re)start the watch of HarnessAgents.
+WATCH_RETRY_SECONDS: Final = (0.5, 1.0, 2.0, 5.0, 10.0)
+#: How long one request to an agent may take to connect, and to send or read (a stream's
+#: read is bounded by the agent's answer timeout instead, see operator/remote.py).
+CONNECT_SECONDS: Final = 10.0
+REQUEST_SECONDS: Final = 60.0
+#: The transports the harness speaks to an agent, in the order it prefers them.
+BINDINGS: Final = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
+
+Key = tuple[str, str]
+
+
+class AgentNotReadyError(HarnessError):
+    """The sub-task's agent does not exist here, or its card could not be read."""
+
+    def __init__(self, namespace: str, name: str, why: str) -> None:
+        super().__init__(
+            f"harnessagent {name!r} in namespace {namespace!r} is not ready: {why} "
+            f"(kubectl get harnessagent {name} -n {namespace} -o yaml shows its conditions)"
+        )
+        self.name = name
+
+
+class ResolveError(HarnessError):
+    """Why an agent's card could not be read: a reason (the condition's) and a message."""
+
+    def __init__(self, reason: str, message: str, *, lasting: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        #: Trying again will not help until the spec or a Secret changes.
+        self.lasting = lasting
+
+
+@dataclass
+class Agent:
+    """One HarnessAgent as this replica knows it."""
+
+    namespace: str
+    name: str
+    generation: int
+    spec: AgentSpec | None
+    status: AgentStatus
+    resolve_mark: str = ""
+    card: AgentCard | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    http: httpx.AsyncClient | None = field(default=None, repr=False)
+    attempts: int = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.card is not None and self.http is not None and self.status.ready
+
+    def choice(self) -> AgentChoice:
+        about = " ".join(p for p in (self.status.description or "", self.spec_description) if p)
+        return AgentChoice(name=self.name, about=about, skills=self.status.skills)
+
+    @property
+    def spec_description(self) -> str:
+        return self.spec.description if self.spec is not None else ""
+
+    def client(self) -> Client:
+        """An A2A client of the agent (cheap: it shares the agent's HTTP connections)."""
+        assert self.card is not None
+        assert self.http is not None
+        streaming = bool(self.status.streaming)
+        config = ClientConfig(
+            streaming=streaming,
+            # An agent that does not stream answers a send at once, and is polled.
+            polling=not streaming,
+            httpx_client=self.http,
+            supported_protocol_bindings=list(BINDINGS),
+        )
+        return ClientFactory(config).create(self.card)
+
+    @property
+    def speaks_harness(self) -> bool:
+        """Whether the agent is a tiny-harness (its card declares our task extension), so
+        it takes a completion as the control envelope."""
+        from tiny_harness.core.extensions import TASK_EXT_URI
+
+        return TASK_EXT_URI in self.status.extensions
+
+
+def chosen_interface(card: AgentCard) -> AgentInterface | None:
+    """The interface the harness talks to: the first of the card's (the agent's preference)
+    whose binding it speaks, at protocol 1.0 when that binding offers it."""
+    for interface in card.supported_interfaces:
+        if interface.protocol_binding not in BINDINGS:
+            continue
+        same = [
+            i for i in card.supported_interfaces if i.protocol_binding == interface.protocol_binding
+        ]
+        preferred: AgentInterface = next(
+            (i for i in same if i.protocol_version.startswith(PROTOCOL_VERSION_1_0)), interface
+        )
+        return preferred
+    return None
+
+
+def status_of_card(spec: AgentSpec, card: AgentCard, generation: int) -> AgentStatus:
+    """What the status says of an agent whose card was read: its name, description, endpoint
+    and skills (those of the allow-list, when there is one), Ready."""
+    interface = chosen_interface(card)
+    if interface is None:
+        offered = ", ".join(
+            f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces
+        )
+        raise ResolveError(
+            "NoTransport",
+            f"the card offers no transport the harness speaks (JSONRPC or HTTP+JSON); it "
+            f"offers: {offered or 'none'}",
+            lasting=True,
+        )
+    skills = tuple(
+        AgentSkill(id=s.id, name=s.name, description=s.description[:4096])
+        for s in card.skills
+        if not spec.skills or s.id in spec.skills
+    )
+    missing = sorted(set(spec.skills) - {s.id for s in card.skills})
+    if missing:
+        raise ResolveError(
+            "UnknownSkill",
+            f"spec.skills names skills the card does not have: {', '.join(missing)}; the card "
+            f"has: {', '.join(s.id for s in card.skills) or 'none'}",
+            lasting=True,
+        )
+    return AgentStatus(
+        name=card.name[:253] or None,
+        description=card.description or None,
+        url=interface.url,
+        protocol_binding=interface.protocol_binding,
+        protocol_version=interface.protocol_version or None,
+        streaming=bool(card.capabilities.streaming),
+        skills=skills,
+        extensions=tuple(e.uri for e in card.capabilities.extensions),
+        conditions=(
+            _condition("True", "CardRead", f"the card of {card.name or 'the agent'} was read"),
+        ),
+        observed_generation=generation,
+    )
+
+
+def _condition(status: Literal["True", "False"], reason: str, message: str) -> Condition:
+    return Condition(
+        type="Ready",
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=rfc3339(dt.datetime.now(dt.UTC)),
+    )
+
+
+def _same(a: AgentStatus, b: AgentStatus) -> bool:
+    """Equal but for when the conditions changed and when the card was read."""
+
+    def plain(s: AgentStatus) -> dict[str, Any]:
+        out = s.model_dump(exclude={"resolved_time", "conditions"})
+        out["conditions"] = [c.model_dump(exclude={"last_transition_time"}) for c in s.conditions]
+        return out
+
+    return plain(a) == plain(b)
+
+
+class AgentDirectory:
+    """The HarnessAgents of the watched namespaces (None: the whole cluster)."""
+
+    def __init__(self, api: client.ApiClient, namespaces: Collection[str]) -> None:
+        self.api = api
+        self.objects = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.namespaces: list[str | None] = [*namespaces] or [None]
+        self.agents: dict[Key, Agent] = {}
+        self._resolving: dict[Key, asyncio.Task[None]] = {}
+
+    # -- what the workers ask ----------------------------------------------------------------
+
+    def offered(self, namespace: str) -> tuple[AgentChoice, ...]:
+        """The ready agents of ``namespace``, by name, as spawn_subtask offers them."""
+        return tuple(
+            agent.choice()
+            for (ns, _), agent in sorted(self.agents.items())
+            if ns == namespace and agent.ready
+        )
+
+    def ready(self, namespace: str, name: str) -> Agent:
+        """The agent, ready to be talked to; :class:`AgentNotReadyError` saying why not."""
+        agent = self.agents.get((namespace, name))
+        if agent is None:
+            raise AgentNotReadyError(namespace, name, "there is no such HarnessAgent")
+        if not agent.ready:
+            raise AgentNotReadyError(namespace, name, agent.status.ready_message())
+        return agent
+
+    # -- watching ----------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Watch every namespace's agents until cancelled."""
+        try:
+            await asyncio.gather(*(self._watch(ns) for ns in self.namespaces))
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        for task in list(self._resolving.values()):
+            task.cancel()
+        for agent in self.agents.values():
+            if agent.http is not None:
+                await agent.http.aclose()
+        self.agents.clear()
+
+    async def _watch(self, namespace: str | None) -> None:
+        attempt = 0
+        while True:
+            try:
+                async for event in watch_collection(
+                    self.api, namespace, AGENT_PLURAL, label_selector=""
+                ):
+                    attempt = 0
+                    await self.seen(event.type, event.object)
+            except (KubeError, ApiException, OSError, TimeoutError) as exc:
+                delay = WATCH_RETRY_SECONDS[min(attempt, len(WATCH_RETRY_SECONDS) - 1)]
+                attempt += 1
+                log.warning(
+                    "agents: watching HarnessAgents failed (%s); again in %.1fs", exc, delay
+                )
+                await asyncio.sleep(delay)
+
+    async def seen(self, kind: str, obj: Obj) -> None:
+        """One watch event of a HarnessAgent."""
+        meta = obj["metadata"]
+        key = (str(meta.get("namespace") or ""), str(meta["name"]))
+        if kind == "DELETED":
+            self._cancel(key)
+            gone = self.agents.pop(key, None)
+            if gone is not None and gone.http is not None:
+                await gone.http.aclose()
+            return
+        generation = int(meta.get("generation") or 0)
+        mark = str((meta.get("annotations") or {}).get(RESOLVE_ANNOTATION) or "")
+        status = _read_status(obj.get("status"))
+        known = self.agents.get(key)
+        if known is not None and known.generation == generation and known.resolve_mark == mark:
+            return  # a status write (ours or another replica's): nothing new to read
+        try:
+            spec: AgentSpec | None = AgentSpec.model_validate(obj.get("spec") or {})
+        except ValidationError as exc:
+            spec = None
+            problem = str(invalid_task_error(exc))
+        agent = Agent(*key, generation=generation, spec=spec, status=status, resolve_mark=mark)
+        if known is not None and known.http is not None:
+            await known.http.aclose()
+        self.agents[key] = agent
+        self._cancel(key)
+        if spec is None:
+            await self._write(agent, obj, self._failed(agent, "InvalidSpec", problem))
+            return
+        task = asyncio.create_task(self._resolve(agent, obj), name=f"resolve agent {key[1]}")
+        self._resolving[key] = task
+        task.add_done_callback(functools.partial(self._forget, key))
+
+    def _cancel(self, key: Key) -> None:
+        running = self._resolving.pop(key, None)
+        if running is not None:
+            running.cancel()
+
+    def _forget(self, key: Key, done: asyncio.Task[None]) -> None:
+        if self._resolving.get(key) is done:
+            del self._resolving[key]
+
+    # -- reading a card ----------------------------------------------------------------------
+
+    async def _resolve(self, agent: Agent, obj: Obj) -> None:
+        assert agent.spec is not None
+        if not agent.status.conditions or agent.status.observed_generation != agent.generation:
+            agent.status = self._failed(agent, "Resolving", "reading the agent's card")
+        delay = 1.0
+        while True:
+            agent.attempts += 1
+            try:
+                status = await self._read_card(agent, agent.spec)
+            except ResolveError as exc:
+                last = exc.lasting or agent.attempts >= RESOLVE_ATTEMPTS
+                then = (
+                    f"; not tried again until spec or annotation {RESOLVE_ANNOTATION} changes"
+                    if last
+                    else f"; trying again in {delay:.0f}s"
+                )
+                message = f"{exc} (attempt {agent.attempts} of {RESOLVE_ATTEMPTS}{then})"
+                log.warning("agents: %s/%s: %s", agent.namespace, agent.name, message)
+                obj = await self._write(agent, obj, self._failed(agent, exc.reason, message))
+                if last:
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+                continue
+            log.info(
+                "agents: %s/%s ready: %s at %s",
+                agent.namespace,
+                agent.name,
+                status.name,
+                status.url,
+            )
+            await self._write(agent, obj, status)
+            return
+
+    def _failed(self, agent: Agent, reason: str, message: str) -> AgentStatus:
+        return AgentStatus(
+            conditions=(_condition("False", reason, message),),
+            observed_generation=agent.generation,
+        )
+
+    async def _read_card(self, agent: Agent, spec: AgentSpec) -> AgentStatus:
+        headers = await self._headers(agent.namespace, spec)
+        http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(REQUEST_SECONDS, connect=CONNECT_SECONDS),
+        )
+        base, path = spec.well_known_url
+        try:
+            card = await A2ACardResolver(http, base).get_agent_card(relative_card_path=path)
+            status = status_of_card(spec, card, agent.generation)
+        except AgentCardResolutionError as exc:
+            await http.aclose()
+            code = exc.status_code
+            if code in (401, 403):
+                raise ResolveError(
+                    "CardUnauthorized",
+                    f"the agent refused the harness's credentials (HTTP {code}) for its card at "
+                    f"{spec.card_url}: check the Secret its spec.headers name",
+                    lasting=True,
+                ) from None
+            raise ResolveError("CardUnreachable", f"the card could not be read: {exc}") from None
+        except BaseException:
+            await http.aclose()
+            raise
+        agent.card, agent.headers, agent.http = card, headers, http
+        return status
+
+    async def _headers(self, namespace: str, spec: AgentSpec) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for header in spec.headers:
+            if header.value is not None:
+                out[header.name] = header.value
+                continue
+            assert header.value_from is not None
+            ref = header.value_from.secret_key_ref
+            try:
+                secret = await self.core.read_namespaced_secret(ref.name, namespace)
+            except ApiException as exc:
+                if exc.status in (403, 404):
+                    what = (
+                        "does not exist" if exc.status == 404 else "may not be read by the operator"
+                    )
+                    raise ResolveError(
+                        "SecretMissing",
+                        f"header {header.name}: Secret {ref.name!r} {what}",
+                        lasting=exc.status == 403,
+                    ) from None
+                raise ResolveError(
+                    "SecretUnreadable", f"header {header.name}: {translate(exc)}"
+                ) from None
+            data = (secret.data or {}).get(ref.key)
+            if data is None:
+                raise ResolveError(
+                    "SecretMissing",
+                    f"header {header.name}: Secret {ref.name!r} has no key {ref.key!r}",
+                    lasting=True,
+                )
+            out[header.name] = base64.b64decode(data).decode().strip()
+        return out
+
+    async def _write(self, agent: Agent, obj: Obj, status: AgentStatus) -> Obj:
+        """Record ``status`` unless the object already says the same; returns the object as
+        last known."""
+        current = _read_status(obj.get("status"))
+        agent.status = status
+        if _same(current, status):
+            return obj
+        if current.ready == status.ready and current.conditions:
+            # The condition keeps the time it last turned, as conditions do.
+            kept = current.conditions[0].last_transition_time
+            status = status.model_copy(
+                update={
+                    "conditions": tuple(
+                        c.model_copy(update={"last_transition_time": kept})
+                        for c in status.conditions
+                    )
+                }
+            )
+        # Every field, None included: a merge patch deletes what the new status has not.
+        body = status.model_copy(
+            update={"resolved_time": rfc3339(dt.datetime.now(dt.UTC))}
+        ).model_dump(mode="json", by_alias=True)
+        try:
+            obj = await self.objects.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                agent.namespace,
+                AGENT_PLURAL,
+                agent.name,
+                {
+                    "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                    "status": body,
+                },
+                _content_type="application/merge-patch+json",
+            )
+        except ApiException as exc:
+            if exc.status != 409:  # a conflict: another replica wrote first, its event comes
+                log.warning(
+                    "agents: %s/%s: the status could not be written: %s",
+                    agent.namespace,
+                    agent.name,
+                    translate(exc),
+                )
+        return obj
+
+
+def _read_status(raw: object) -> AgentStatus:
+    try:
+        return AgentStatus.model_validate(raw or {})
+    except ValidationError:
+        return AgentStatus()

@@ -1,0 +1,437 @@
+"""Sub-tasks on remote agents: each turn of such a task is an exchange with the agent's task.
+
+A ``HarnessTask`` with ``spec.agent`` is done by that remote A2A agent (a ``HarnessAgent``).
+Its turns run here instead of the core loop: a turn takes the messages waiting for it (the
+parent's brief, a participant's or the parent's answer), sends them to the remote task as one
+A2A message (the first one creates the remote task, with a task envelope that names this task
+as its parent on another agent, so a tiny-harness agent runs it as a delegated task), then
+follows the remote task until it has answered (``core.remote_view``), and ends the turn in the
+state the remote task is in, with what the agent said in the history.
+
+**Durable as any turn.** The turn's journal holds, in order: the messages taken (written before
+anything is sent, so a resend after a crash is the same A2A message with the same id), the send
+and the remote task's id (written as soon as the agent names it, before the remote task is
+followed), then the remote task's status as it changes. A turn resumed after a crash or a
+takeover replays that journal: once the send is recorded it is never sent again; the remote
+task is followed afresh (subscribe, or poll), and its first event, the task as it is, is read
+against the status message recorded beside the send, so an answer that came while nobody
+followed is taken, and a stale status is not. The one window left is between the send and the
+write of its task id: a crash there sends the same message again. A tiny-harness agent takes it
+as the same message (it names the task and the message by their ids); another agent may not.
+
+**Bounded.** A call that fails for a reason that may pass (unreachable, HTTP 429 or 5xx, a
+stream that breaks) is tried again after 0.5, 1, 2 ... seconds, ``spec.maxRetries`` times; a
+remote task that shows no visible change for ``spec.answerTimeoutSeconds`` is given up on. Every
+failure ends the sub-task in FAILED with a reason and a message naming what to look at
+(:class:`RemoteCallError`): ``RemoteAgentNotReady``, ``RemoteUnauthorized``,
+``RemoteUnavailable``, ``RemoteNoAnswer``, ``RemoteRefused``, ``RemoteTaskGone``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import httpx
+from a2a.client import Client
+from a2a.client.errors import A2AClientError, A2AClientTimeoutError
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+)
+from a2a.utils.errors import (
+    A2AError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+
+from tiny_harness.core.control import control_part
+from tiny_harness.core.errors import HarnessError
+from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.remote_view import RemoteView
+from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import TaskLink, TaskSpec
+from tiny_harness.core.turn import (
+    DrainEntry,
+    InboundMessage,
+    OutcomeKind,
+    RemoteRef,
+    RemoteSentEntry,
+    RemoteStatusEntry,
+    TurnInput,
+    TurnOutcome,
+)
+from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
+
+if TYPE_CHECKING:
+    from tiny_harness.operator.host import OperatorTurnHost
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: What this harness calls itself in the parent link of the tasks it creates on other agents.
+AGENT_SELF: Final = "tiny-harness"
+#: Polling a remote task that cannot be streamed: the first wait, doubling to the cap.
+POLL_FIRST: Final = 1.0
+POLL_CAP: Final = 10.0
+#: How long a cancel or a completion sent to a remote task is waited on.
+CONTROL_WAIT_SECONDS: Final = 30.0
+
+
+class RemoteCallError(HarnessError):
+    """The remote agent could not be talked to, or refused: the sub-task fails with ``reason``
+    and this message. ``transient`` errors are tried again first, a bounded number of times."""
+
+    def __init__(self, reason: str, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.transient = transient
+
+
+def classify(agent: str, exc: BaseException) -> RemoteCallError:
+    """What a failed call to ``agent`` means for the sub-task."""
+    if isinstance(exc, RemoteCallError):
+        return exc
+    cause = exc.__cause__
+    if isinstance(exc, A2AClientTimeoutError) or isinstance(cause, httpx.TimeoutException):
+        return RemoteCallError(
+            "RemoteUnavailable", f"agent {agent} did not answer in time", transient=True
+        )
+    if isinstance(cause, httpx.HTTPStatusError):
+        code = cause.response.status_code
+        if code in (401, 403):
+            return RemoteCallError(
+                "RemoteUnauthorized",
+                f"agent {agent} refused the harness's credentials (HTTP {code}): check the "
+                f"Secret that harnessagent {agent}'s spec.headers name",
+            )
+        if code == 404:
+            return RemoteCallError(
+                "RemoteAgentUnavailable",
+                f"agent {agent} is not at the address its card gave (HTTP 404): the agent has "
+                f"moved or gone; check harnessagent {agent}'s spec.cardUrl",
+            )
+        if code == 429 or code >= 500:
+            return RemoteCallError(
+                "RemoteUnavailable", f"agent {agent} answered HTTP {code}", transient=True
+            )
+        return RemoteCallError("RemoteRefused", f"agent {agent} answered HTTP {code}: {exc}")
+    if isinstance(cause, httpx.RequestError) or isinstance(exc, (OSError, httpx.RequestError)):
+        return RemoteCallError(
+            "RemoteUnavailable", f"agent {agent} could not be reached ({exc})", transient=True
+        )
+    if isinstance(exc, TaskNotFoundError):
+        return RemoteCallError(
+            "RemoteTaskGone", f"agent {agent} no longer has the remote task: {exc}"
+        )
+    if isinstance(exc, A2AClientError) and cause is None:
+        return RemoteCallError("RemoteUnavailable", f"agent {agent}: {exc}", transient=True)
+    if isinstance(exc, A2AError | A2AClientError):
+        return RemoteCallError("RemoteRefused", f"agent {agent} refused the request: {exc}")
+    raise exc
+
+
+def relayed(drain: DrainEntry) -> list[Part]:
+    """The messages a turn took, as the parts of the one A2A message that carries them: one
+    message as it is, several each under the name of who said it."""
+    if len(drain.messages) == 1:
+        return [Part(text=drain.messages[0].content)]
+    return [Part(text=f"{m.sender or 'someone'}: {m.content}") for m in drain.messages]
+
+
+def envelope(task_id: str, task: TaskSpec) -> dict[str, object]:
+    """The task envelope of the first message: the goal, description and criteria, and this
+    task as the parent, on another agent (so the remote task is delegated, and ends)."""
+    spec = TaskSpec(
+        goal=task.goal,
+        description=task.description,
+        acceptance_criteria=task.acceptance_criteria,
+        parent=TaskLink(task_id=task_id, agent=AGENT_SELF),
+    )
+    return spec.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+
+
+async def with_retries(agent: Agent, call: Callable[[], Awaitable[T]]) -> T:
+    """``call``, tried again on transient failures as the agent's spec allows."""
+    budget = agent.spec.max_retries if agent.spec is not None else 0
+    delay = 0.5
+    for attempt in range(budget + 1):
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            failure = classify(agent.name, exc)
+            if not failure.transient or attempt == budget:
+                if failure.transient:
+                    failure = RemoteCallError(
+                        failure.reason, f"{failure} ({attempt + 1} attempts)", transient=True
+                    )
+                raise failure from None
+            log.info("agent %s: %s; trying again in %.1fs", agent.name, failure, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Remotes:
+    """The operator's side of every conversation with a remote agent."""
+
+    def __init__(self, directory: AgentDirectory) -> None:
+        self.directory = directory
+
+    def agent(self, namespace: str, name: str) -> Agent:
+        try:
+            return self.directory.ready(namespace, name)
+        except AgentNotReadyError as exc:
+            raise RemoteCallError("RemoteAgentNotReady", str(exc)) from None
+
+    def loop(self, namespace: str) -> RemoteLoop:
+        return RemoteLoop(self, namespace)
+
+    # -- controls ----------------------------------------------------------------------------
+
+    async def cancel(self, namespace: str, name: str, ref: RemoteRef | None) -> str | None:
+        """Cancel the remote task; None when it is cancelled (or over), else why not."""
+        if ref is None or not ref.task_id or (ref.state is not None and ref.state.is_terminal):
+            return None
+        try:
+            agent = self.agent(namespace, name)
+            client = agent.client()
+            task_id = ref.task_id
+            await with_retries(agent, lambda: client.cancel_task(CancelTaskRequest(id=task_id)))
+        except RemoteCallError as exc:
+            if isinstance(exc.__cause__, TaskNotCancelableError):
+                return None
+            return str(exc)
+        except TaskNotCancelableError:
+            return None  # it ended meanwhile
+        return None
+
+    async def complete(self, namespace: str, name: str, ref: RemoteRef | None) -> str | None:
+        """Complete the remote task: a tiny-harness agent takes our control envelope (and may
+        refuse, which is returned); another agent has no completion in A2A, so its task is
+        cancelled, the work being done here. None when it went through."""
+        if ref is None or not ref.task_id or (ref.state is not None and ref.state.is_terminal):
+            return None
+        agent = self.agent(namespace, name)
+        if not agent.speaks_harness:
+            why = await self.cancel(namespace, name, ref)
+            return None if why is None else f"the remote task could not be cancelled: {why}"
+        client = agent.client()
+        message = Message(
+            message_id=f"{ref.task_id}/complete",
+            task_id=ref.task_id,
+            context_id=ref.context_id,
+            role=Role.ROLE_USER,
+            parts=[control_part("complete")],
+        )
+        view = RemoteView.of(ref)
+
+        async def send() -> None:
+            stream = client.send_message(SendMessageRequest(message=message))
+            async with asyncio.timeout(CONTROL_WAIT_SECONDS):
+                async for event in stream:
+                    view.take(event)
+                    if view.state is not None and view.state.is_terminal:
+                        return
+
+        try:
+            await with_retries(agent, send)
+        except TimeoutError:
+            return "the remote task did not complete in time"
+        if view.state is TaskState.COMPLETED:
+            return None
+        return view.text or f"the remote task is {view.state}"
+
+
+class RemoteLoop:
+    """Runs one turn of a task on a remote agent (see the module docstring)."""
+
+    def __init__(self, remotes: Remotes, namespace: str) -> None:
+        self.remotes = remotes
+        self.namespace = namespace
+
+    async def run_turn(self, host: OperatorTurnHost, turn: TurnInput) -> TurnOutcome:
+        name = turn.task.agent
+        if not name:  # pragma: no cover - the worker runs only such tasks here
+            raise RemoteCallError("RemoteAgentNotReady", "the task names no agent")
+        agent = self.remotes.agent(self.namespace, name)
+        ref = turn.ref
+        view = RemoteView.of(turn.remote)
+        drain: DrainEntry | None = None
+        sent: RemoteSentEntry | None = None
+        statuses = 0
+        for entry in turn.journal:
+            if isinstance(entry, DrainEntry):
+                drain = entry
+            elif isinstance(entry, RemoteSentEntry):
+                sent = entry
+                view.take_entry(entry)
+            elif isinstance(entry, RemoteStatusEntry):
+                statuses += 1
+                view.take_entry(entry)
+        if drain is None:
+            inbound = [m for m in await host.drain() if m.sub_task is None]
+            if not inbound:
+                return await self.end(host, turn, view)
+            drain = DrainEntry(id=ref.drain(0), messages=tuple(inbound))
+            await host.checkpoint(drain)
+            await host.flush()  # the message is fixed before it is sent: a resend is the same
+        before = sent.before if sent is not None else view.message_id
+        journaled = len(view.replies)
+        events = self.exchange(agent, turn, drain, view, sent)
+        timeout = agent.spec.answer_timeout_seconds if agent.spec is not None else 600
+        async with contextlib.aclosing(events):
+            while not view.answered(before):
+                try:
+                    event = await asyncio.wait_for(anext(events), timeout)
+                except TimeoutError:
+                    raise RemoteCallError(
+                        "RemoteNoAnswer",
+                        f"the remote task {view.task_id or '(not created)'} on agent {name} "
+                        f"showed no change for {timeout}s (spec.answerTimeoutSeconds of "
+                        f"harnessagent {name}); it may still be at work there",
+                    ) from None
+                except StopAsyncIteration:  # pragma: no cover - exchange() follows for ever
+                    break
+                changed = view.take(event)
+                if sent is None and (view.task_id or event.HasField("message")):
+                    sent = RemoteSentEntry(
+                        id=f"{ref.prefix}/sent-0",
+                        message_id=drain.id,
+                        task_id=view.task_id or "",
+                        context_id=view.context_id,
+                        before=before,
+                    )
+                    await host.checkpoint(sent)
+                    await host.flush()  # the remote task's id, before it is followed
+                if changed and view.state is not None:
+                    await host.checkpoint(view.entry(f"{ref.prefix}/remote-{statuses}", journaled))
+                    statuses += 1
+                    journaled = len(view.replies)
+        return await self.end(host, turn, view, drain.messages)
+
+    async def exchange(
+        self,
+        agent: Agent,
+        turn: TurnInput,
+        drain: DrainEntry,
+        view: RemoteView,
+        sent: RemoteSentEntry | None,
+    ) -> AsyncGenerator[StreamResponse, None]:
+        """What the agent sends about the remote task: the send's own stream when the message
+        is still to be sent, then, once the remote task has an id, the task followed (its
+        stream, or polls where the agent does not stream), for as long as the caller reads."""
+        client = agent.client()
+        failures = 0
+        budget = agent.spec.max_retries if agent.spec is not None else 0
+        while True:
+            try:
+                if sent is None and view.task_id is None:
+                    async for event in client.send_message(
+                        SendMessageRequest(message=self.message(turn, drain, view))
+                    ):
+                        yield event
+                        failures = 0
+                    if view.task_id is None:
+                        return  # answered with a message and no task: nothing to follow
+                elif agent.status.streaming:
+                    assert view.task_id is not None
+                    request = SubscribeToTaskRequest(id=view.task_id)
+                    try:
+                        async for event in client.subscribe(request):
+                            yield event
+                            failures = 0
+                    except UnsupportedOperationError:
+                        # An ended task is not streamed: read it as it is.
+                        yield StreamResponse(task=await self.get(client, view.task_id))
+                        await asyncio.sleep(POLL_FIRST)
+                else:
+                    async for event in self.poll(client, view):
+                        yield event
+                        failures = 0
+            except (asyncio.CancelledError, GeneratorExit):
+                raise
+            except Exception as exc:
+                failure = classify(agent.name, exc)
+                failures += 1
+                if not failure.transient or failures > budget:
+                    if failure.transient:
+                        raise RemoteCallError(
+                            failure.reason, f"{failure} ({failures} attempts)"
+                        ) from None
+                    raise failure from None
+                delay = min(0.5 * 2 ** (failures - 1), 10.0)
+                log.info("agent %s: %s; again in %.1fs", agent.name, failure, delay)
+                await asyncio.sleep(delay)
+
+    async def poll(self, client: Client, view: RemoteView) -> AsyncIterator[StreamResponse]:
+        assert view.task_id is not None
+        wait = POLL_FIRST
+        while True:
+            yield StreamResponse(task=await self.get(client, view.task_id))
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, POLL_CAP)
+
+    async def get(self, client: Client, task_id: str) -> Task:
+        return await client.get_task(GetTaskRequest(id=task_id))
+
+    def message(self, turn: TurnInput, drain: DrainEntry, view: RemoteView) -> Message:
+        """The A2A message that carries what the turn took (its id is the drain's)."""
+        message = Message(
+            message_id=drain.id,
+            role=Role.ROLE_USER,
+            parts=relayed(drain),
+        )
+        if view.task_id:
+            message.task_id = view.task_id
+            message.context_id = view.context_id
+        else:
+            message.metadata.update({TASK_EXT_KEY: envelope(turn.task_id, turn.task)})
+        return message
+
+    async def end(
+        self,
+        host: OperatorTurnHost,
+        turn: TurnInput,
+        view: RemoteView,
+        taken: tuple[InboundMessage, ...] = (),
+    ) -> TurnOutcome:
+        """Settle the turn as the remote task is: its state and sub-state, its status text."""
+        history = [
+            *turn.history,
+            *(ChatMessage(role="user", content=m.content) for m in taken),
+            *(ChatMessage(role="assistant", content=r.text) for r in view.replies),
+        ]
+        state = view.state or TaskState.WORKING
+        kind = {
+            TaskState.COMPLETED: OutcomeKind.COMPLETED,
+            TaskState.INPUT_REQUIRED: OutcomeKind.WAITING_FOR_ANSWER,
+            TaskState.AUTH_REQUIRED: OutcomeKind.WAITING_FOR_ANSWER,
+        }.get(state, OutcomeKind.REMOTE_ENDED)
+        if state is TaskState.AUTH_REQUIRED:
+            state = TaskState.INPUT_REQUIRED  # what it waits for is the remote agent's to say
+        outcome = TurnOutcome(
+            kind=kind,
+            state=state,
+            sub_state=view.mirrored_sub_state,
+            text=view.result,
+            message_id=view.message_id or f"{turn.ref.prefix}/end",
+            history=tuple(history),
+        )
+        await host.end_turn(outcome)
+        return outcome
