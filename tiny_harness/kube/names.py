@@ -24,6 +24,10 @@ TURN_KIND: Final = "HarnessTurn"
 TURN_PLURAL: Final = "harnessturns"
 TURN_SHORT_NAME: Final = "hturn"
 
+TOOL_SERVER_KIND: Final = "HarnessToolServer"
+TOOL_SERVER_PLURAL: Final = "harnesstoolservers"
+TOOL_SERVER_SHORT_NAME: Final = "htool"
+
 #: Prefix of our labels, annotations and finalizers.
 PREFIX: Final = GROUP
 PARENT_LABEL: Final = f"{PREFIX}/parent"
