@@ -46,6 +46,7 @@ from tiny_harness.core.tools import (
     ToolInvoker,
     ToolRegistrationError,
     ToolRegistry,
+    TurnTools,
 )
 from tiny_harness.core.tracing import tool_result, tool_span
 from tiny_harness.core.turn import (
@@ -189,9 +190,12 @@ class CoreLoop:
         self.tool_specs = registry.specs
         self.tools_tokens = estimate_tools_tokens(self.tool_specs)
 
-    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome:
-        """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``."""
-        return await _Turn(self, host, turn).run()
+    async def run_turn(
+        self, host: TurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome:
+        """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``;
+        ``tools`` are this turn's own, on top of the loop's (see :class:`TurnTools`)."""
+        return await _Turn(self, host, turn, tools).run()
 
 
 _E = TypeVar("_E", ModelEntry, ToolEntry, DrainEntry, CompactionEntry)
@@ -251,8 +255,18 @@ class _Replay:
 class _Turn:
     """The state of one turn as it runs; rebuilt identically when a journal is replayed."""
 
-    def __init__(self, loop: CoreLoop, host: TurnHost, turn: TurnInput) -> None:
+    def __init__(
+        self, loop: CoreLoop, host: TurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> None:
         self.loop = loop
+        self.invoker, self.tool_specs = loop.invoker, loop.tool_specs
+        self.tools_tokens = loop.tools_tokens
+        self.tool_notes: tuple[str, ...] = ()
+        if tools is not None and (tools.tools or tools.notes):
+            registry = loop.registry.extended(tools.tools)
+            self.invoker, self.tool_specs = ToolInvoker(registry), registry.specs
+            self.tools_tokens = estimate_tools_tokens(self.tool_specs)
+            self.tool_notes = tools.notes
         self.host = host
         self.ref = turn.ref
         self.task = turn.task
@@ -333,14 +347,16 @@ class _Turn:
         entry = self.replay.step(self.ref.model(index), ModelEntry)
         if entry is None:
             settings = await self.host.settings()
-            system = system_prompt(self.task, task_id=self.ref.task_id)
+            system = "\n\n".join(
+                (system_prompt(self.task, task_id=self.ref.task_id), *self.tool_notes)
+            )
             if compaction is None:
                 await self.compact_if_needed(index, settings, system)
             request = assemble_context(
                 self.task,
                 task_id=self.ref.task_id,
                 history=self.history,
-                tools=self.loop.tool_specs,
+                tools=self.tool_specs,
                 settings=settings,
                 system=system,
             )
@@ -375,7 +391,7 @@ class _Turn:
                 f"the reserve ({config.reserve_tokens} tokens) must be smaller than the context "
                 f"window of {model} ({window} tokens)",
             )
-        history_budget = budget - estimate_tokens(system) - self.loop.tools_tokens
+        history_budget = budget - estimate_tokens(system) - self.tools_tokens
         if estimate_history_tokens(self.history) <= history_budget:
             return
         result = await compact(
@@ -428,12 +444,12 @@ class _Turn:
             )
 
         try:
-            args = self.loop.invoker.check(call)
+            args = self.invoker.check(call)
         except InvalidToolCallError as exc:
             return entry(f"Error: {exc}", is_error=True)
         if call.name not in INTRINSIC_NAMES:
             context = ToolContext(task_id=self.ref.task_id, call_id=entry_id)
-            result = await self.loop.invoker.run(call, args, context)
+            result = await self.invoker.run(call, args, context)
             return entry(result.content, is_error=result.is_error)
         applied = apply_intrinsic(
             call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id
