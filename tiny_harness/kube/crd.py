@@ -29,11 +29,11 @@ from tiny_harness.kube.names import (
     MESSAGE_SHORT_NAME,
     PLURAL,
     SHORT_NAME,
-    TURN_KIND,
-    TURN_PLURAL,
     TOOL_SERVER_KIND,
     TOOL_SERVER_PLURAL,
     TOOL_SERVER_SHORT_NAME,
+    TURN_KIND,
+    TURN_PLURAL,
     TURN_SHORT_NAME,
     VERSION,
 )
