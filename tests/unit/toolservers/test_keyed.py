@@ -19,9 +19,9 @@ async def _ignore(*_: Any) -> None:
 
 async def sent_ids(*requests: tuple[str, str | None]) -> list[Any]:
     """Send each ``(method, key)`` through a KeyedDispatcher; the ids it wrote, in order."""
-    to_client_send, to_client_read = anyio.create_memory_object_stream[
-        SessionMessage | Exception
-    ](8)
+    to_client_send, to_client_read = anyio.create_memory_object_stream[SessionMessage | Exception](
+        8
+    )
     from_client_send, from_client_read = anyio.create_memory_object_stream[SessionMessage](8)
     dispatcher = KeyedDispatcher(to_client_read, from_client_send)
     ids: list[Any] = []
