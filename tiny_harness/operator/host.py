@@ -147,6 +147,7 @@ class OperatorTurnHost:
             description=intent.description,
             participants=self.snap.spec.participants,
             parent=TaskLink(task_id=self.w.name),
+            tool_servers=self.snap.spec.tool_servers,  # a child works with its parent's tools
         )
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings

@@ -31,6 +31,7 @@ from tiny_harness.operator.liveness import liveness
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.sharding import ShardManager
+from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.watches import Watches
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,8 @@ async def run_operator(
         on_signal=on_signal,
     )
     background: list[asyncio.Task[None]] = []
+    runtime.tool_servers = ToolServers(api, metrics, namespaces=watched, taken=loop.registry.names)
+    background.append(asyncio.create_task(runtime.tool_servers.run(), name="tool servers"))
     if settings.operator.shards:
         runtime.shards = ShardManager(
             api,

@@ -29,6 +29,7 @@ from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.shards import shard_named
+from tiny_harness.operator.toolservers import NoToolServers, ToolServers
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class Runtime:
         self.shards: ShardManager | None = None
         #: Set with ``shards``: labels the objects that came without a shard label.
         self.labeller: Labeller | None = None
+        #: The tool servers tasks' turns are offered (operator/toolservers.py).
+        self.tool_servers: ToolServers | NoToolServers = NoToolServers()
 
     def owns(self, namespace: str, name: str) -> bool:
         """Is this task this replica's to work? Always, unless sharded; a task whose shard is

@@ -930,6 +930,9 @@ class TaskWorker:
             # A resumed turn keeps its start: the time the replica that ran it was away counts.
             start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
         conditions = resumed_conditions(snap.status.conditions)
+        # The task's tool servers: this turn's tools, and its ToolServersReady condition.
+        offer = await self.rt.tool_servers.offer(self.namespace, snap.spec)
+        conditions = offer.conditions(snap.status.conditions, conditions)
         if conditions is not None:
             start["conditions"] = conditions
         holding = await self.take_lease(snap, start)
@@ -976,7 +979,7 @@ class TaskWorker:
             cut: list[str] = []
             token = retry_observer.set(self.retry_notice_writer())
             try:
-                runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
+                runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input, offer.tools))
             finally:
                 retry_observer.reset(token)
             guards = [
