@@ -36,6 +36,13 @@ class ServedCall:
     tool: str
     request_id: str
     arguments: dict[str, Any]
+    #: The Authorization header the call came with (tests check a Secret's value arrived).
+    authorization: str | None = None
+
+
+def _served(ctx: Context, tool: str, arguments: dict[str, Any]) -> ServedCall:
+    headers = ctx.headers or {}
+    return ServedCall(tool, ctx.request_id, arguments, headers.get("authorization"))
 
 
 def build_server(calls: list[ServedCall]) -> MCPServer:
@@ -44,23 +51,23 @@ def build_server(calls: list[ServedCall]) -> MCPServer:
 
     @server.tool(description="Today's weather in a city.")
     async def weather(city: str, ctx: Context) -> str:
-        calls.append(ServedCall("weather", ctx.request_id, {"city": city}))
+        calls.append(_served(ctx, "weather", {"city": city}))
         return f"Sunny in {city}."
 
     @server.tool(description="Wait a number of seconds, then answer.")
     async def slow(seconds: float, ctx: Context) -> str:
-        calls.append(ServedCall("slow", ctx.request_id, {"seconds": seconds}))
+        calls.append(_served(ctx, "slow", {"seconds": seconds}))
         await asyncio.sleep(seconds)
         return f"Waited {seconds:g}s."
 
     @server.tool(description="A text of the given size.")
     async def big(size: int, ctx: Context) -> str:
-        calls.append(ServedCall("big", ctx.request_id, {"size": size}))
+        calls.append(_served(ctx, "big", {"size": size}))
         return "x" * size
 
     @server.tool(description="Always fails.")
     async def broken(ctx: Context) -> str:
-        calls.append(ServedCall("broken", ctx.request_id, {}))
+        calls.append(_served(ctx, "broken", {}))
         raise RuntimeError("the broken tool broke")
 
     return server
