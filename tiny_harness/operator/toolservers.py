@@ -113,7 +113,8 @@ class _Server:
     #: our own status write) starts none; a failed one is tried again by ``retry``.
     attempted: int | None = None
     retry: asyncio.TimerHandle | None = None
-    last_discovery: float = 0.0
+    #: When a failed call last asked for a new discovery (monotonic).
+    suspected: float = float("-inf")
 
     @property
     def generation(self) -> int:
@@ -296,7 +297,6 @@ class ToolServers:
             server.failures = 0
             self.metrics.tool_server_discoveries.labels(server=label, outcome=outcome).inc()
         finally:
-            server.last_discovery = time.monotonic()
             if server.generation != generation and self.servers.get(_at(server)) is server:
                 server.discovering = None
                 self._discover_soon(server)  # the spec changed meanwhile: now, not at a retry
@@ -410,8 +410,9 @@ class ToolServers:
             if (
                 outcome in _SUSPECT
                 and self.servers.get(_at(server)) is server
-                and time.monotonic() - server.last_discovery >= REDISCOVER_AFTER
+                and time.monotonic() - server.suspected >= REDISCOVER_AFTER
             ):
+                server.suspected = time.monotonic()
                 server.stale = True
                 self._discover_soon(server)
 
