@@ -8,7 +8,7 @@ import asyncio
 import base64
 import json
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,10 +32,13 @@ Operator = Callable[..., OperatorProcess]
 
 
 @pytest.fixture
-def mcp() -> Iterator[McpServerThread]:
-    server = McpServerThread().start()
-    yield server
-    server.stop()
+def weather(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+    """The operator running, and the test MCP server declared as tool server ``weather``,
+    discovered and ready."""
+    operator()
+    declare(kubectl, "weather", mcp.url)
+    wait_ready(kubectl, "weather")
+    return mcp
 
 
 def weather_call(arguments: dict[str, Any] | str, call_id: str = "call_w1") -> dict[str, Any]:
@@ -83,15 +86,8 @@ async def test_the_operator_discovers_a_servers_tools_into_its_status(
 
 
 async def test_a_tool_call_reaches_the_server_and_its_result_the_models_next_request(
-    operator: Operator,
-    kubectl: Kubectl,
-    tasks: Tasks,
-    model_server: ModelServer,
-    mcp: McpServerThread,
+    tasks: Tasks, model_server: ModelServer, weather: McpServerThread
 ) -> None:
-    operator()
-    declare(kubectl, "weather", mcp.url)
-    wait_ready(kubectl, "weather")
     await model_server.control.script(
         [weather_call({"city": "Oslo"}), {"type": "text", "text": "It is sunny in Oslo."}]
     )
@@ -103,7 +99,7 @@ async def test_a_tool_call_reaches_the_server_and_its_result_the_models_next_req
     assert {"weather__weather", "weather__slow", "create_plan"} <= set(tool_names(first))
     assert "Tools named <server>__<tool> come from MCP tool servers" in instructions(first)
     assert tool_outputs(second) == ["Sunny in Oslo."]
-    served = mcp.served("weather")
+    served = weather.served("weather")
     assert [(c.arguments, c.request_id) for c in served] == [
         ({"city": "Oslo"}, "trip/turn-1/tool-0-call_w1")
     ]
@@ -128,15 +124,8 @@ async def test_a_default_server_is_offered_to_a_task_that_names_none(
 
 
 async def test_a_schema_violation_is_caught_by_the_invoker_and_never_reaches_the_server(
-    operator: Operator,
-    kubectl: Kubectl,
-    tasks: Tasks,
-    model_server: ModelServer,
-    mcp: McpServerThread,
+    tasks: Tasks, model_server: ModelServer, weather: McpServerThread
 ) -> None:
-    operator()
-    declare(kubectl, "weather", mcp.url)
-    wait_ready(kubectl, "weather")
     await model_server.control.script([weather_call({"town": 7}), weather_call({"city": "Oslo"})])
 
     await ask(tasks, "sloppy", "Weather?", toolServers=["weather"])
@@ -146,7 +135,7 @@ async def test_a_schema_violation_is_caught_by_the_invoker_and_never_reaches_the
     assert "the arguments for tool 'weather__weather' do not match its schema" in refused
     assert "'city' is a required property" in refused
     assert tool_outputs(requests[2])[-1] == "Sunny in Oslo."
-    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
+    assert [c.arguments for c in weather.served("weather")] == [{"city": "Oslo"}]
 
 
 async def test_a_slow_tool_times_out_as_an_error_result_and_the_turn_goes_on(
@@ -180,16 +169,9 @@ async def test_a_slow_tool_times_out_as_an_error_result_and_the_turn_goes_on(
 
 
 async def test_a_server_that_went_down_is_an_error_result_then_not_ready(
-    operator: Operator,
-    kubectl: Kubectl,
-    tasks: Tasks,
-    model_server: ModelServer,
-    mcp: McpServerThread,
+    kubectl: Kubectl, tasks: Tasks, model_server: ModelServer, weather: McpServerThread
 ) -> None:
-    operator()
-    declare(kubectl, "weather", mcp.url)
-    wait_ready(kubectl, "weather")
-    mcp.stop()
+    weather.stop()
     await model_server.control.script(
         [weather_call({"city": "Oslo"}), {"type": "text", "text": "The weather service is down."}]
     )

@@ -4,7 +4,7 @@ restart the turn ends, and the MCP server ran the tool exactly once, under the j
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -21,13 +21,6 @@ Operator = Callable[..., OperatorProcess]
 #: The task's journal writes in its turn: 1 is the drain with the model's call asking for the
 #: tool (the tool has not run), 2 the tool's result (the model has not seen it).
 BOUNDARIES = (1, 2)
-
-
-@pytest.fixture
-def mcp() -> Iterator[McpServerThread]:
-    server = McpServerThread().start()
-    yield server
-    server.stop()
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
