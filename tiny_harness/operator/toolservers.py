@@ -12,8 +12,9 @@ a ``Ready`` condition. A replica that finds the status already describing this g
 ready (another replica's discovery, or its own before a restart) takes the tools from it
 without listing them again; it still reads the Secrets, which are never in the status. A
 failed discovery is ``Ready=False`` with the reason, and is tried again with backoff (1 s
-doubling, at most :data:`RETRY_CAP`); a call that finds the server unreachable, or answering
-garbage, asks for a new discovery, so a server that went away stops being offered.
+doubling, at most :data:`RETRY_CAP`); a call that finds the server unreachable, refusing or
+answering garbage asks for a new discovery (which reads the Secrets again), so a server that
+went away stops being offered and a rotated Secret is picked up.
 
 **Offering.** At the start of each turn :meth:`ToolServers.offer` picks the servers the task
 names (``spec.toolServers``) and those marked ``default`` in its namespace. A ready server's
@@ -64,8 +65,8 @@ RETRY_CAP: Final = 300.0
 REDISCOVER_AFTER: Final = 10.0
 #: How long a turn waits for the first listing of its namespace's servers (after a restart).
 FIRST_LISTING_WAIT: Final = 10.0
-#: Outcomes of a call that make the server's tools suspect.
-_SUSPECT: Final = frozenset({"unreachable", "invalid"})
+#: Outcomes of a call that make the server's tools (or its headers: a rotated Secret) suspect.
+_SUSPECT: Final = frozenset({"unreachable", "refused", "invalid"})
 #: Ready=False reasons by the kind of failure discovery met.
 _REASONS: Final = {
     "timeout": "Timeout",
@@ -425,15 +426,15 @@ class ToolServers:
         listed = self._listed.get(namespace) or self._listed.get(None)
         if listed is None:
             return NO_OFFER  # not a namespace this operator follows
+        if not listed.is_set():  # just started: the namespace's defaults are not known yet
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(listed.wait(), FIRST_LISTING_WAIT)
         defaults = sorted(
             s.name for s in self.servers.values() if s.namespace == namespace and s.default
         )
         names = [*spec.tool_servers, *(n for n in defaults if n not in spec.tool_servers)]
         if not names:
             return NO_OFFER
-        if not listed.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(listed.wait(), FIRST_LISTING_WAIT)
         tools: list[Tool] = []
         problems: list[tuple[str, str, str]] = []  # reason, server, why
         offered: list[str] = []
