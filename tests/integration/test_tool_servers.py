@@ -24,11 +24,14 @@ from tests.integration.toolserver_support import (
     wait_ready,
 )
 from tiny_harness.core.tool_server import SECRET_ANNOTATION
+from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.mcp_server import McpServerThread
 
 pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
+#: Where examples/toolserver.yaml expects the test tools (tiny_harness.testing.mcp_server).
+EXAMPLE_URL = "http://127.0.0.1:8765/mcp"
 
 
 @pytest.fixture
@@ -249,3 +252,33 @@ async def test_headers_come_from_a_secret_that_allows_the_server_and_are_never_s
     assert [c.authorization for c in mcp.served("weather")] == [token]
     assert "t-0123456789" not in kubectl.run("get", "htool", "weather", "-o", "yaml").stdout
     assert "t-0123456789" not in op.log()
+
+
+async def test_the_example_manifests_declare_a_server_whose_tool_the_task_calls(
+    operator: Operator,
+    kubectl: Kubectl,
+    tasks: Tasks,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    manifests = (REPO_ROOT / "examples" / "toolserver.yaml").read_text()
+    assert kubectl.apply(manifests.replace(EXAMPLE_URL, mcp.url)).returncode == 0
+    wait_ready(kubectl, "weather")
+    await tasks.wait("trip-planner", "TASK_STATE_INPUT_REQUIRED")
+    await model_server.control.script(
+        [weather_call({"city": "Oslo"}), {"type": "text", "text": "Sunny in Oslo: pack light."}]
+    )
+
+    await tasks.send("trip-planner", "I am off to Oslo. What should I pack?")
+    await tasks.wait("trip-planner", "TASK_STATE_INPUT_REQUIRED", turn=1, within=60)
+
+    said = [(m.role, m.text) for m in await tasks.transcript("trip-planner")]
+    assert said == [
+        ("user", "I am off to Oslo. What should I pack?"),
+        ("agent", "Sunny in Oslo: pack light."),
+    ]
+    (record,) = await tasks.records.for_task("trip-planner")
+    (called,) = [e for e in record.entries if getattr(e, "kind", "") == "tool"]
+    assert (called.name, called.content) == ("weather__weather", "Sunny in Oslo.")
+    assert [c.request_id for c in mcp.served("weather")] == [called.id]
