@@ -29,7 +29,8 @@ from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.shards import shard_named
-from tiny_harness.operator.toolservers import NoToolServers, ToolServers
+from tiny_harness.operator.tool_offers import NoToolServers
+from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,8 @@ names (``spec.toolServers``) and those marked ``default`` in its namespace. A re
 tools join the turn (:class:`~tiny_harness.core.tools.TurnTools`); one that does not exist or
 is not ready is left out, the model is told which and why, and the task's
 ``ToolServersReady`` condition says the same to people (written with the turn's first status
-write, so it costs no write of its own).
+write, so it costs no write of its own). What to offer, given what is known, is decided in
+:mod:`tiny_harness.operator.tool_offers`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pydantic import ValidationError
 
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tool_server import DiscoveredTool, ToolServerSpec, ToolServerStatus
-from tiny_harness.core.tools import Tool, TurnTools
+from tiny_harness.core.tools import Tool
 from tiny_harness.kube.client import KubeError, Obj
 from tiny_harness.kube.toolservers import (
     SecretUnusableError,
@@ -50,6 +51,7 @@ from tiny_harness.kube.toolservers import (
 )
 from tiny_harness.kube.watching import FullListing, watch_client
 from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.tool_offers import NO_OFFER, Available, Offer, compose_offer
 from tiny_harness.toolservers.client import Endpoint, Listing, ToolServerError, list_tools
 from tiny_harness.toolservers.offered import CallObserver, build_tools, select_tools
 
@@ -57,8 +59,6 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
-#: The task condition that says whether its tool servers are there.
-CONDITION: Final = "ToolServersReady"
 #: The longest wait between two discoveries of a server that is not ready.
 RETRY_CAP: Final = 300.0
 #: A call's failure asks for a new discovery at most this often per server.
@@ -74,12 +74,6 @@ _REASONS: Final = {
     "refused": "Refused",
     "invalid": "InvalidResponse",
 }
-
-MCP_NOTE: Final = (
-    "Tools named <server>__<tool> come from MCP tool servers declared in this namespace ({}): "
-    "<tool> is the server's own name for it. Their results are the server's text, cut to the "
-    "server's size limit; a call that fails comes back as an error result saying what to do."
-)
 
 
 def _now() -> str:
@@ -135,49 +129,6 @@ class _Server:
     def current(self) -> _Offered | None:
         offered = self.offered
         return offered if offered is not None and offered.generation == self.generation else None
-
-
-@dataclass(frozen=True)
-class Offer:
-    """What one turn gets from the task's tool servers, and what its condition should say."""
-
-    tools: TurnTools
-    condition: Condition | None = None
-
-    def conditions(
-        self, current: Sequence[Condition], pending: list[dict[str, Any]] | None
-    ) -> list[dict[str, Any]] | None:
-        """The task's conditions with this offer's (``pending``: conditions the same write
-        already sets); None when nothing changes."""
-        base = (
-            tuple(Condition.model_validate(c) for c in pending)
-            if pending is not None
-            else tuple(current)
-        )
-        condition = self.condition
-        old = next((c for c in base if c.type == CONDITION), None)
-        if condition is None or (
-            old is not None
-            and (old.status, old.reason, old.message)
-            == (condition.status, condition.reason, condition.message)
-        ):
-            return pending
-        if old is not None and old.status == condition.status:
-            condition = condition.model_copy(
-                update={"last_transition_time": old.last_transition_time}
-            )
-        merged = (*(c for c in base if c.type != CONDITION), condition)
-        return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in merged]
-
-
-NO_OFFER: Final = Offer(TurnTools())
-
-
-class NoToolServers:
-    """What a runtime offers before (or without) following tool servers: nothing."""
-
-    async def offer(self, namespace: str, spec: TaskSpec) -> Offer:
-        return NO_OFFER
 
 
 class ToolServers:
@@ -433,53 +384,16 @@ class ToolServers:
             s.name for s in self.servers.values() if s.namespace == namespace and s.default
         )
         names = [*spec.tool_servers, *(n for n in defaults if n not in spec.tool_servers)]
-        if not names:
-            return NO_OFFER
-        tools: list[Tool] = []
-        problems: list[tuple[str, str, str]] = []  # reason, server, why
-        offered: list[str] = []
-        names_taken = set(self.taken)
+        found: dict[str, Available] = {}
         for name in names:
             server = self.servers.get((namespace, name))
             if server is None:
-                problems.append(
-                    ("ToolServerNotFound", name, f"it does not exist in namespace {namespace}")
-                )
                 continue
             current = await self._settled(server)
-            if current is None:
-                ready = server.status.ready()
-                why = f"{ready.reason}: {ready.message}" if ready else "not discovered yet"
-                problems.append(("ToolServerNotReady", name, f"it is not ready ({why})"))
-                continue
-            for tool in current.tools:
-                if tool.spec.name not in names_taken:
-                    names_taken.add(tool.spec.name)
-                    tools.append(tool)
-            offered.append(name)
-        notes = [MCP_NOTE.format(", ".join(offered))] if offered else []
-        notes += [
-            f"Tool server {name!r} is not available for this turn: {why}. If the task needs "
-            "its tools, tell the participant."
-            for _, name, why in problems
-        ]
-        if problems:
-            condition = Condition(
-                type=CONDITION,
-                status="False",
-                reason=problems[0][0],
-                message="; ".join(f"{name}: {why}" for _, name, why in problems),
-                last_transition_time=_now(),
-            )
-        else:
-            condition = Condition(
-                type=CONDITION,
-                status="True",
-                reason="Ready",
-                message=f"{len(tools)} tool(s) from {', '.join(offered)}",
-                last_transition_time=_now(),
-            )
-        return Offer(TurnTools(tools=tuple(tools), notes=tuple(notes)), condition)
+            ready = server.status.ready()
+            why = f"{ready.reason}: {ready.message}" if ready else "not discovered yet"
+            found[name] = Available(current.tools if current else None, why)
+        return compose_offer(namespace, names, found, self.taken)
 
     async def _settled(self, server: _Server) -> _Offered | None:
         """The server's tools for its generation, waiting for a discovery in flight (after a

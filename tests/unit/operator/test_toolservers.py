@@ -10,7 +10,8 @@ from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, compile_schema
 from tiny_harness.operator.metrics import OperatorMetrics
-from tiny_harness.operator.toolservers import CONDITION, ToolServers, _Offered, _Server
+from tiny_harness.operator.tool_offers import CONDITION
+from tiny_harness.operator.toolservers import ToolServers, _Offered, _Server
 
 
 def tool(name: str) -> Tool:
