@@ -151,6 +151,7 @@ class ToolServers:
         self._listed: dict[str | None, asyncio.Event] = {
             ns: asyncio.Event() for ns in self.namespaces
         }
+        self._waited: set[str] = set()
 
     # -- following -----------------------------------------------------------------------------
 
@@ -377,7 +378,10 @@ class ToolServers:
         listed = self._listed.get(namespace) or self._listed.get(None)
         if listed is None:
             return NO_OFFER  # not a namespace this operator follows
-        if not listed.is_set():  # just started: the namespace's defaults are not known yet
+        if not listed.is_set() and namespace not in self._waited:
+            # Just started: the namespace's defaults are not known yet. Waited for once: with
+            # the API away (or no CRD), later turns go on without tool servers at once.
+            self._waited.add(namespace)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(listed.wait(), FIRST_LISTING_WAIT)
         defaults = sorted(
