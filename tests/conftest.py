@@ -28,6 +28,7 @@ from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.testing.mcp_server import McpServerThread
 from tiny_harness.testing.model_server import ModelServerControl
 
 T = TypeVar("T")
@@ -295,3 +296,12 @@ def spans(_span_exporter: InMemorySpanExporter) -> Iterator[InMemorySpanExporter
     _span_exporter.clear()
     yield _span_exporter
     _span_exporter.clear()
+
+
+@pytest.fixture
+def mcp() -> Iterator[McpServerThread]:
+    """The test MCP server (built with the ``mcp`` SDK, on 127.0.0.1), on a thread of its own
+    so a test blocked in a synchronous wait never stalls it."""
+    server = McpServerThread().start()
+    yield server
+    server.stop()

@@ -254,8 +254,11 @@ _CONDITIONS = frozenset(
         "participantIdentity=header",
         "participantIdentity=tokenreview",
         "operator.shards>0",
+        "toolServers.secretNames",
     }
 )
+#: The README's stand-in for the names ``toolServers.secretNames`` lists.
+SECRET_NAMES_PLACEHOLDER = "[toolServers.secretNames]"
 
 
 def permission_table(readme: Path = CHART_README) -> list[Grant]:
@@ -283,11 +286,18 @@ def permission_table(readme: Path = CHART_README) -> list[Grant]:
 
 
 def documented(
-    service_account: str, *, cluster_mode: bool, identity: str, sharded: bool = True
+    service_account: str,
+    *,
+    cluster_mode: bool,
+    identity: str,
+    sharded: bool = True,
+    secret_names: tuple[str, ...] = (),
 ) -> Permissions:
     """What the README says ``service_account`` is granted in this configuration (by default,
-    the chart's: sharded)."""
+    the chart's: sharded, no Secrets for tool servers)."""
     applies = {"always"}
+    if secret_names:
+        applies.add("toolServers.secretNames")
     if sharded:
         applies.add("operator.shards>0")
     if cluster_mode:
@@ -296,6 +306,9 @@ def documented(
     permissions: dict[tuple[str, str], frozenset[str]] = {}
     for grant in permission_table():
         if grant.service_account == service_account and grant.when in applies:
-            key = (grant.group, grant.resource)
+            resource = grant.resource.replace(
+                SECRET_NAMES_PLACEHOLDER, f"[{' '.join(secret_names)}]"
+            )
+            key = (grant.group, resource)
             permissions[key] = permissions.get(key, frozenset()) | grant.verbs
     return permissions

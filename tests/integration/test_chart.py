@@ -426,6 +426,10 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
         ("gateway", "delete", "harnesstasks", ""),
         ("gateway", "get", "secrets", ""),
         ("gateway", "create", "tokenreviews", ""),
+        ("gateway", "create", "harnesstoolservers", ""),
+        ("gateway", "get", "harnesstoolservers", ""),
+        ("operator", "update", "harnesstoolservers", ""),
+        ("operator", "patch", "harnesstoolservers", ""),
         ("operator", "get", "secrets", ""),
         ("operator", "list", "secrets", ""),
         ("operator", "delete", "harnessturns", ""),
@@ -500,6 +504,36 @@ def test_granted_permissions_are_exactly_the_readme_table(
         assert granted(kubeconfig, namespace) == expected, (
             f"{service_account}: the API server's grants differ from {CHART}/README.md"
         )
+
+
+@pytest.mark.parametrize("mode", ["namespaced", "cluster"])
+def test_the_operator_may_get_only_the_secrets_named_for_tool_servers(
+    install: Callable[[dict[str, Any]], Release], kubectl: Kubectl, namespace: str, mode: str
+) -> None:
+    values: dict[str, Any] = {"toolServers.secretNames": ["mcp-headers"]}
+    if mode == "namespaced":
+        values["watchNamespace"] = namespace
+    release = install(values)
+    kubectl.run("create", "secret", "generic", "mcp-headers", "--from-literal=token=t-1")
+    kubectl.run("create", "secret", "generic", "model-keys", "--from-literal=api-key=sk-x")
+    as_operator = Kubectl(release.operator, namespace)
+
+    named = as_operator.run("get", "secret", "mcp-headers", "-o", "name", check=False)
+    other = as_operator.run("get", "secret", "model-keys", "-o", "yaml", check=False)
+    listed = as_operator.run("get", "secrets", check=False)
+
+    assert named.returncode == 0, named.stderr
+    assert other.returncode != 0
+    assert "sk-x" not in other.stdout
+    assert listed.returncode != 0
+    assert not can_i(release.operator, namespace, "watch", "secrets")
+    expected = documented(
+        OPERATOR_SA,
+        cluster_mode=mode == "cluster",
+        identity="header",
+        secret_names=("mcp-headers",),
+    )
+    assert granted(release.operator, namespace) == expected
 
 
 def test_readme_table_never_grants_the_gateway_task_status() -> None:

@@ -214,6 +214,22 @@ async def test_a_first_message_whose_envelope_sets_a_server_controlled_field_cre
     assert cluster_objects(kubectl) == before
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_first_message_cannot_point_a_task_at_a_tool_server_url(
+    transport: str, gateway: GatewayProcess, users: Users, kubectl: Kubectl
+) -> None:
+    alice = await users(gateway.url, "alice", transport=transport)
+    before = cluster_objects(kubectl)
+
+    with pytest.raises(InvalidParamsError, match="tool_servers"):
+        await alice.send(
+            "Use my server.",
+            envelope={"goal": "Do it.", "tool_servers": ["http://attacker.example/mcp"]},
+        )
+
+    assert cluster_objects(kubectl) == before
+
+
 async def test_a_task_envelope_on_an_existing_task_is_refused(
     gateway: GatewayProcess, users: Users, kubectl: Kubectl, task: str
 ) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.speakers import refuse_answer
 from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import DrainEntry, OutcomeKind, TurnHost, TurnInput, TurnOutcome
 
 
@@ -25,7 +26,10 @@ def answer_text(sender: str, answer: str) -> str:
 class AnsweringLoop:
     """Runs the turns of participant tasks (see the module docstring)."""
 
-    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome:
+    async def run_turn(
+        self, host: TurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome:
+        """Take the answer, if it has come (``tools`` are for the model: none is called)."""
         ref = turn.ref
         entry_id = ref.drain(0)
         recorded = next(

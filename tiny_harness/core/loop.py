@@ -40,7 +40,7 @@ from tiny_harness.core.intrinsics import (
     record_spawn,
     spawn_subtask_spec,
 )
-from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, ToolSpec, Usage
+from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskUsage
 from tiny_harness.core.tools import (
@@ -49,6 +49,7 @@ from tiny_harness.core.tools import (
     ToolInvoker,
     ToolRegistrationError,
     ToolRegistry,
+    TurnTools,
 )
 from tiny_harness.core.tracing import tool_result, tool_span
 from tiny_harness.core.turn import (
@@ -191,29 +192,32 @@ class CoreLoop:
         self.invoker = ToolInvoker(registry)
         self.tool_specs = registry.specs
         self.tools_tokens = estimate_tools_tokens(self.tool_specs)
-        self._offers: dict[tuple[AgentChoice, ...], tuple[tuple[ToolSpec, ...], ToolInvoker]] = {}
+        self._offers: dict[tuple[AgentChoice, ...], ToolRegistry] = {}
 
-    def offer(self, agents: tuple[AgentChoice, ...]) -> tuple[tuple[ToolSpec, ...], ToolInvoker]:
-        """The tools and the invoker of a turn that may hand work to ``agents``: the loop's,
-        with ``spawn_subtask`` naming them (compiled once per set of agents, a few at most)."""
+    def registry_for(self, agents: tuple[AgentChoice, ...]) -> ToolRegistry:
+        """The tools of a turn that may hand work to ``agents``: the loop's, with
+        ``spawn_subtask`` naming them (built once per set of agents, a few at most)."""
         if not agents:
-            return self.tool_specs, self.invoker
+            return self.registry
         found = self._offers.get(agents)
         if found is None:
-            registry = ToolRegistry()
+            found = ToolRegistry()
             for tool in self.registry:
                 if tool.spec.name == SPAWN_SUBTASK:
-                    registry.add(spawn_subtask_spec(agents), None)
+                    found.add(spawn_subtask_spec(agents), None)
                 else:
-                    registry.include(tool)
+                    found.include(tool)
             if len(self._offers) >= 64:
                 self._offers.clear()
-            found = self._offers[agents] = (registry.specs, ToolInvoker(registry))
+            self._offers[agents] = found
         return found
 
-    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome:
-        """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``."""
-        return await _Turn(self, host, turn).run()
+    async def run_turn(
+        self, host: TurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome:
+        """Run (or resume, from ``turn.journal``) one turn and settle the task through ``host``;
+        ``tools`` are this turn's own, on top of the loop's (see :class:`TurnTools`)."""
+        return await _Turn(self, host, turn, tools).run()
 
 
 _E = TypeVar("_E", ModelEntry, ToolEntry, DrainEntry, CompactionEntry)
@@ -273,8 +277,22 @@ class _Replay:
 class _Turn:
     """The state of one turn as it runs; rebuilt identically when a journal is replayed."""
 
-    def __init__(self, loop: CoreLoop, host: TurnHost, turn: TurnInput) -> None:
+    def __init__(
+        self, loop: CoreLoop, host: TurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> None:
         self.loop = loop
+        self.invoker, self.tool_specs = loop.invoker, loop.tool_specs
+        self.tools_tokens = loop.tools_tokens
+        self.tool_notes: tuple[str, ...] = ()
+        extra = tools.tools if tools is not None else ()
+        if extra or turn.agents:
+            # This turn's own tools (a task's tool servers) and remote agents, on top of the
+            # loop's: only what the turn does live depends on them, never its replay.
+            registry = loop.registry_for(turn.agents).extended(extra)
+            self.invoker, self.tool_specs = ToolInvoker(registry), registry.specs
+            self.tools_tokens = estimate_tools_tokens(self.tool_specs)
+        if tools is not None:
+            self.tool_notes = tools.notes
         self.host = host
         self.ref = turn.ref
         self.task = turn.task
@@ -290,10 +308,6 @@ class _Turn:
         self.output_tokens = 0
         self.budget = turn.budget
         self.used = turn.used
-        self.tool_specs, self.invoker = loop.offer(turn.agents)
-        self.tools_tokens = (
-            estimate_tools_tokens(self.tool_specs) if turn.agents else loop.tools_tokens
-        )
 
     async def run(self) -> TurnOutcome:
         first = True
@@ -359,7 +373,9 @@ class _Turn:
         entry = self.replay.step(self.ref.model(index), ModelEntry)
         if entry is None:
             settings = await self.host.settings()
-            system = system_prompt(self.task, task_id=self.ref.task_id)
+            system = "\n\n".join(
+                (system_prompt(self.task, task_id=self.ref.task_id), *self.tool_notes)
+            )
             if compaction is None:
                 await self.compact_if_needed(index, settings, system)
             request = assemble_context(

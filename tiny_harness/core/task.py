@@ -19,7 +19,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
@@ -79,6 +86,10 @@ class Model(BaseModel):
 
 
 ShortText = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+#: A HarnessToolServer's name (a Kubernetes object name), never an address.
+ToolServerName = Annotated[
+    str, Field(min_length=1, max_length=NAME_MAX, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+]
 
 
 class Participant(Model):
@@ -246,6 +257,22 @@ class TaskSpec(Model):
         description="What inputTimeoutSeconds does: fail the task (reason InputTimeout), or "
         "complete it (when no sub-task holds it open; otherwise it fails).",
     )
+    tool_servers: tuple[ToolServerName, ...] = Field(
+        default=(),
+        max_length=16,
+        description="HarnessToolServers in the task's namespace whose tools the model may call, "
+        "by name (servers marked default are offered as well). Only a name: who may create a "
+        "HarnessToolServer decides where it points.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
+
+    @field_validator("tool_servers")
+    @classmethod
+    def _unique_tool_servers(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"spec.toolServers: {name!r} appears twice")
+        return names
 
     @model_validator(mode="after")
     def _check_participants(self) -> TaskSpec:

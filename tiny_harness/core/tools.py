@@ -147,6 +147,29 @@ class ToolRegistry:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(t.spec for t in self._tools.values())
 
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A new registry with this one's tools and ``tools`` (a name taken raises)."""
+        out = ToolRegistry(reserved=self._reserved)
+        out._tools = dict(self._tools)
+        for tool in tools:
+            out.include(tool)
+        return out
+
+
+@dataclass(frozen=True)
+class TurnTools:
+    """Tools offered for one turn only, on top of the loop's own, and what the model is told
+    about them (``notes``, added to the system prompt).
+
+    A task's tool servers are per task and change while the operator runs, so they cannot be
+    the loop's fixed registry. They only shape what a turn does live: a replayed model call
+    or tool result comes from the journal whatever tools the resumed turn has, so replay stays
+    deterministic when a server came or went in between.
+    """
+
+    tools: tuple[Tool, ...] = ()
+    notes: tuple[str, ...] = ()
+
 
 def error_result(call: ToolCall, message: str) -> ChatMessage:
     """An error tool result for ``call``."""

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from tiny_harness.core.agent import AgentSpec, AgentStatus
 from tiny_harness.core.inbox import MessageSpec
 from tiny_harness.core.task import TaskSpec, TaskStatus
+from tiny_harness.core.tool_server import ToolServerSpec, ToolServerStatus
 from tiny_harness.kube.names import (
     AGENT_KIND,
     AGENT_PLURAL,
@@ -32,6 +33,9 @@ from tiny_harness.kube.names import (
     MESSAGE_SHORT_NAME,
     PLURAL,
     SHORT_NAME,
+    TOOL_SERVER_KIND,
+    TOOL_SERVER_PLURAL,
+    TOOL_SERVER_SHORT_NAME,
     TURN_KIND,
     TURN_PLURAL,
     TURN_SHORT_NAME,
@@ -215,6 +219,33 @@ def _kinds() -> tuple[_Kind, ...]:
             ),
             "harnessagents.yaml",
         ),
+        _tool_server_kind(),
+    )
+
+
+def _tool_server_kind() -> _Kind:
+    spec = _schema_of(ToolServerSpec)
+    status = _schema_of(ToolServerStatus)
+    spec["description"] = "Where the MCP server is, its headers' Secrets, and its limits."
+    status["description"] = "What the operator discovered; written only by the operator."
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    return _Kind(
+        TOOL_SERVER_KIND,
+        TOOL_SERVER_PLURAL,
+        TOOL_SERVER_SHORT_NAME,
+        "An MCP tool server (streamable HTTP) whose tools tiny-harness tasks may call.",
+        spec,
+        status,
+        (
+            _column("URL", ".spec.url"),
+            _column("Ready", f"{ready}.status"),
+            _column("Tools", ".status.toolCount", "integer"),
+            _column("Default", ".spec.default", "boolean"),
+            _column("Age", ".metadata.creationTimestamp", "date"),
+            _column("Reason", f"{ready}.reason", priority=1),
+            _column("Message", f"{ready}.message", priority=1),
+        ),
+        "harnesstoolservers.yaml",
     )
 
 

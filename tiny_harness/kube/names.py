@@ -27,6 +27,9 @@ TURN_SHORT_NAME: Final = "hturn"
 AGENT_KIND: Final = "HarnessAgent"
 AGENT_PLURAL: Final = "harnessagents"
 AGENT_SHORT_NAME: Final = "hagent"
+TOOL_SERVER_KIND: Final = "HarnessToolServer"
+TOOL_SERVER_PLURAL: Final = "harnesstoolservers"
+TOOL_SERVER_SHORT_NAME: Final = "htool"
 
 #: Prefix of our labels, annotations and finalizers.
 PREFIX: Final = GROUP

@@ -142,6 +142,41 @@ async def watch_collection(
             continue
 
 
+@dataclass(frozen=True)
+class FullListing:
+    """The whole collection as listed now: an object it lacks is gone."""
+
+    objects: tuple[Obj, ...]
+
+
+async def follow_collection(
+    api: client.ApiClient, namespace: str | None, plural: str
+) -> AsyncIterator[FullListing | WatchEvent]:
+    """A :class:`FullListing` of the collection, then every change to it, in order; a new
+    listing whenever the server's history no longer reaches back to where the watch was (so a
+    deletion missed meanwhile shows as an object the new listing lacks). ``namespace`` None
+    is the whole cluster. Raises :class:`~tiny_harness.kube.client.KubeError` when refused."""
+    objects = client.CustomObjectsApi(api)
+    while True:
+        try:
+            if namespace is None:
+                listed = await objects.list_cluster_custom_object(GROUP, VERSION, plural)
+            else:
+                listed = await objects.list_namespaced_custom_object(
+                    GROUP, VERSION, namespace, plural
+                )
+        except ApiException as exc:
+            raise translate(exc, plural) from None
+        yield FullListing(tuple(cast(list[Obj], listed.get("items") or [])))
+        try:
+            async for event in _changes(
+                api, namespace, plural, str(listed["metadata"]["resourceVersion"])
+            ):
+                yield event
+        except WatchExpiredError:
+            continue
+
+
 async def _changes(
     api: client.ApiClient,
     namespace: str | None,

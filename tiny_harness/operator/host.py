@@ -156,6 +156,7 @@ class OperatorTurnHost:
             participants=child_participants(self.snap.spec, intent),
             parent=TaskLink(task_id=self.w.name),
             agent=intent.agent,
+            tool_servers=self.snap.spec.tool_servers,  # a child works with its parent's tools
         )
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings

@@ -86,6 +86,27 @@ class OperatorMetrics:
         self.errors = Counter(
             "tiny_harness_errors_total", "Errors, by where they happened.", ["where"], registry=r
         )
+        self.tool_server_calls = Counter(
+            "tiny_harness_tool_server_calls_total",
+            "MCP tool calls, by tool server (namespace/name) and outcome: ok, truncated (cut to "
+            "maxResultBytes), error (the tool said so), timeout, unreachable, refused, invalid.",
+            ["server", "outcome"],
+            registry=r,
+        )
+        self.tool_server_call_seconds = Histogram(
+            "tiny_harness_tool_server_call_duration_seconds",
+            "Wall time of one MCP tool call, connection and handshake included, by tool server.",
+            ["server"],
+            buckets=_TURN_BUCKETS,
+            registry=r,
+        )
+        self.tool_server_discoveries = Counter(
+            "tiny_harness_tool_server_discoveries_total",
+            "Tool server discoveries, by tool server and outcome: listed (tools/list asked), "
+            "adopted (the status of this generation taken as it was), or the Ready=False reason.",
+            ["server", "outcome"],
+            registry=r,
+        )
         self._states: dict[tuple[str, str], str] = {}
         self._tally: Tally[str] = Tally()
 

@@ -63,6 +63,7 @@ from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.remote_view import RemoteView
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import TaskLink, TaskSpec
+from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import (
     DrainEntry,
     InboundMessage,
@@ -265,7 +266,11 @@ class RemoteLoop:
         self.remotes = remotes
         self.namespace = namespace
 
-    async def run_turn(self, host: OperatorTurnHost, turn: TurnInput) -> TurnOutcome:
+    async def run_turn(
+        self, host: OperatorTurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome:
+        """Relay what the turn takes and follow the remote task until it answers (``tools``
+        are the model's: the remote agent has its own)."""
         name = turn.task.agent
         if not name:  # pragma: no cover - the worker runs only such tasks here
             raise RemoteCallError("RemoteAgentNotReady", "the task names no agent")

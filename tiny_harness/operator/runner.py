@@ -33,6 +33,7 @@ from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, meter
 from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.sharding import ShardManager
+from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.watches import Watches
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ async def run_operator(
     directory = AgentDirectory(api, watched)
     runtime.remotes = Remotes(directory)
     background.append(asyncio.create_task(directory.run(), name="agents"))
+    runtime.tool_servers = ToolServers(api, metrics, namespaces=watched, taken=loop.registry.names)
+    background.append(asyncio.create_task(runtime.tool_servers.run(), name="tool servers"))
     if settings.operator.shards:
         runtime.shards = ShardManager(
             api,

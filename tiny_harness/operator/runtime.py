@@ -30,6 +30,8 @@ from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.shards import shard_named
+from tiny_harness.operator.tool_offers import NoToolServers
+from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,8 @@ class Runtime:
         self.labeller: Labeller | None = None
         #: The remote agents (HarnessAgents) sub-tasks may run on, when the operator has them.
         self.remotes: Remotes | None = None
+        #: The tool servers tasks' turns are offered (operator/toolservers.py).
+        self.tool_servers: ToolServers | NoToolServers = NoToolServers()
 
     def owns(self, namespace: str, name: str) -> bool:
         """Is this task this replica's to work? Always, unless sharded; a task whose shard is

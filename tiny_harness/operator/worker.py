@@ -95,6 +95,7 @@ from tiny_harness.core.task import (
     TaskUsage,
     local_parent_of,
 )
+from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.tracing import (
     command_span,
     context_of,
@@ -136,7 +137,9 @@ if TYPE_CHECKING:
 class TurnLoop(Protocol):
     """Whatever runs one turn through its host: the core loop, or one of its stand-ins."""
 
-    async def run_turn(self, host: OperatorTurnHost, turn: TurnInput) -> TurnOutcome: ...
+    async def run_turn(
+        self, host: OperatorTurnHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome: ...
 
 
 #: The turns of participant tasks take their person's answer; no model is called.
@@ -995,6 +998,9 @@ class TaskWorker:
             # A resumed turn keeps its start: the time the replica that ran it was away counts.
             start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
         conditions = resumed_conditions(snap.status.conditions)
+        # The task's tool servers: this turn's tools, and its ToolServersReady condition.
+        offer = await self.rt.tool_servers.offer(self.namespace, snap.spec)
+        conditions = offer.conditions(snap.status.conditions, conditions)
         if conditions is not None:
             start["conditions"] = conditions
         holding = await self.take_lease(snap, start)
@@ -1045,7 +1051,9 @@ class TaskWorker:
             cut: list[str] = []
             token = retry_observer.set(self.retry_notice_writer())
             try:
-                runner = asyncio.create_task(self.loop_for(snap).run_turn(host, turn_input))
+                runner = asyncio.create_task(
+                    self.loop_for(snap).run_turn(host, turn_input, offer.tools)
+                )
             finally:
                 retry_observer.reset(token)
             guards = [

@@ -150,6 +150,18 @@ delegated task's brief and a parent's cancel to its children), turn journals
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+- apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
+  resources: ["harnesstoolservers"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
+  resources: ["harnesstoolservers/status"]
+  verbs: ["get", "patch"]
+{{- with .Values.toolServers.secretNames }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: {{ toJson . }}
+  verbs: ["get"]
+{{- end }}
 {{- end }}
 
 {{/* What kopf needs on top when it watches the whole cluster. */}}

@@ -1,0 +1,107 @@
+"""What a turn is offered from its task's tool servers, decided from what the operator knows:
+named and default servers, missing and unready ones told to the model and in the task's
+ToolServersReady condition, and a tool that would shadow a loop tool left out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiny_harness.core.llm import ToolSpec
+from tiny_harness.core.task import Condition, TaskSpec
+from tiny_harness.core.tools import Tool, compile_schema
+from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.tool_offers import CONDITION
+from tiny_harness.operator.toolservers import ToolServers, _Offered, _Server
+
+
+def tool(name: str) -> Tool:
+    spec = ToolSpec(name=name, description="d")
+    return Tool(spec=spec, function=lambda args, ctx: "ok", validator=compile_schema(spec))
+
+
+def server_obj(name: str, *, default: bool = False, ready: dict[str, Any] | None = None) -> Any:
+    status = {"conditions": [{"type": "Ready", **ready}]} if ready else {}
+    return {
+        "metadata": {"name": name, "namespace": "work", "generation": 1},
+        "spec": {"url": "http://x/mcp", "default": default},
+        "status": status,
+    }
+
+
+def servers(*entries: _Server, taken: tuple[str, ...] = ()) -> ToolServers:
+    known = ToolServers(None, OperatorMetrics(), namespaces=["work"], taken=taken)  # type: ignore[arg-type]
+    for entry in entries:
+        known.servers[(entry.namespace, entry.name)] = entry
+    known._listed["work"].set()
+    return known
+
+
+def ready(name: str, *tools: str, default: bool = False) -> _Server:
+    entry = _Server("work", name, server_obj(name, default=default))
+    entry.offered = _Offered(1, tuple(tool(t) for t in tools))
+    return entry
+
+
+async def test_named_and_default_servers_are_offered_with_a_note() -> None:
+    known = servers(ready("search", "search__find"), ready("clock", "clock__now", default=True))
+
+    offer = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
+
+    assert [t.spec.name for t in offer.tools.tools] == ["search__find", "clock__now"]
+    assert "MCP tool servers declared in this namespace (search, clock)" in offer.tools.notes[0]
+    assert offer.condition is not None
+    assert (offer.condition.status, offer.condition.reason) == ("True", "Ready")
+
+
+async def test_a_task_with_no_servers_gets_nothing_and_no_condition() -> None:
+    offer = await servers(ready("search", "search__find")).offer("work", TaskSpec(goal="g"))
+
+    assert offer.tools.tools == ()
+    assert offer.condition is None
+    assert offer.conditions((), None) is None
+
+
+async def test_missing_and_unready_servers_are_told_to_the_model_and_the_condition() -> None:
+    down = _Server(
+        "work",
+        "down",
+        server_obj("down", ready={"status": "False", "reason": "Unreachable", "message": "gone"}),
+    )
+    known = servers(down)
+
+    offer = await known.offer("work", TaskSpec(goal="g", tool_servers=("nowhere", "down")))
+
+    assert offer.tools.tools == ()
+    assert offer.tools.notes == (
+        "Tool server 'nowhere' is not available for this turn: it does not exist in namespace "
+        "work. If the task needs its tools, tell the participant.",
+        "Tool server 'down' is not available for this turn: it is not ready (Unreachable: "
+        "gone). If the task needs its tools, tell the participant.",
+    )
+    assert offer.condition is not None
+    assert offer.condition.type == CONDITION
+    assert (offer.condition.status, offer.condition.reason) == ("False", "ToolServerNotFound")
+    assert "nowhere: it does not exist" in offer.condition.message
+
+
+async def test_a_server_tool_may_not_shadow_a_loop_tool() -> None:
+    known = servers(ready("search", "search__find", "create_plan"), taken=("create_plan",))
+
+    offer = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
+
+    assert [t.spec.name for t in offer.tools.tools] == ["search__find"]
+
+
+async def test_the_condition_is_written_only_when_it_changes() -> None:
+    known = servers(ready("search", "search__find"))
+    offer = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
+    assert offer.condition is not None
+    error = Condition(type="Error", status="False", reason="Resumed")
+
+    first = offer.conditions((error,), None)
+    assert first is not None
+    assert [c["type"] for c in first] == ["Error", CONDITION]
+    written = tuple(Condition.model_validate(c) for c in first)
+
+    again = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
+    assert again.conditions(written, None) is None
