@@ -254,11 +254,11 @@ _CONDITIONS = frozenset(
         "participantIdentity=header",
         "participantIdentity=tokenreview",
         "operator.shards>0",
-        "toolServers.secretNames",
+        "headerSecrets",
     }
 )
-#: The README's stand-in for the names ``toolServers.secretNames`` lists.
-SECRET_NAMES_PLACEHOLDER = "[toolServers.secretNames]"
+#: The README's stand-in for the names ``headerSecrets`` lists.
+SECRET_NAMES_PLACEHOLDER = "[headerSecrets]"
 
 
 def permission_table(readme: Path = CHART_README) -> list[Grant]:
@@ -297,7 +297,7 @@ def documented(
     the chart's: sharded, no Secrets for tool servers)."""
     applies = {"always"}
     if secret_names:
-        applies.add("toolServers.secretNames")
+        applies.add("headerSecrets")
     if sharded:
         applies.add("operator.shards>0")
     if cluster_mode:

@@ -510,7 +510,7 @@ def test_granted_permissions_are_exactly_the_readme_table(
 def test_the_operator_may_get_only_the_secrets_named_for_tool_servers(
     install: Callable[[dict[str, Any]], Release], kubectl: Kubectl, namespace: str, mode: str
 ) -> None:
-    values: dict[str, Any] = {"toolServers.secretNames": ["mcp-headers"]}
+    values: dict[str, Any] = {"headerSecrets": ["mcp-headers"]}
     if mode == "namespaced":
         values["watchNamespace"] = namespace
     release = install(values)

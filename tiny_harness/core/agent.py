@@ -20,6 +20,7 @@ from typing import Annotated, Final
 from pydantic import ConfigDict, Field, model_validator
 
 from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Condition, Model, ShortText
+from tiny_harness.core.tool_server import HeaderSource
 
 #: How long a remote task may go without a visible change before its sub-task fails.
 ANSWER_TIMEOUT_DEFAULT: Final = 600
@@ -28,24 +29,26 @@ MAX_RETRIES_DEFAULT: Final = 4
 
 _HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 
-
-class SecretKeyRef(Model):
-    """A key of a Secret in the agent's namespace."""
-
-    name: ShortText = Field(description="The Secret's name.")
-    key: ShortText = Field(description="The key whose value is used.")
-
-
-class HeaderSource(Model):
-    """Where a header's value comes from."""
-
-    secret_key_ref: SecretKeyRef = Field(description="A key of a Secret in this namespace.")
+#: The annotation a Secret carries to say which agents may send its values: a comma-separated
+#: list of HarnessAgent names in the Secret's namespace (as tool servers have theirs).
+SECRET_ANNOTATION: Final = "tiny-harness.madarauchiha-314.github.io/agents"
 
 
 class AgentHeader(Model):
     """A header sent with every request to the agent: a plain value, or one from a Secret (a
     bearer token, an API key), which is read when the agent is resolved and never logged or
     written anywhere."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.value) != has(self.valueFrom)",
+                    "message": "a header needs exactly one of value or valueFrom",
+                }
+            ]
+        }
+    )
 
     name: Annotated[str, Field(min_length=1, max_length=256, pattern=_HEADER_NAME)] = Field(
         description="The header's name, e.g. Authorization or X-Participant-Id."
@@ -54,7 +57,9 @@ class AgentHeader(Model):
         default=None, max_length=4096, description="The value, when it is not a secret."
     )
     value_from: HeaderSource | None = Field(
-        default=None, description="The value from a Secret (for credentials)."
+        default=None,
+        description="The value from a Secret key (for credentials); the Secret must carry the "
+        f"annotation {SECRET_ANNOTATION} listing this agent's name.",
     )
 
     @model_validator(mode="after")

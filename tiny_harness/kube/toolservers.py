@@ -10,26 +10,17 @@ log, a status or an error message.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.tool_server import SECRET_ANNOTATION, HeaderFromSecret
 from tiny_harness.kube.client import Obj, translate
 from tiny_harness.kube.names import GROUP, TOOL_SERVER_PLURAL, VERSION
+from tiny_harness.kube.secrets import secret_values
 from tiny_harness.kube.watching import FullListing, WatchEvent, follow_collection
-
-
-class SecretUnusableError(HarnessError):
-    """A header's Secret cannot be used; ``reason`` is the Ready condition's reason."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def follow_tool_servers(
@@ -63,48 +54,13 @@ async def patch_tool_server_status(
 async def header_values(
     api: client.ApiClient, namespace: str, server: str, headers: tuple[HeaderFromSecret, ...]
 ) -> dict[str, str]:
-    """The headers' values, each read from its Secret key; :class:`SecretUnusableError` when a
-    Secret is missing, unreadable, lacks the key, or does not allow ``server`` to use it."""
-    values: dict[str, str] = {}
-    secrets: dict[str, client.V1Secret] = {}
-    for header in headers:
-        ref = header.value_from.secret_key_ref
-        if ref.name not in secrets:
-            secrets[ref.name] = await _read_secret(api, namespace, ref.name)
-        secret = secrets[ref.name]
-        allowed = ((secret.metadata.annotations or {}).get(SECRET_ANNOTATION) or "").split(",")
-        if server not in (a.strip() for a in allowed):
-            raise SecretUnusableError(
-                "SecretNotAllowed",
-                f"Secret {ref.name} does not allow this tool server to send its values: add "
-                f"{server} to its annotation {SECRET_ANNOTATION}",
-            )
-        encoded = (secret.data or {}).get(ref.key)
-        if encoded is None:
-            raise SecretUnusableError(
-                "SecretKeyMissing", f"Secret {ref.name} has no key {ref.key} (header {header.name})"
-            )
-        try:
-            values[header.name] = base64.b64decode(encoded).decode().strip()
-        except (ValueError, UnicodeDecodeError):
-            raise SecretUnusableError(
-                "SecretKeyMissing", f"Secret {ref.name} key {ref.key} is not UTF-8 text"
-            ) from None
-    return values
-
-
-async def _read_secret(api: client.ApiClient, namespace: str, name: str) -> client.V1Secret:
-    try:
-        return await client.CoreV1Api(api).read_namespaced_secret(name, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            raise SecretUnusableError(
-                "SecretNotFound", f"Secret {name} does not exist in namespace {namespace}"
-            ) from None
-        if exc.status == 403:
-            raise SecretUnusableError(
-                "SecretForbidden",
-                f"the operator may not read Secret {name}: add it to the chart's "
-                "toolServers.secretNames (the operator reads only the Secrets named there)",
-            ) from None
-        raise translate(exc) from None
+    """The headers' values, each read from its Secret key (:func:`.secrets.header_values`):
+    a Secret is used only when its :data:`SECRET_ANNOTATION` lists ``server``."""
+    return await secret_values(
+        api,
+        namespace,
+        ((h.name, h.value_from.secret_key_ref) for h in headers),
+        user="tool server",
+        name=server,
+        annotation=SECRET_ANNOTATION,
+    )

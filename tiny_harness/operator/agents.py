@@ -29,7 +29,6 @@ The rules:
 from __future__ import annotations
 
 import asyncio
-import base64
 import datetime as dt
 import functools
 import logging
@@ -46,12 +45,19 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from tiny_harness.core.agent import AgentChoice, AgentSkill, AgentSpec, AgentStatus
+from tiny_harness.core.agent import (
+    SECRET_ANNOTATION,
+    AgentChoice,
+    AgentSkill,
+    AgentSpec,
+    AgentStatus,
+)
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.retention import rfc3339
 from tiny_harness.core.task import Condition, invalid_task_error
 from tiny_harness.kube.client import KubeError, Obj, translate
 from tiny_harness.kube.names import AGENT_PLURAL, GROUP, RESOLVE_ANNOTATION, VERSION
+from tiny_harness.kube.secrets import SecretUnusableError, secret_values
 from tiny_harness.kube.watching import watch_collection
 
 log = logging.getLogger(__name__)
@@ -227,7 +233,6 @@ class AgentDirectory:
     def __init__(self, api: client.ApiClient, namespaces: Collection[str]) -> None:
         self.api = api
         self.objects = client.CustomObjectsApi(api)
-        self.core = client.CoreV1Api(api)
         self.namespaces: list[str | None] = [*namespaces] or [None]
         self.agents: dict[Key, Agent] = {}
         self._resolving: dict[Key, asyncio.Task[None]] = {}
@@ -370,7 +375,7 @@ class AgentDirectory:
         )
 
     async def _read_card(self, agent: Agent, spec: AgentSpec) -> AgentStatus:
-        headers = await self._headers(agent.namespace, spec)
+        headers = await self._headers(agent, spec)
         http = httpx.AsyncClient(
             headers=headers,
             timeout=httpx.Timeout(REQUEST_SECONDS, connect=CONNECT_SECONDS),
@@ -396,37 +401,31 @@ class AgentDirectory:
         agent.card, agent.headers, agent.http = card, headers, http
         return status
 
-    async def _headers(self, namespace: str, spec: AgentSpec) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for header in spec.headers:
-            if header.value is not None:
-                out[header.name] = header.value
-                continue
-            assert header.value_from is not None
-            ref = header.value_from.secret_key_ref
-            try:
-                secret = await self.core.read_namespaced_secret(ref.name, namespace)
-            except ApiException as exc:
-                if exc.status in (403, 404):
-                    what = (
-                        "does not exist" if exc.status == 404 else "may not be read by the operator"
-                    )
-                    raise ResolveError(
-                        "SecretMissing",
-                        f"header {header.name}: Secret {ref.name!r} {what}",
-                        lasting=exc.status == 403,
-                    ) from None
-                raise ResolveError(
-                    "SecretUnreadable", f"header {header.name}: {translate(exc)}"
-                ) from None
-            data = (secret.data or {}).get(ref.key)
-            if data is None:
-                raise ResolveError(
-                    "SecretMissing",
-                    f"header {header.name}: Secret {ref.name!r} has no key {ref.key!r}",
-                    lasting=True,
+    async def _headers(self, agent: Agent, spec: AgentSpec) -> dict[str, str]:
+        """The headers' values: plain ones as they are, the others from their Secrets (used
+        only when the Secret's annotation lists this agent, kube/secrets.py)."""
+        out = {h.name: h.value for h in spec.headers if h.value is not None}
+        try:
+            out.update(
+                await secret_values(
+                    self.api,
+                    agent.namespace,
+                    (
+                        (h.name, h.value_from.secret_key_ref)
+                        for h in spec.headers
+                        if h.value_from is not None
+                    ),
+                    user="agent",
+                    name=agent.name,
+                    annotation=SECRET_ANNOTATION,
                 )
-            out[header.name] = base64.b64decode(data).decode().strip()
+            )
+        except SecretUnusableError as exc:
+            # A Secret still to be created may come: tried again; a refusal will not change.
+            lasting = exc.reason != "SecretNotFound"
+            raise ResolveError(exc.reason, str(exc), lasting=lasting) from None
+        except KubeError as exc:
+            raise ResolveError("SecretUnreadable", str(exc)) from None
         return out
 
     async def _write(self, agent: Agent, obj: Obj, status: AgentStatus) -> Obj:

@@ -43,8 +43,8 @@ from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tool_server import DiscoveredTool, ToolServerSpec, ToolServerStatus
 from tiny_harness.core.tools import Tool
 from tiny_harness.kube.client import KubeError, Obj
+from tiny_harness.kube.secrets import SecretUnusableError
 from tiny_harness.kube.toolservers import (
-    SecretUnusableError,
     follow_tool_servers,
     header_values,
     patch_tool_server_status,

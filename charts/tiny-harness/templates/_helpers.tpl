@@ -156,7 +156,7 @@ delegated task's brief and a parent's cancel to its children), turn journals
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnesstoolservers/status"]
   verbs: ["get", "patch"]
-{{- with .Values.toolServers.secretNames }}
+{{- with .Values.headerSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]
   resourceNames: {{ toJson . }}
