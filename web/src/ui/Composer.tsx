@@ -129,7 +129,7 @@ export function Composer({
             <ComboboxItem
               key={command.name}
               id={itemId(command)}
-              className="command"
+              className="command-option"
               value={accepted(command)}
               onClick={() => choose(command)}
             >

@@ -114,9 +114,10 @@ export function TaskPage({
           </a>
         ) : null}
         <h1 id="task-title">{ext?.goal || (view.known ? taskId : "Reading the task…")}</h1>
-        <div className="task-state" aria-live="polite">
-          <StateBadges state={view.state} subState={view.subState} />
-          <span className="visually-hidden">{stateLabel(view)}</span>
+        <div className="task-state">
+          <span role="status" aria-label="Task state" title={stateLabel(view)}>
+            <StateBadges state={view.state} subState={view.subState} />
+          </span>
           {working ? <span className="progress">{working}</span> : null}
         </div>
         <div className="controls">
