@@ -81,7 +81,8 @@ describe("the fold", () => {
     view = takeMessage(view, message("refused-m2", "refused: bob is a watcher"));
     view = takeMessage(view, message("status-abc", "cancelled by carol"));
     view = takeMessage(view, message("t1/turn-1/model-0", "Hello"));
-    expect(view.lines.map((l) => l.kind)).toEqual(["command", "refusal", "note", "agent"]);
+    view = takeMessage(view, message("cmd-m3", "refused: bob is a watcher and may not start a sub-task"));
+    expect(view.lines.map((l) => l.kind)).toEqual(["command", "refusal", "note", "agent", "refusal"]);
   });
 
   it("shows a completion request as what it asks", () => {

@@ -153,23 +153,25 @@ export function merge(lines: Line[], history: Line[]): Line[] {
   return out;
 }
 
-function kindOf(message: Message): LineKind {
+function kindOf(message: Message, text: string): LineKind {
   if (message.role !== Role.ROLE_AGENT) return "user";
   const id = message.messageId;
-  if (id.startsWith("cmd-")) return "command";
+  // A command the role check refused answers with its reason, under the command's reply id.
+  if (id.startsWith("cmd-")) return /^refused\b/i.test(text) ? "refusal" : "command";
   if (id.startsWith("refused-")) return "refusal";
   if (/^(status|waiting|working)-/.test(id)) return "note";
   return "agent";
 }
 
 export function lineOf(message: Message, me: string): Line {
-  const kind = kindOf(message);
+  const text = textOf(message.parts);
+  const kind = kindOf(message, text);
   let who = "agent";
   if (kind === "user") {
     const sender = message.metadata?.sender;
     who = typeof sender === "string" && sender && sender !== me ? sender : "you";
   }
-  return { messageId: message.messageId, kind, who, text: textOf(message.parts) };
+  return { messageId: message.messageId, kind, who, text };
 }
 
 /** A message's text parts; a data part (a control request) shown as what it asks. */

@@ -139,7 +139,7 @@ export function TaskPage({
           >
             Cancel task
           </button>
-          {refusal && view.known ? (
+          {refusal ? (
             <span id="controls-why" className="muted">
               {refusal}
             </span>
