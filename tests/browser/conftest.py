@@ -10,7 +10,6 @@ the dark one, and a screenshot of each is written to ``docs/screens/web/`` for t
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
@@ -59,9 +58,8 @@ async def chromium() -> AsyncIterator[Chromium]:
 
 @pytest.fixture(scope="session")
 def screens() -> Path:
-    """The screenshots' folder, emptied once per session so that it holds what this run saw."""
-    shutil.rmtree(SCREENS, ignore_errors=True)
-    SCREENS.mkdir(parents=True)
+    """The screenshots' folder; each check writes (over) its own two files."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
     return SCREENS
 
 

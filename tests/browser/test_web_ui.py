@@ -115,7 +115,7 @@ async def test_a_new_user_creates_a_task_talks_to_it_opens_a_sub_task_and_comple
     await composer(page).press_sequentially("/")
     listbox = page.get_by_role("listbox", name="Commands")
     await expect(listbox.locator(".command-usage")).to_have_text(card_commands(replica.url))
-    active = listbox.locator("[data-active-item]")
+    active = listbox.locator("[aria-selected=true]")
     await expect(active.locator(".command-usage")).to_have_text("/model [<model>]")
     await composer(page).press("ArrowDown")
     await expect(active.locator(".command-usage")).to_have_text("/effort [low|medium|high]")

@@ -1,17 +1,11 @@
 // The composer: what you type goes to the task as a message. Typing "/" opens a listbox of the
-// card's commands, as a WAI-ARIA combobox (Ariakit's): Up and Down move, Tab or Enter takes
-// the command, Escape closes the list; with the list closed, Enter sends.
+// card's commands, as a WAI-ARIA combobox (downshift's useCombobox): Up and Down move, Tab or
+// Enter takes the command, Escape closes the list; with the list closed, Enter sends.
 //
 // A message shows at once; when the gateway refuses it before writing anything (too large,
 // too many requests) it is taken back out, and the text returns to the composer with what to
 // do about it.
-import {
-  Combobox,
-  ComboboxItem,
-  ComboboxPopover,
-  ComboboxProvider,
-  useComboboxStore,
-} from "@ariakit/react/combobox";
+import { useCombobox, type UseComboboxState, type UseComboboxStateChangeOptions } from "downshift";
 import { useState, type FormEvent, type KeyboardEvent } from "react";
 import type { HarnessClient } from "../client";
 import { accepted, offered, usage, type CommandSpec } from "../commands";
@@ -19,7 +13,19 @@ import { explain } from "../errors";
 import { take, takeMessage, takeTask, withoutMessage } from "../fold";
 import type { Views } from "../views";
 
-const itemId = (command: CommandSpec) => `command-${command.name}`;
+const { InputBlur, InputKeyDownEscape } = useCombobox.stateChangeTypes;
+
+/** Downshift's choices, less two that would lose what was typed: Escape on a closed list
+ * clears the input, and leaving the input takes the highlighted command. */
+function keepTyped(
+  state: UseComboboxState<CommandSpec>,
+  { type, changes }: UseComboboxStateChangeOptions<CommandSpec>,
+): Partial<UseComboboxState<CommandSpec>> {
+  if (type === InputKeyDownEscape || type === InputBlur) {
+    return { ...changes, inputValue: state.inputValue, selectedItem: state.selectedItem };
+  }
+  return changes;
+}
 
 export function Composer({
   client,
@@ -41,36 +47,41 @@ export function Composer({
   const commands = offered(client.commands, text);
   const open = enabled && commands.length > 0 && !dismissed;
 
-  const combobox = useComboboxStore({
-    value: text,
-    setValue: (value) => {
-      setText(value);
+  const combobox = useCombobox<CommandSpec>({
+    items: commands,
+    inputValue: text,
+    selectedItem: null,
+    isOpen: open,
+    defaultHighlightedIndex: 0,
+    itemToString: (command) => (command ? accepted(command) : ""),
+    inputId: "composer-input",
+    labelId: "composer-label",
+    menuId: "composer-commands",
+    getItemId: (index) => `command-${commands[index]?.name ?? index}`,
+    stateReducer: keepTyped,
+    // A command taken from the list (Enter, a click). Typing is taken by onChange below, in the
+    // event itself: downshift calls this only after rendering, and a controlled input that
+    // waits for that loses the keys typed meanwhile.
+    onInputValueChange: ({ inputValue }) => {
+      setText(inputValue ?? "");
       setDismissed(false);
-      setProblem(null);
     },
-    open,
-    setOpen: (next) => {
-      if (!next) setDismissed(true);
+    onIsOpenChange: ({ isOpen }) => {
+      if (!isOpen) setDismissed(true);
     },
   });
 
-  function choose(command: CommandSpec) {
-    setText(accepted(command));
-    setDismissed(false);
-  }
-
   function onKeyDown(event: KeyboardEvent<HTMLInputElement>) {
-    if (event.key !== "Tab" || !open || event.shiftKey) return;
-    const active = combobox.getState().activeId;
-    const command = commands.find((c) => itemId(c) === active) ?? commands[0];
+    if (event.key !== "Tab" || event.shiftKey || !open) return;
+    const command = commands[Math.max(combobox.highlightedIndex, 0)];
     if (!command) return;
     event.preventDefault();
-    choose(command);
+    setText(accepted(command));
   }
 
   async function submit(event: FormEvent) {
     event.preventDefault();
-    if (open) return; // Enter on the list takes the command (the item handles it)
+    if (open) return; // Enter on the list takes the command
     const body = text.trim();
     if (!body || !enabled) return;
     const { message, events } = client.send(body, { taskId });
@@ -103,42 +114,51 @@ export function Composer({
     : "Enter sends. Type / for the commands.";
   return (
     <form className="composer" onSubmit={submit} aria-label="Send a message">
-      <ComboboxProvider store={combobox}>
-        <label htmlFor="composer-input" className="visually-hidden">
-          Message
-        </label>
-        <div className="composer-row">
-          <Combobox
-            id="composer-input"
-            autoSelect
-            showOnChange={false}
-            showOnClick={false}
-            showOnKeyPress={false}
-            disabled={!enabled}
-            placeholder={ended ? "The task has ended" : "Write a message, or / for commands"}
-            autoComplete="off"
-            aria-describedby="composer-hint composer-problem"
-            onKeyDown={onKeyDown}
-          />
-          <button type="submit" className="primary" disabled={!enabled || !text.trim() || open}>
-            {sending ? "Sending…" : "Send"}
-          </button>
+      <label {...combobox.getLabelProps()} className="visually-hidden">
+        Message
+      </label>
+      <div className="composer-row">
+        <div className="composer-field">
+        <input
+          {...combobox.getInputProps({
+            onKeyDown,
+            onChange: (event) => {
+              setText(event.currentTarget.value);
+              setDismissed(false);
+              setProblem(null);
+            },
+            disabled: !enabled,
+            placeholder: ended ? "The task has ended" : "Write a message, or / for commands",
+            autoComplete: "off",
+            "aria-describedby": "composer-hint composer-problem",
+          })}
+        />
+      <span id="composer-commands-label" className="visually-hidden">
+        Commands
+      </span>
+      <ul
+        {...combobox.getMenuProps({ "aria-labelledby": "composer-commands-label" })}
+        className="commands"
+        hidden={!open}
+      >
+        {open
+          ? commands.map((command, index) => (
+              <li
+                key={command.name}
+                className="command-option"
+                {...combobox.getItemProps({ item: command, index })}
+              >
+                <span className="command-usage">{usage(command)}</span>
+                <span className="command-about">{command.description}</span>
+              </li>
+            ))
+          : null}
+      </ul>
         </div>
-        <ComboboxPopover aria-label="Commands" className="commands" gutter={4} sameWidth>
-          {commands.map((command) => (
-            <ComboboxItem
-              key={command.name}
-              id={itemId(command)}
-              className="command-option"
-              value={accepted(command)}
-              onClick={() => choose(command)}
-            >
-              <span className="command-usage">{usage(command)}</span>
-              <span className="command-about">{command.description}</span>
-            </ComboboxItem>
-          ))}
-        </ComboboxPopover>
-      </ComboboxProvider>
+        <button type="submit" className="primary" disabled={!enabled || !text.trim() || open}>
+          {sending ? "Sending…" : "Send"}
+        </button>
+      </div>
       <p id="composer-hint" className="help">
         {hint}
       </p>
