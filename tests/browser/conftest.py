@@ -10,7 +10,7 @@ the dark one, and a screenshot of each is written to ``docs/screens/web/`` for t
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,8 +18,9 @@ import pytest
 from playwright.async_api import Browser as Chromium
 from playwright.async_api import BrowserContext, Page, async_playwright, expect
 
+from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.conftest import gateway, users  # noqa: F401 (the shared fixtures)
-from tests.integration.gateway_support import GatewayProcess
+from tests.integration.gateway_support import GatewayProcess, Replicas
 from tiny_harness.a2a_gateway.web import ASSETS, BUILD_HINT, built
 from tiny_harness.kube.crd import REPO_ROOT
 
@@ -133,3 +134,22 @@ async def browser(chromium: Chromium, screens: Path) -> AsyncIterator[Browser]:
     opened = Browser(chromium, screens)
     yield opened
     await opened.close()
+
+
+#: Start the scripted model (answering the given replies in turn), an operator and a gateway
+#: replica (keyword arguments: its [gateway] settings); the replica, ready.
+Harness = Callable[..., Awaitable[GatewayProcess]]
+
+
+@pytest.fixture
+def harness(
+    model_server: ModelServer,
+    operator: Callable[..., OperatorProcess],
+    gateway: Replicas,  # noqa: F811 (the shared fixture, imported above)
+) -> Harness:
+    async def start(*replies: str, **settings: Any) -> GatewayProcess:
+        await model_server.control.script([{"type": "text", "text": r} for r in replies])
+        operator()
+        return gateway(**settings)
+
+    return start

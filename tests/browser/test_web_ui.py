@@ -9,7 +9,6 @@ axe-core in both themes and is photographed in both (``docs/screens/web/``)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +16,11 @@ import httpx
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.browser.conftest import Browser
-from tests.conftest import ModelServer, OperatorProcess
+from tests.browser.conftest import Browser, Harness
 from tests.integration.gateway_support import Replicas, Users, kubectl, task_id_of
 from tiny_harness.core.extensions import COMMANDS_EXT_URI
 
 pytestmark = pytest.mark.controlplane
-
-Operator = Callable[..., OperatorProcess]
 
 
 def state(page: Page) -> Any:
@@ -69,16 +65,9 @@ def card_commands(url: str) -> list[str]:
 
 
 async def test_a_new_user_creates_a_task_talks_to_it_opens_a_sub_task_and_completes_it(
-    browser: Browser, gateway: Replicas, operator: Operator, model_server: ModelServer
+    browser: Browser, harness: Harness
 ) -> None:
-    await model_server.control.script(
-        [
-            {"type": "text", "text": "Happy to plan it."},
-            {"type": "text", "text": "Two weeks."},
-        ]
-    )
-    operator()
-    replica = gateway()
+    replica = await harness("Happy to plan it.", "Two weeks.")
     page = await browser.page(replica)
 
     await expect(page.get_by_role("heading", name="Sign in to tiny-harness")).to_be_visible()
@@ -174,15 +163,9 @@ async def test_a_new_user_creates_a_task_talks_to_it_opens_a_sub_task_and_comple
 
 
 async def test_a_watcher_sees_the_controls_disabled_and_a_refused_command_says_why(
-    browser: Browser,
-    gateway: Replicas,
-    users: Users,
-    operator: Operator,
-    model_server: ModelServer,
+    browser: Browser, harness: Harness, users: Users
 ) -> None:
-    await model_server.control.script([{"type": "text", "text": "On it."}])
-    operator()
-    replica = gateway(max_request_bytes=4096)
+    replica = await harness("On it.", max_request_bytes=4096)
     alice = await users(replica.url, "alice")
     team = [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}]
     task_id = task_id_of(
@@ -216,13 +199,9 @@ async def test_a_watcher_sees_the_controls_disabled_and_a_refused_command_says_w
 
 
 async def test_a_stream_reconnects_after_the_gateway_restarts_and_shows_nothing_twice(
-    browser: Browser, gateway: Replicas, operator: Operator, model_server: ModelServer
+    browser: Browser, harness: Harness
 ) -> None:
-    await model_server.control.script(
-        [{"type": "text", "text": "First."}, {"type": "text", "text": "Second."}]
-    )
-    operator()
-    replica = gateway()
+    replica = await harness("First.", "Second.")
     page = await browser.page(replica, query="?new")
     await browser.sign_in(page, "alice")
     await page.get_by_label("Goal").fill("Plan the release")
@@ -243,17 +222,9 @@ async def test_a_stream_reconnects_after_the_gateway_restarts_and_shows_nothing_
 
 
 async def test_a_task_open_in_two_tabs_updates_in_both(
-    browser: Browser,
-    gateway: Replicas,
-    users: Users,
-    operator: Operator,
-    model_server: ModelServer,
+    browser: Browser, harness: Harness, users: Users
 ) -> None:
-    await model_server.control.script(
-        [{"type": "text", "text": "Happy to plan it."}, {"type": "text", "text": "Two weeks."}]
-    )
-    operator()
-    replica = gateway()
+    replica = await harness("Happy to plan it.", "Two weeks.")
     alice = await users(replica.url, "alice")
     task_id = task_id_of(await alice.send("Plan the release"))
     profile = await browser.context()
@@ -280,15 +251,9 @@ async def test_a_task_open_in_two_tabs_updates_in_both(
 
 
 async def test_below_820_px_one_column_and_every_control_is_reached_by_keyboard_with_focus_shown(
-    browser: Browser,
-    gateway: Replicas,
-    users: Users,
-    operator: Operator,
-    model_server: ModelServer,
+    browser: Browser, harness: Harness, users: Users
 ) -> None:
-    await model_server.control.script([{"type": "text", "text": "Noted."}])
-    operator()
-    replica = gateway()
+    replica = await harness("Noted.")
     alice = await users(replica.url, "alice")
     task_id = task_id_of(await alice.send("Plan the release"))
     await alice.send("/sub-task Draft the changelog", task_id=task_id)

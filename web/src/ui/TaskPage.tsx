@@ -71,14 +71,12 @@ export function TaskPage({
   const refusal = endingRefusal(view);
   const fold = (task: Task) => views.apply(taskId, (v) => takeTask(v, task, Date.now()));
 
-  async function complete() {
+  /** Complete or cancel: the task as the gateway answers, or why it refused. */
+  async function end(ask: () => Promise<Task>) {
     setBusy(true);
     setNotice(null);
     try {
-      for await (const event of client.complete(taskId)) {
-        views.apply(taskId, (v) => take(v, event, Date.now()));
-      }
-      fold(await client.task(taskId));
+      fold(await ask());
     } catch (error) {
       setNotice(explain(error));
     } finally {
@@ -86,17 +84,14 @@ export function TaskPage({
     }
   }
 
-  async function cancel() {
-    setBusy(true);
-    setNotice(null);
-    try {
-      fold(await client.cancel(taskId));
-    } catch (error) {
-      setNotice(explain(error));
-    } finally {
-      setBusy(false);
-    }
-  }
+  const complete = () =>
+    end(async () => {
+      for await (const event of client.complete(taskId)) {
+        views.apply(taskId, (v) => take(v, event, Date.now()));
+      }
+      return client.task(taskId);
+    });
+  const cancel = () => end(() => client.cancel(taskId));
 
   const ext = view.extension;
   const working = progress(view, now);
