@@ -167,10 +167,17 @@ async def test_a_watcher_sees_the_controls_disabled_and_a_refused_command_says_w
 ) -> None:
     replica = await harness("On it.", max_request_bytes=4096)
     alice = await users(replica.url, "alice")
-    team = [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}]
-    task_id = task_id_of(
-        await alice.send("Tidy the docs", envelope={"goal": "Tidy the docs", "participants": team})
-    )
+    envelope = {
+        "goal": "Tidy the docs",
+        "participants": [{"id": "alice", "role": "assignee"}, {"id": "bob", "role": "watcher"}],
+        "plan": {
+            "steps": [
+                {"name": "Find broken links"},
+                {"name": "Fix them", "dependencies": ["Find broken links"]},
+            ]
+        },
+    }
+    task_id = task_id_of(await alice.send("Tidy the docs", envelope=envelope))
     page = await browser.page(replica, query=f"?task={task_id}")
     await browser.sign_in(page, "bob")
 
@@ -179,6 +186,11 @@ async def test_a_watcher_sees_the_controls_disabled_and_a_refused_command_says_w
     await expect(cancel(page)).to_be_disabled()
     await expect(page.get_by_text("a watcher cannot complete or cancel it")).to_be_visible()
     await expect(composer(page)).to_be_enabled()
+    plan = details(page).get_by_role("region", name="Plan")
+    await expect(plan).to_contain_text("0 of 2 steps done")
+    await expect(plan.get_by_role("listitem")).to_have_text(
+        ["○ Find broken links (to do)", "○ Fix them (to do) · after Find broken links"]
+    )
     await browser.check(page, "watcher")
 
     await say(page, "/sub-task Sneak a sub-task in")

@@ -29,7 +29,7 @@ describe("the task extension as the UI reads it", () => {
         acceptance_criteria: ["a", 3],
         participants: [{ id: "alice", role: "assignee" }, { id: "x", role: "king" }],
         parent: { task_id: "p" },
-        plan: { steps: [{ name: "one", done: true }, { name: "two" }, {}] },
+        plan: { steps: [{ name: "one", done: true }, { name: "two", dependencies: ["one"] }, {}] },
         sub_tasks: [{ task_id: "c", state: "TASK_STATE_WORKING" }, { goal: "no id" }],
         usage: { model_calls: 2, input_tokens: 10, output_tokens: 5, tool_calls: 1 },
         some_later_field: true,
@@ -42,7 +42,7 @@ describe("the task extension as the UI reads it", () => {
       parent: "p",
       plan: [
         { name: "one", done: true },
-        { name: "two", done: false },
+        { name: "two", done: false, dependencies: ["one"] },
       ],
       subTasks: [{ taskId: "c", state: "TASK_STATE_WORKING", goal: "", subState: null }],
       usage: { modelCalls: 2, inputTokens: 10, outputTokens: 5, toolCalls: 1 },

@@ -17,6 +17,8 @@ export interface PlanStep {
   description: string;
   done: boolean;
   linkedTasks: string[];
+  /** The steps this one waits for. */
+  dependencies: string[];
 }
 
 export interface SubTaskRow {
@@ -63,7 +65,7 @@ export const FIELDS_READ = {
   Participant: ["id", "role"],
   TaskLink: ["task_id"],
   Plan: ["steps"],
-  PlanStep: ["name", "description", "done", "linked_tasks"],
+  PlanStep: ["name", "description", "done", "linked_tasks", "dependencies"],
   SubTaskRow: ["task_id", "goal", "state", "sub_state"],
   TaskUsage: ["model_calls", "input_tokens", "output_tokens", "tool_calls"],
 } as const;
@@ -88,6 +90,10 @@ function list(value: unknown): unknown[] {
   return Array.isArray(value) ? value : [];
 }
 
+function strings(value: unknown): string[] {
+  return list(value).filter((s): s is string => typeof s === "string");
+}
+
 export function readState(value: unknown): StateName | undefined {
   return STATE_NAMES.find((n) => n === value);
 }
@@ -107,7 +113,8 @@ function step(value: unknown): PlanStep | undefined {
     name,
     description: text(raw?.description),
     done: raw?.done === true,
-    linkedTasks: list(raw?.linked_tasks).filter((t): t is string => typeof t === "string"),
+    linkedTasks: strings(raw?.linked_tasks),
+    dependencies: strings(raw?.dependencies),
   };
 }
 
@@ -148,9 +155,7 @@ export function extensionOf(metadata: Json | undefined): TaskExtension | undefin
     name: text(raw.name),
     goal: text(raw.goal),
     description: text(raw.description),
-    acceptanceCriteria: list(raw.acceptance_criteria).filter(
-      (c): c is string => typeof c === "string",
-    ),
+    acceptanceCriteria: strings(raw.acceptance_criteria),
     participants: list(raw.participants).flatMap((p) => participant(p) ?? []),
     parent: text(record(raw.parent)?.task_id) || null,
     plan: list(record(raw.plan)?.steps).flatMap((s) => step(s) ?? []),

@@ -266,6 +266,9 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
                 <li key={s.name} className={s.done ? "done" : undefined}>
                   <span aria-hidden="true">{s.done ? "✓" : "○"}</span> {s.name}
                   <span className="visually-hidden">{s.done ? " (done)" : " (to do)"}</span>
+                  {s.dependencies.length ? (
+                    <span className="muted"> · after {s.dependencies.join(", ")}</span>
+                  ) : null}
                   {s.description ? <span className="muted"> · {s.description}</span> : null}
                 </li>
               ))}
