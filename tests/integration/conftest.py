@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.gateway_support import Replicas, Users
+from tests.integration.kubectl_support import Harness
 
 
 @pytest.fixture
@@ -24,3 +25,9 @@ async def users() -> AsyncIterator[Users]:
     opened = Users()
     yield opened
     await opened.close()
+
+
+@pytest.fixture
+def harness(kubeconfig: Path, namespace: str) -> Harness:
+    """``kubectl harness`` in the test's namespace."""
+    return Harness(kubeconfig, namespace)

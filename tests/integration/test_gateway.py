@@ -204,6 +204,63 @@ async def test_a_command_answers_with_its_reply_as_the_status_message_and_the_ca
     assert len(await model_server.control.requests()) == 1  # the commands never reached it
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "send"])
+async def test_a_long_turns_model_calls_so_far_stream_by_and_the_send_ends_on_its_reply(
+    streaming: bool, gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    """A turn that plans, then thinks for seconds: every renewal of its lease (each second
+    here) carries the calls it has journaled, a subscriber sees the count, and the send still
+    ends on the turn's reply, not on a renewal."""
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Hello."},
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "create_plan", "arguments": {"steps": [{"name": "one"}]}}],
+            },
+            {"type": "text", "text": "Planned.", "delay_seconds": 4},
+        ]
+    )
+    operator(lease_seconds=3)
+    alice = await users(gateway().url, "alice", streaming=streaming)
+    task_id = task_id_of(await alice.send("Hi."))
+    watcher = await users(gateway().url, "alice")
+    seen: list[tuple[str, int, int]] = []
+    anchored = asyncio.Event()
+
+    async def follow() -> None:
+        async for event in watcher.subscribe(task_id):
+            anchored.set()
+            if event.HasField("status_update"):
+                update = event.status_update
+                extension = dict(update.metadata).get(TASK_EXT_KEY) or {}
+                used = dict(extension).get("turn_usage") or {}
+                before = dict(dict(extension).get("usage") or {})
+                seen.append(
+                    (
+                        TaskState.Name(update.status.state),
+                        int(dict(used).get("model_calls") or 0),
+                        int(before.get("model_calls") or 0),
+                    )
+                )
+                if update.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+                    return
+
+    following = asyncio.create_task(follow())
+    await asyncio.wait_for(anchored.wait(), 20)
+    events = await asyncio.wait_for(alice.send("Plan it.", task_id=task_id), 30)
+    await asyncio.wait_for(following, 30)
+
+    last = events[-1]
+    status = last.status_update.status if streaming else last.task.status
+    assert status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert status.message.parts[0].text == "Planned."
+    # The planning call was journaled before the tool ran; renewals counted it while the
+    # second call was still out; the park counts both in the task's usage, and none running.
+    assert ("TASK_STATE_WORKING", 1, 1) in seen
+    assert seen[-1] == ("TASK_STATE_INPUT_REQUIRED", 0, 3)
+
+
 async def test_a_childs_progress_is_an_event_on_its_parents_stream_and_it_shares_the_context(
     gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
 ) -> None:

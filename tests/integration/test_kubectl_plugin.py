@@ -8,7 +8,6 @@ import os
 import shlex
 import stat
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.integration.kubectl_support import PLUGIN, Harness, run_plugin
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.kube.crd import REPO_ROOT
 
@@ -26,45 +26,6 @@ pytestmark = pytest.mark.controlplane
 
 #: The local cluster's admin, as the API server names it (its client certificate's CN).
 ADMIN = "tiny-harness-admin"
-PLUGIN = [sys.executable, "-m", "tiny_harness.cli.kubectl_plugin"]
-
-
-class Harness:
-    """``kubectl harness`` against the local cluster, in the test's namespace."""
-
-    def __init__(self, kubeconfig: Path, namespace: str) -> None:
-        self.kubeconfig = kubeconfig
-        self.namespace = namespace
-
-    def argv(
-        self, *args: str, participant: str | None = "alice", namespaced: bool = True
-    ) -> list[str]:
-        argv = [*PLUGIN, *args, f"--kubeconfig={self.kubeconfig}"]
-        if namespaced:
-            argv += ["-n", self.namespace]
-        if participant is not None:
-            argv += ["--as-participant", participant]
-        return argv
-
-    async def run(
-        self, *args: str, participant: str | None = "alice", namespaced: bool = True, **kw: Any
-    ) -> subprocess.CompletedProcess[str]:
-        argv = self.argv(*args, participant=participant, namespaced=namespaced)
-        return await asyncio.to_thread(_run, argv, **kw)
-
-
-def _run(
-    argv: list[str], stdin: str | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        argv,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-        cwd=REPO_ROOT,
-    )
 
 
 class Follower:
@@ -105,11 +66,6 @@ class Follower:
         if self.proc.poll() is None:
             self.proc.terminate()
         self.proc.wait(timeout=15)
-
-
-@pytest.fixture
-def harness(kubeconfig: Path, namespace: str) -> Harness:
-    return Harness(kubeconfig, namespace)
 
 
 @pytest.fixture
@@ -188,7 +144,7 @@ async def test_kubectl_finds_the_plugin_on_path(
     env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
 
     found = await asyncio.to_thread(
-        _run,
+        run_plugin,
         [
             "kubectl",
             "harness",

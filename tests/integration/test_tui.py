@@ -198,6 +198,33 @@ async def test_a_gateway_that_goes_away_shows_reconnecting_and_the_stream_resume
         await session.close()
 
 
+async def test_a_long_turn_shows_for_how_long_it_runs_and_its_model_calls_so_far(
+    alice: Session, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script(
+        [
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "create_plan", "arguments": {"steps": [{"name": "one"}]}}],
+            },
+            {"type": "text", "text": "Planned.", "delay_seconds": 6},
+        ]
+    )
+    operator(lease_seconds=3)  # renewed every second: each renewal carries the count
+    app = HarnessApp(alice)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await type_in(pilot, "Plan the release")
+
+        def bar() -> str:
+            return str(app.query_one("#topbar").render())
+
+        await until(pilot, lambda: "1 model call so far" in bar(), within=20)
+        assert "WORKING" in bar()
+        assert "working for " in bar()
+        await until(pilot, lambda: "agent: Planned." in said(app), within=30)
+        await until(pilot, lambda: "working for" not in bar())
+
+
 async def test_ctrl_c_cancels_an_open_task_after_which_its_controls_do_nothing(
     alice: Session, operator: Operator, model_server: ModelServer
 ) -> None:

@@ -5,11 +5,14 @@ tests/integration/test_tui.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from a2a.types import Message, Part, Role, StreamResponse, Task
 from textual.pilot import Pilot
+from textual.widgets import Input, ListView, RichLog, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.command_spec import CommandSpec
@@ -75,7 +78,43 @@ def app() -> HarnessApp:
 
 
 async def settle(pilot: Pilot[None]) -> None:
-    await pilot.pause(0.2)
+    """Until the tree holds both tasks (a fixed pause raced a loaded machine's first paint),
+    with the composer's cursor steady."""
+    assert isinstance(pilot.app, HarnessApp)
+    # A blinking cursor is drawn or not depending on when the capture lands.
+    pilot.app.query_one("#composer", Input).cursor_blink = False
+    tree = pilot.app.query_one("#tasks", Tree)
+    await until(pilot, lambda: len(list(_nodes(tree.root))) == 2)
+
+
+async def opened(pilot: Pilot[None], task_id: str) -> None:
+    """Open ``task_id`` and wait until its conversation, details and rows are drawn."""
+    assert isinstance(pilot.app, HarnessApp)
+    await settle(pilot)
+    pilot.app.open(task_id)
+
+    def drawn() -> bool:
+        app = pilot.app
+        bar = str(app.query_one("#topbar", Static).render())
+        log = app.query_one("#conversation", RichLog)
+        rows = app.query_one("#subtasks", ListView)
+        return task_id in bar and len(log.lines) >= 2 and len(rows.children) >= 1
+
+    await until(pilot, drawn)
+
+
+async def until(pilot: Pilot[None], done: Callable[[], bool], within: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not done():
+        assert asyncio.get_running_loop().time() < deadline, "the screen never settled"
+        await pilot.pause(0.05)
+    await pilot.pause()  # one more refresh, so what was drawn is what is captured
+
+
+def _nodes(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
+    for child in node.children:
+        yield child
+        yield from _nodes(child)
 
 
 def test_the_start_screen(snap_compare: Any) -> None:
@@ -84,19 +123,16 @@ def test_the_start_screen(snap_compare: Any) -> None:
 
 def test_a_task_with_its_plan_and_a_sub_task(snap_compare: Any) -> None:
     async def open_parent(pilot: Pilot[None]) -> None:
-        assert isinstance(pilot.app, HarnessApp)
-        pilot.app.open("release")
-        await pilot.pause(0.3)
+        await opened(pilot, "release")
 
     assert snap_compare(app(), terminal_size=(120, 36), run_before=open_parent)
 
 
 def test_the_command_hint(snap_compare: Any) -> None:
     async def type_slash(pilot: Pilot[None]) -> None:
-        assert isinstance(pilot.app, HarnessApp)
-        pilot.app.open("release")
-        await pilot.pause(0.2)
+        await opened(pilot, "release")
         await pilot.press("/", "s")
-        await pilot.pause(0.2)
+        hint = pilot.app.query_one("#hint", Static)
+        await until(pilot, lambda: "sub-task" in str(hint.render()))
 
     assert snap_compare(app(), terminal_size=(120, 36), run_before=type_slash)

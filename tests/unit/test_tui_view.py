@@ -140,11 +140,26 @@ def test_a_working_task_shows_for_how_long_and_what_it_used() -> None:
     now[0] = 112.4
     view.take(StreamResponse(status_update=working))  # still the same turn: the clock runs on
     assert view.progress() == "working for 12s"
+    counted = TaskStatusUpdateEvent(
+        task_id="release",
+        status=TaskStatus(state=A2AState.TASK_STATE_WORKING),
+        metadata={
+            TASK_EXT_KEY: {
+                "usage": {"model_calls": 3, "input_tokens": 40},  # the turns before this one
+                "turn_usage": {"model_calls": 2},  # this turn's, as of its lease's renewal
+            }
+        },
+    )
+    view.take(StreamResponse(status_update=counted))
+    assert view.progress() == "working for 12s · 5 model calls so far"
     parked = TaskStatusUpdateEvent(
-        task_id="release", status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED)
+        task_id="release",
+        status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED),
+        metadata={TASK_EXT_KEY: {"usage": {"model_calls": 6}}},
     )
     view.take(StreamResponse(status_update=parked))
     assert view.progress() is None
+    assert str(view.usage_line()).startswith("Used: 6 model calls")
 
 
 def test_the_new_task_form_makes_the_envelope_or_says_what_to_fix() -> None:

@@ -81,6 +81,7 @@ from tiny_harness.a2a_gateway.rendering import (
     is_interrupted,
     is_terminal,
     noted,
+    progress_key,
     status_event,
     status_key,
 )
@@ -138,11 +139,13 @@ def requested(context: ServerCallContext, name: str) -> object | None:
 
 @dataclass(frozen=True)
 class _Change:
-    """A visible change, and where the task's turns stood at it."""
+    """A visible change, and where the task's turns stood at it. ``progress_only``: nothing
+    but the running turn's progress changed (:func:`.rendering.progress_key`)."""
 
     event: TaskStatusUpdateEvent
     turn: int
     running: bool
+    progress_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -372,6 +375,10 @@ class GatewayRequestHandler(RequestHandler):
                 changed = clock()
                 event = last = change.event
                 yield event
+                if change.progress_only:
+                    # The turn is at work (its lease was renewed with more calls made): the
+                    # stream shows it, and it neither ends the wait nor is read as an answer.
+                    continue
                 if is_terminal(event) or event.status.message.message_id in answers:
                     return  # ended, or answered outside a turn (a command's reply, a refusal)
                 if is_interrupted(event) and await self._store.answered(
@@ -390,24 +397,27 @@ class GatewayRequestHandler(RequestHandler):
         self, task: Task, version: TaskVersion
     ) -> AsyncGenerator[_Change, None]:
         """Each change of the task after ``version`` that a participant can see (state,
-        sub-state or status message differ from the last one seen, starting from ``task``),
-        with where the task's turns stood at it."""
+        sub-state, status message or sub-task rows differ from the last one seen, starting
+        from ``task``; or only the running turn's progress), with where the task's turns stood
+        at it. A lease renewal that changed nothing of these is not a change."""
         last = status_key(task)
+        progress = progress_key(task)
         async with contextlib.aclosing(self._stream.subscribe(task.id, after=version)) as events:
             async for versioned in events:
                 event = versioned.event
                 if not isinstance(event, TaskStatusUpdateEvent):
                     continue
-                key = status_key(event)
-                if key == last and not is_terminal(event):
+                key, moved = status_key(event), progress_key(event)
+                visible = key != last or is_terminal(event)
+                if not visible and moved == progress:
                     continue
-                last = key
+                last, progress = key, moved
                 turn, running = (
                     (versioned.turn, versioned.running)
                     if isinstance(versioned, TaskChange)
                     else (0, False)
                 )
-                yield _Change(event, turn, running)
+                yield _Change(event, turn, running, progress_only=not visible)
 
     # -- GetTask, ListTasks, SubscribeToTask -------------------------------------------------
 

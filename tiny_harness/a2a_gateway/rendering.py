@@ -93,13 +93,23 @@ def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
 
 def status_event(task: Task) -> TaskStatusUpdateEvent:
     """The status update a subscriber sees for ``task``: its status, the sub-state under the
-    status extension key of the event's metadata, and, when the task has sub-tasks, their rows
-    under the task extension key (``{"sub_tasks": [...]}``), so a parent's stream shows its
-    children's progress."""
+    status extension key of the event's metadata, and under the task extension key: the
+    sub-task rows when it has sub-tasks (``sub_tasks``), so a parent's stream shows its
+    children's progress; what its ended turns used (``usage``); and, while a turn runs, what
+    that turn has used so far (``turn_usage``, renewed with the turn's lease), so a client can
+    show a long turn's progress (:func:`progress_key`)."""
     metadata = status_metadata(sub_state_of(task.metadata))
+    extension = metadata_dict(task.metadata).get(TASK_EXT_KEY)
+    carried: dict[str, Any] = {}
     rows = sub_task_rows(task)
     if rows:
-        metadata[TASK_EXT_KEY] = {"sub_tasks": rows}
+        carried["sub_tasks"] = rows
+    if isinstance(extension, dict):
+        for key in ("usage", "turn_usage"):
+            if isinstance(extension.get(key), dict):
+                carried[key] = extension[key]
+    if carried:
+        metadata[TASK_EXT_KEY] = carried
     return TaskStatusUpdateEvent(
         task_id=task.id,
         context_id=task.context_id,
@@ -143,6 +153,18 @@ def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
+def _extension_part(item: Task | TaskStatusUpdateEvent, key: str) -> dict[str, Any]:
+    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
+    value = extension.get(key) if isinstance(extension, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def turn_usage_of(item: Task | TaskStatusUpdateEvent) -> dict[str, Any]:
+    """What the running turn has used so far, as a task or event says (``turn_usage``), or {}
+    when no turn runs."""
+    return _extension_part(item, "turn_usage")
+
+
 def is_terminal(item: Task | TaskStatusUpdateEvent) -> bool:
     """Whether the task has ended (completed, cancelled, failed or rejected)."""
     return item.status.state in TERMINAL_STATES
@@ -154,11 +176,15 @@ def is_interrupted(item: Task | TaskStatusUpdateEvent) -> bool:
 
 
 StatusKey = tuple[int, str | None, str, str, tuple[tuple[str, str, str], ...]]
+ProgressKey = tuple[int, int]
 
 
 def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
     """What a participant sees change: the state, the sub-state, the status message (its text
-    and id: two equal replies are two messages), and each sub-task's state and sub-state."""
+    and id: two equal replies are two messages), and each sub-task's state and sub-state.
+
+    A running turn's progress is not part of it (:func:`progress_key`): a wait for an answer
+    ends on these, and progress must never end or shape one."""
     message = item.status.message
     text = "".join(p.text for p in message.parts)
     rows = tuple(
@@ -166,6 +192,13 @@ def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
         for r in sub_task_rows(item)
     )
     return item.status.state, sub_state_of(item.metadata), text, message.message_id, rows
+
+
+def progress_key(item: Task | TaskStatusUpdateEvent) -> ProgressKey:
+    """A running turn's progress as a subscriber sees it change: its model calls and tool
+    calls so far ((0, 0) when no turn runs)."""
+    used = turn_usage_of(item)
+    return int(used.get("model_calls") or 0), int(used.get("tool_calls") or 0)
 
 
 def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:

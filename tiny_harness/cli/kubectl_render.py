@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
+from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.retention import parse_time
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Lifecycle, SubTaskRow
+from tiny_harness.core.task import SubTaskRow
 from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 
@@ -133,10 +134,7 @@ def task_tree(objs: Iterable[Obj]) -> list[TreeRow]:
 
 
 def lifecycle_of(obj: Obj) -> str:
-    status = status_of(obj)
-    if status.lifecycle is not None:
-        return status.lifecycle.value
-    return (Lifecycle.DELEGATED if _parent_of(obj) else Lifecycle.CONVERSATION).value
+    return participant_lifecycle(obj).value
 
 
 def task_list(

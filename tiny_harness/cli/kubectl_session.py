@@ -259,12 +259,16 @@ class Session:
 
     async def replies(self, name: str, message_id: str, within: float) -> list[TranscriptMessage]:
         """The agent's messages answering ``message_id``, once the turn that took it has ended
-        (a command or a refusal is answered outside any turn, at once)."""
+        (a command is answered outside any turn, at once); the operator's reason as an error
+        when it refused the message."""
 
         async def probe() -> list[TranscriptMessage] | None:
             # The status first: a turn's journal is complete before the write that ends it.
             status = status_of(await self.tasks.get(name))
             records = await self.records.for_task(name)
+            refused = refusal_of(records, message_id)
+            if refused is not None:
+                raise HarnessError(refused)
             turn = turn_that_took(records, message_id)
             if turn is None:
                 return None

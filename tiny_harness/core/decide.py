@@ -20,6 +20,8 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
       (a control that already took effect is acked)    for the control that ended it, from
                                                        someone who may end the task
  7    a control (complete, cancel)                     :class:`ApplyControl` or :class:`Refuse`
+ 7a   a participant task: a message from anyone but    :class:`Refuse`
+      its assignee (it is not the answer)
  8    a command before any ordinary message            :class:`RunCommand`
  9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
                                                        :class:`FailPastDeadline` when the task
@@ -47,7 +49,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from tiny_harness.core.speakers import refuse_ending, refuse_speaker
+from tiny_harness.core.speakers import refuse_answer, refuse_ending, refuse_speaker
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, OnTimeout, TaskSpec
 
@@ -262,6 +264,14 @@ def decide(facts: Facts) -> Action:
         if m.kind == "control":
             why = refuse_ending(spec, m.sender, m.control or "end")
             return Refuse(m.message_id, why) if why else ApplyControl(m.message_id)
+    if facts.lifecycle is Lifecycle.PARTICIPANT:
+        # A person's task is answered by its assignee alone (row 7a): anyone else's words are
+        # refused, so they never complete it, and the answer's turn takes only the assignee's.
+        for m in facts.pending:
+            if m.kind == "ordinary":
+                why = refuse_answer(spec, m.sender)
+                if why is not None:
+                    return Refuse(m.message_id, why)
     for m in facts.pending:
         if m.kind == "command":
             return RunCommand(m.message_id)

@@ -1,10 +1,12 @@
 """The intrinsics: the tools every task has, applied by the loop itself with no I/O.
 
 ``create_plan`` and ``complete_step`` change the task's plan, ``spawn_subtask`` asks for a child
-task and ``ask_participant`` parks the task with a question. None of them talks to anything:
-each is a pure function from the task and the call's arguments to an :class:`IntrinsicResult`,
-and what needs the outside world (creating the child, parking) is an intent the host carries
-out. That keeps them deterministic, so a replayed turn reaches the same state.
+task, ``create_task_for_participant`` for a child that is a question to one person, and
+``ask_participant`` parks the task with a question to its own participants. None of them
+talks to anything: each is a pure function from the task and the call's arguments to an
+:class:`IntrinsicResult`, and what needs the outside world (creating the child, parking) is an
+intent the host carries out. That keeps them deterministic, so a replayed turn reaches the
+same state.
 
 Their arguments are checked against the schemas below by the same validating invoker as any
 user tool's.
@@ -20,14 +22,15 @@ from pydantic import ValidationError
 from tiny_harness.core.errors import PlanCycleError, PlanError
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
-from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import SubTaskRow, TaskExtension
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
 from tiny_harness.core.turn import SpawnIntent
 
 CREATE_PLAN: Final = "create_plan"
 COMPLETE_STEP: Final = "complete_step"
 SPAWN_SUBTASK: Final = "spawn_subtask"
 ASK_PARTICIPANT: Final = "ask_participant"
+CREATE_TASK_FOR_PARTICIPANT: Final = "create_task_for_participant"
 
 _TEXT: Final = {"type": "string", "maxLength": 65536}
 
@@ -84,6 +87,25 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
                 "description": _TEXT,
             },
             "required": ["goal"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
+        name=CREATE_TASK_FOR_PARTICIPANT,
+        description=(
+            "Ask one person for something you need (a decision, an approval, a fact) as a task "
+            "of their own: it waits for their answer, which arrives as a note when they give "
+            "it; this task cannot complete before then. The participant is their identity as "
+            "this harness knows it (a Kubernetes user or a participant id)."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "participant": {"type": "string", "minLength": 1, "maxLength": 253},
+                "goal": {"type": "string", "minLength": 1, "maxLength": 65536},
+                "description": _TEXT,
+            },
+            "required": ["participant", "goal"],
             "additionalProperties": False,
         },
     ),
@@ -176,6 +198,30 @@ def spawn_subtask(
     return IntrinsicResult(content="", spawn=intent)
 
 
+def create_task_for_participant(
+    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
+) -> IntrinsicResult:
+    participant = str(args["participant"]).strip()
+    if not participant:
+        return _error("participant: name the person who is to answer")
+    if participant.startswith("task:") or participant == "system":
+        return _error(
+            f"participant {participant!r} is not a person; name someone who answers "
+            "(use spawn_subtask to hand work to an agent)"
+        )
+    current = task.plan.current_step() if task.plan is not None else None
+    intent = SpawnIntent(
+        id=step_id,
+        parent_task_id=task_id,
+        goal=args["goal"],
+        description=args.get("description", ""),
+        lifecycle=Lifecycle.PARTICIPANT,
+        assignee=participant,
+        step=current.name if current is not None else None,
+    )
+    return IntrinsicResult(content="", spawn=intent)
+
+
 def record_spawn(
     task: TaskExtension, intent: SpawnIntent, child_id: str
 ) -> tuple[Plan | None, SubTaskRow, str]:
@@ -183,8 +229,20 @@ def record_spawn(
     plan = task.plan
     if plan is not None and intent.step is not None:
         plan = plan.link_task(intent.step, child_id)
-    row = SubTaskRow(task_id=child_id, goal=intent.goal, state=TaskState.SUBMITTED)
     linked = f", linked from step {intent.step!r}" if intent.step else ""
+    if intent.lifecycle is Lifecycle.PARTICIPANT:
+        row = SubTaskRow(
+            task_id=child_id,
+            goal=intent.goal,
+            state=TaskState.INPUT_REQUIRED,
+            sub_state=SubState.AWAITING_ANSWER.value,
+        )
+        content = (
+            f"Created task {child_id} for {intent.assignee}{linked}. Their answer arrives as a "
+            "note when they give it; this task cannot complete before then."
+        )
+        return plan, row, content
+    row = SubTaskRow(task_id=child_id, goal=intent.goal, state=TaskState.SUBMITTED)
     content = (
         f"Spawned sub-task {child_id}{linked}. Its result arrives as a note when it ends; "
         "this task cannot complete before then."
@@ -212,4 +270,6 @@ def apply_intrinsic(
         return spawn_subtask(task, args, task_id=task_id, step_id=step_id)
     if name == ASK_PARTICIPANT:
         return ask_participant(args)
+    if name == CREATE_TASK_FOR_PARTICIPANT:
+        return create_task_for_participant(task, args, task_id=task_id, step_id=step_id)
     raise ValueError(f"{name!r} is not an intrinsic; intrinsics are {sorted(INTRINSIC_NAMES)}")

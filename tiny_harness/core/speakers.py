@@ -17,15 +17,16 @@ BRIEF_ID = "brief"
 
 
 def parent_sender(spec: TaskSpec) -> str | None:
-    """How the parent task signs the messages it sends this task, if it has a parent."""
-    return f"task:{spec.parent.task_id}" if spec.parent else None
+    """How the parent task signs the messages it sends this task, if it has a parent here (a
+    parent on another agent speaks through that agent's identity, a participant's)."""
+    return f"task:{spec.local_parent}" if spec.local_parent else None
 
 
 def refuse_speaker(spec: TaskSpec, sender: str, message_id: str) -> str | None:
     """Why ``sender`` may not send this task a message, or None when they may."""
     if spec.role_of(sender) is not None or sender == parent_sender(spec):
         return None
-    if sender == "system" and message_id == BRIEF_ID and spec.parent is None:
+    if sender == "system" and message_id == BRIEF_ID and spec.local_parent is None:
         return None
     return f"refused: {sender} is not a participant of this task"
 
@@ -44,3 +45,18 @@ def refuse_ending(spec: TaskSpec, sender: str, action: str) -> str | None:
     if role is Role.WATCHER:
         return f"refused: {sender} is a watcher and may not {action} the task"
     return f"refused: {sender} is not a participant of this task"
+
+
+def refuse_answer(spec: TaskSpec, sender: str) -> str | None:
+    """Why ``sender``'s message does not answer a participant task, or None when it does.
+
+    A participant task is a question put to its assignee: their message is the answer that
+    completes it. Anyone else on the task may follow it, run commands, or (when their role
+    allows) cancel it, but what they say is not the answer.
+    """
+    if sender in spec.assignees:
+        return None
+    named = " or ".join(spec.assignees) or "its assignee"
+    return (
+        f"refused: this task waits for {named}'s answer; a message from {sender} does not answer it"
+    )

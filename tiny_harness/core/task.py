@@ -53,10 +53,13 @@ ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
 
 
 class Lifecycle(StrEnum):
-    """How a task ends: a conversation waits for its participants, a delegated task decides."""
+    """How a task ends: a conversation waits for its participants, a delegated task decides,
+    and a participant task (a question an agent asked a person) ends with its assignee's
+    answer, with no model call."""
 
     CONVERSATION = "conversation"
     DELEGATED = "delegated"
+    PARTICIPANT = "participant"
 
 
 Effort = Literal["low", "medium", "high"]
@@ -200,6 +203,14 @@ class TaskSpec(Model):
     parent: TaskLink | None = Field(
         default=None, description="The task this one was spawned from, if any."
     )
+    agent: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=NAME_MAX,
+        description="The HarnessAgent (in this namespace) that does the work: the task is a "
+        "conversation with that remote A2A agent, which this harness relays and mirrors; "
+        "empty: this harness's own model.",
+    )
     plan: Plan | None = Field(default=None, description="An initial plan, if the author has one.")
     ttl_seconds_after_finished: int | None = Field(
         default=None,
@@ -252,6 +263,18 @@ class TaskSpec(Model):
             if p.id == participant_id:
                 return p.role
         return None
+
+    @property
+    def local_parent(self) -> str | None:
+        """The parent's name when the parent is a task of this harness (a parent on another
+        agent, which delegated this task over A2A, is nothing to look up here)."""
+        if self.parent is None or self.parent.agent:
+            return None
+        return self.parent.task_id
+
+    @property
+    def assignees(self) -> tuple[str, ...]:
+        return tuple(p.id for p in self.participants if p.role is Role.ASSIGNEE)
 
     @property
     def default_lifecycle(self) -> Lifecycle:
@@ -334,7 +357,9 @@ class TaskStatus(Model):
         description="The status text's message id: the history entry of the reply it shows, or "
         "an id of its own for a text that is in no history (unique per text written).",
     )
-    lifecycle: Lifecycle | None = Field(default=None, description="conversation or delegated.")
+    lifecycle: Lifecycle | None = Field(
+        default=None, description="conversation, delegated or participant."
+    )
     model: str | None = Field(default=None, description="The model this task's turns use.")
     reasoning_effort: Effort | None = Field(
         default=None, description="The reasoning effort; empty means the provider default."
@@ -381,6 +406,12 @@ class TaskStatus(Model):
         default=None,
         description="What its sub-tasks used, theirs included: usage plus this is the total.",
     )
+    turn_usage: TaskUsage | None = Field(
+        default=None,
+        description="What the running turn has used so far (its journaled model and tool "
+        "calls), as of the last renewal of its lease; not in usage until the turn ends, and "
+        "empty between turns.",
+    )
     completion_time: str | None = Field(
         default=None,
         description="When the task reached the terminal state it is in (RFC 3339); cleared "
@@ -404,6 +435,8 @@ class TaskExtension(TaskSpec):
     waiting_since: str | None = None
     #: What its own turns used so far (status.usage): model calls, tokens, tool calls.
     usage: TaskUsage | None = None
+    #: What the running turn has used so far (status.turnUsage), while a turn runs.
+    turn_usage: TaskUsage | None = None
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -424,6 +457,7 @@ class TaskExtension(TaskSpec):
             active_seconds=status.active_seconds or None,
             waiting_since=status.waiting_since,
             usage=status.usage,
+            turn_usage=status.turn_usage,
         )
 
 

@@ -84,6 +84,10 @@ class SpawnIntent(_Data):
     description: str = ""
     lifecycle: Lifecycle = Lifecycle.DELEGATED
     step: str | None = Field(default=None, description="The plan step the child is linked from.")
+    assignee: str | None = Field(
+        default=None,
+        description="A participant task's person: its assignee, whose answer completes it.",
+    )
 
 
 # -- the journal ----------------------------------------------------------------------------------

@@ -8,6 +8,8 @@ that the sender is a participant, but it cannot know who really wrote the object
   Kubernetes username is their participant id, as ``kubectl harness`` assumes);
 - a ``HarnessTask`` a user creates must name that user among its participants (the gateway adds
   a creator it authenticated as a reporter; a kubectl user is told to add themselves);
+- the lifecycle annotation a child is created with is the operator's: nobody else sets or
+  changes it;
 - the harness's own identities are exempt: the gateway's ServiceAccount speaks for the
   participants it authenticated, the operator's for parent tasks and for itself, and
   ``system:masters`` (cluster administrators, who could remove the policy anyway) for break-glass
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL
+from tiny_harness.kube.names import GROUP, LIFECYCLE_ANNOTATION, MESSAGE_PLURAL, PLURAL
 
 #: What a message must say about its writer.
 SENDER_RULE: Final = (
@@ -44,6 +46,20 @@ CREATOR_MESSAGE: Final = (
     "'spec.participants does not name ' + request.userInfo.username + ', who creates the "
     "task: add yourself (as a reporter, to follow a task you hand to others), or the task "
     "would be hidden from you'"
+)
+#: The lifecycle a child is created with is the harness's to write (names.LIFECYCLE_ANNOTATION):
+#: anyone else may not set it, nor change it on an update.
+_ANNOTATIONS: Final = "object.metadata.annotations"
+_OLD: Final = "oldObject.metadata.annotations"
+LIFECYCLE_RULE: Final = (
+    f"request.resource.resource != '{PLURAL}' || !has({_ANNOTATIONS}) || "
+    f"!('{LIFECYCLE_ANNOTATION}' in {_ANNOTATIONS}) || "
+    f"(request.operation == 'UPDATE' && has({_OLD}) && '{LIFECYCLE_ANNOTATION}' in {_OLD} && "
+    f"{_OLD}['{LIFECYCLE_ANNOTATION}'] == {_ANNOTATIONS}['{LIFECYCLE_ANNOTATION}'])"
+)
+LIFECYCLE_MESSAGE: Final = (
+    f"'metadata.annotations[{LIFECYCLE_ANNOTATION}] is set by the harness alone (the lifecycle "
+    "of a task is server-controlled): remove it'"
 )
 #: Who is not checked, as a CEL expression over ``request.userInfo``.
 ADMINS: Final = "'system:masters' in request.userInfo.groups"
@@ -102,6 +118,11 @@ def sender_policy(name: str, exempt: str, namespace: str | None = None) -> list[
                 {
                     "expression": CREATOR_RULE,
                     "messageExpression": CREATOR_MESSAGE,
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": LIFECYCLE_RULE,
+                    "messageExpression": LIFECYCLE_MESSAGE,
                     "reason": "Forbidden",
                 },
             ],

@@ -37,6 +37,11 @@ SHARD_LABEL: Final = f"{PREFIX}/shard"
 #: The task's A2A context id: the one its first message named (or the gateway chose), or, on a
 #: child task, its parent's. A task without it is its own context (its name).
 CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
+#: On a child the operator creates: the lifecycle it is created with (delegated, conversation
+#: or participant), so whichever of its writers initialises it first (the parent's worker
+#: or the child's own) writes the same first status. Only the harness may set it (the
+#: identity admission policy refuses anyone else's, kube/admission.py).
+LIFECYCLE_ANNOTATION: Final = f"{PREFIX}/lifecycle"
 
 
 def context_id_of(obj: Mapping[str, Any]) -> str:

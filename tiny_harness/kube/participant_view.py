@@ -75,7 +75,7 @@ def status_of(obj: Obj) -> TaskStatus:
 def lifecycle_of(obj: Obj) -> Lifecycle:
     """The task's lifecycle as the operator recorded it, or as its spec implies."""
     raw = (obj.get("status") or {}).get("lifecycle")
-    if raw in (Lifecycle.CONVERSATION.value, Lifecycle.DELEGATED.value):
+    if raw in {lifecycle.value for lifecycle in Lifecycle}:
         return Lifecycle(raw)
     parent = (obj.get("spec") or {}).get("parent")
     return Lifecycle.DELEGATED if parent else Lifecycle.CONVERSATION

@@ -42,6 +42,7 @@ from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.names import (
     CONTEXT_ID_ANNOTATION,
     GROUP,
+    LIFECYCLE_ANNOTATION,
     MESSAGE_PLURAL,
     PLURAL,
     SHARD_LABEL,
@@ -314,10 +315,13 @@ class Cache:
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
 #: (every status write adds to it), and the index holds every task in memory. Of the
-#: annotations only the A2A context id (a child joins its parent's context) and a message's
-#: trace context (its turn continues the sender's trace) are read.
+#: annotations only the A2A context id (a child joins its parent's context), the lifecycle a
+#: child was created with (its first status follows it) and a message's trace context (its
+#: turn continues the sender's trace) are read.
 _UNREAD_METADATA: Final = frozenset({"managedFields", "annotations"})
-_READ_ANNOTATIONS: Final = frozenset({CONTEXT_ID_ANNOTATION, *TRACE_ANNOTATIONS})
+_READ_ANNOTATIONS: Final = frozenset(
+    {CONTEXT_ID_ANNOTATION, LIFECYCLE_ANNOTATION, *TRACE_ANNOTATIONS}
+)
 
 
 def _plain(body: kopf.Body) -> Obj:

@@ -11,18 +11,20 @@ on, because what follows them (running a tool) must never happen twice.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import hashlib
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tiny_harness.core.commands.parse import parse_command
+from tiny_harness.core.deadlines import stamped
 from tiny_harness.core.history import HistoryDelta, RecordEntry, history_delta, replay_history
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.speakers import refuse_speaker
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import Lifecycle, TaskLink, TaskSpec
+from tiny_harness.core.task import Lifecycle, Participant, Role, TaskLink, TaskSpec
 from tiny_harness.core.turn import (
     DrainEntry,
     InboundMessage,
@@ -38,9 +40,15 @@ from tiny_harness.kube.client import ConflictError
 from tiny_harness.kube.journal import FencedError, TurnRecord
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
-from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION, PARENT_LABEL, context_id_of
+from tiny_harness.kube.names import (
+    CONTEXT_ID_ANNOTATION,
+    LIFECYCLE_ANNOTATION,
+    PARENT_LABEL,
+    context_id_of,
+)
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
+from tiny_harness.operator.initialise import initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.status_writes import failed_status
 
@@ -145,7 +153,7 @@ class OperatorTurnHost:
         spec = TaskSpec(
             goal=intent.goal,
             description=intent.description,
-            participants=self.snap.spec.participants,
+            participants=child_participants(self.snap.spec, intent),
             parent=TaskLink(task_id=self.w.name),
         )
         return await create_child(
@@ -241,6 +249,22 @@ class OperatorTurnHost:
         self.ended = True
 
 
+def child_participants(parent: TaskSpec, intent: SpawnIntent) -> tuple[Participant, ...]:
+    """Who is on a spawned child: the parent's participants, as on the parent; for a
+    participant task, its person as the assignee and the parent's people as watchers (they
+    follow the question; its person alone answers it)."""
+    if intent.lifecycle is not Lifecycle.PARTICIPANT or intent.assignee is None:
+        return parent.participants
+    return (
+        Participant(id=intent.assignee, role=Role.ASSIGNEE),
+        *(
+            Participant(id=p.id, role=Role.WATCHER)
+            for p in parent.participants
+            if p.id != intent.assignee
+        ),
+    )
+
+
 async def create_child(
     worker: TaskWorker,
     parent: dict[str, Any],
@@ -257,8 +281,12 @@ async def create_child(
             name,
             spec.model_dump(mode="json", by_alias=True, exclude_none=True),
             labels={PARENT_LABEL: label_value(worker.name)},
-            # A child is part of its parent's conversation: A2A clients group them by context.
-            annotations={CONTEXT_ID_ANNOTATION: context_id_of(parent)},
+            # A child is part of its parent's conversation: A2A clients group them by context;
+            # its lifecycle is the one it is created with, whoever initialises it first.
+            annotations={
+                CONTEXT_ID_ANNOTATION: context_id_of(parent),
+                LIFECYCLE_ANNOTATION: lifecycle.value,
+            },
             owner=parent,
         )
     except ConflictError:
@@ -267,19 +295,22 @@ async def create_child(
         worker.rt.metrics.subtasks_spawned.inc()
     worker.rt.cache.wrote_task(child)
     if not (child.get("status") or {}).get("state"):
-        delegated = lifecycle is Lifecycle.DELEGATED
+        generation = child["metadata"].get("generation")
         status: dict[str, Any] = {
-            "state": (TaskState.SUBMITTED if delegated else TaskState.INPUT_REQUIRED).value,
-            "subState": None if delegated else SubState.AWAITING_NEXT_MESSAGE.value,
-            "lifecycle": lifecycle.value,
+            **initialise(child["spec"], generation, lifecycle, name=name).status,
             "model": settings.model,
             "reasoningEffort": settings.reasoning_effort,
-            "observedGeneration": child["metadata"].get("generation"),
         }
+        if lifecycle is Lifecycle.CONVERSATION:
+            # Parked for its first message at once (its own worker would park it next).
+            status["state"] = TaskState.INPUT_REQUIRED.value
+            status["subState"] = SubState.AWAITING_NEXT_MESSAGE.value
+        # The times a first status implies (waitingSince for one that waits), as any write.
+        first = stamped(status, {}, dt.datetime.now(dt.UTC))
         try:
             child = await worker.tasks.patch_status(
                 name,
-                {k: v for k, v in status.items() if v is not None},
+                {k: v for k, v in first.items() if v is not None},
                 resource_version=child["metadata"]["resourceVersion"],
             )
         except ConflictError:

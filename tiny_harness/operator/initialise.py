@@ -16,8 +16,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from tiny_harness.core.errors import InvalidTaskError
-from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Condition, TaskSpec, TaskStatus, invalid_task_error
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.task import (
+    TEXT_MAX,
+    Condition,
+    Lifecycle,
+    TaskSpec,
+    TaskStatus,
+    invalid_task_error,
+)
+from tiny_harness.kube.names import LIFECYCLE_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -38,8 +46,15 @@ def parse_spec(spec: Mapping[str, Any]) -> TaskSpec:
         raise invalid_task_error(exc) from None
 
 
-def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
-    """Decide the initial status of a task that has none yet."""
+def initialise(
+    spec: Mapping[str, Any],
+    generation: int | None,
+    lifecycle: Lifecycle | None = None,
+    name: str = "",
+) -> Initialised:
+    """Decide the initial status of a task that has none yet: ``lifecycle`` as the operator
+    created it (a child's annotation), or as its spec implies. A participant task starts
+    waiting for its person's answer, with its question as the status text."""
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         task = parse_spec(spec)
@@ -62,9 +77,14 @@ def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
             completion_time=now,
         )
         return Initialised(_dump(status), "Rejected", str(exc), accepted=False)
-    lifecycle = task.default_lifecycle
+    lifecycle = lifecycle or task.default_lifecycle
+    asks = lifecycle is Lifecycle.PARTICIPANT
+    question = task.goal + (f"\n\n{task.description}" if task.description else "")
     status = TaskStatus(
-        state=TaskState.SUBMITTED,
+        state=TaskState.INPUT_REQUIRED if asks else TaskState.SUBMITTED,
+        sub_state=SubState.AWAITING_ANSWER.value if asks else None,
+        message=question[:TEXT_MAX] if asks else None,
+        message_id=f"{name}/question" if asks else None,
         lifecycle=lifecycle,
         plan=task.plan,
         conditions=(
@@ -87,3 +107,12 @@ def initialise(spec: Mapping[str, Any], generation: int | None) -> Initialised:
 
 def _dump(status: TaskStatus) -> dict[str, Any]:
     return status.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def created_lifecycle(annotations: Mapping[str, Any] | None) -> Lifecycle | None:
+    """The lifecycle the operator created a child with (names.LIFECYCLE_ANNOTATION), if any."""
+    raw = (annotations or {}).get(LIFECYCLE_ANNOTATION)
+    try:
+        return Lifecycle(raw) if raw else None
+    except ValueError:
+        return None

@@ -29,11 +29,12 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import aiohttp
 from pydantic import ValidationError
 
+from tiny_harness.core.answering import AnsweringLoop
 from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.parse import CommandCall, parse_command
@@ -102,7 +103,13 @@ from tiny_harness.core.tracing import (
 from tiny_harness.core.tracing import (
     enabled as tracing_enabled,
 )
-from tiny_harness.core.turn import JournalEntry, TaskSettings, TurnInput
+from tiny_harness.core.turn import (
+    JournalEntry,
+    TaskSettings,
+    TurnHost,
+    TurnInput,
+    TurnOutcome,
+)
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
@@ -112,7 +119,7 @@ from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
-from tiny_harness.operator.initialise import initialise
+from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.status_writes import (
     failed_status,
@@ -122,6 +129,16 @@ from tiny_harness.operator.status_writes import (
 
 if TYPE_CHECKING:
     from tiny_harness.operator.runtime import Runtime
+
+
+class TurnLoop(Protocol):
+    """Whatever runs one turn through its host: the core loop, or one of its stand-ins."""
+
+    async def run_turn(self, host: TurnHost, turn: TurnInput) -> TurnOutcome: ...
+
+
+#: The turns of participant tasks take their person's answer; no model is called.
+ANSWERING: Final = AnsweringLoop()
 
 log = logging.getLogger(__name__)
 
@@ -626,6 +643,8 @@ class TaskWorker:
         if "runner" in out and out["runner"] is None and "usage" not in out:
             used = usage_of(self.rt.cache.records(self.namespace, self.name))
             out["usage"] = used.model_dump(by_alias=True)
+            # The turn has ended: what it used is in usage now, and no turn is running.
+            out["turnUsage"] = None
         if "subTasks" in out and "subTaskUsage" not in out:
             children = self.rt.cache.children(self.namespace, self.name)
             used = TaskUsage()
@@ -656,7 +675,13 @@ class TaskWorker:
         return holding
 
     async def initialise(self, obj: Obj) -> None:
-        result = initialise(obj["spec"], obj["metadata"].get("generation"))
+        meta = obj["metadata"]
+        result = initialise(
+            obj["spec"],
+            meta.get("generation"),
+            created_lifecycle(meta.get("annotations")),
+            name=self.name,
+        )
         status = dict(result.status)
         if result.accepted:
             parent = self.parent_status(obj)
@@ -976,11 +1001,11 @@ class TaskWorker:
             cut: list[str] = []
             token = retry_observer.set(self.retry_notice_writer())
             try:
-                runner = asyncio.create_task(self.rt.loop.run_turn(host, turn_input))
+                runner = asyncio.create_task(self.loop_for(snap).run_turn(host, turn_input))
             finally:
                 retry_observer.reset(token)
             guards = [
-                asyncio.create_task(self.renew_lease(holding)),
+                asyncio.create_task(self.renew_lease(holding, number)),
                 asyncio.create_task(self.watch_lease(holding, runner, cut)),
                 asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
             ]
@@ -1045,6 +1070,13 @@ class TaskWorker:
             finished(outcome.kind.value)
             return outcome.kind.value == "waiting_for_subtasks"
 
+    def loop_for(self, snap: Snapshot) -> TurnLoop:
+        """What runs this task's turns: the model's core loop, or, for a participant task,
+        the loop that takes its person's answer."""
+        if snap.lifecycle is Lifecycle.PARTICIPANT:
+            return ANSWERING
+        return self.rt.loop
+
     def retry_notice_writer(self) -> Any:
         async def write(notice: RetryNotice) -> None:
             await self.write_status(
@@ -1057,11 +1089,16 @@ class TaskWorker:
 
         return write
 
-    async def renew_lease(self, holding: Holding) -> None:
+    async def renew_lease(self, holding: Holding, turn: int) -> None:
         period = self.rt.settings.lease_seconds / 3
         while True:
             await asyncio.sleep(period)
             sent = time.monotonic()
+            # The renewal carries what the running turn has used so far (its journaled calls):
+            # a long turn's progress, at no write of its own. It stays out of status.usage
+            # until the turn ends, so a turn resumed from its journal is not counted twice.
+            records = self.rt.cache.records(self.namespace, self.name)
+            used = usage_of(r for r in records if r.turn == turn)
             try:
                 await self.write_status(
                     {
@@ -1069,7 +1106,8 @@ class TaskWorker:
                             "holder": self.rt.identity,
                             "renewTime": now_rfc3339(),
                             "epoch": holding.epoch,
-                        }
+                        },
+                        "turnUsage": used.model_dump(by_alias=True),
                     },
                     leased=True,
                     renewal=True,

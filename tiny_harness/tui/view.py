@@ -21,7 +21,7 @@ from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
-from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension
+from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension, TaskUsage
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,18 @@ class TaskView:
             self.extension = self.extension.model_copy(
                 update={"sub_tasks": tuple(SubTaskRow.model_validate(r) for r in rows)}
             )
+        # ... and what the task has used: its ended turns, and the running turn so far (every
+        # status update says both, so one without a running turn's usage clears it).
+        if self.extension is not None and isinstance(extension, dict):
+            used, running = extension.get("usage"), extension.get("turn_usage")
+            update: dict[str, TaskUsage | None] = {
+                "turn_usage": TaskUsage.model_validate(running)
+                if isinstance(running, dict)
+                else None
+            }
+            if isinstance(used, dict):
+                update["usage"] = TaskUsage.model_validate(used)
+            self.extension = self.extension.model_copy(update=update)
         if event.status.HasField("message"):
             self.take_message(event.status.message)
 
@@ -151,14 +163,18 @@ class TaskView:
         return [f"[{'x' if s.done else ' '}] {s.name}" for s in plan.steps]
 
     def progress(self) -> str | None:
-        """While a turn runs: for how long (as this view saw it) and what the task has used
-        so far (its usage is counted at the end of each turn)."""
+        """While a turn runs: for how long (as this view saw it) and the model calls the task
+        has made so far, the running turn's included (the operator writes those with each
+        renewal of the turn's lease, every third of the lease time)."""
         if self.working_since is None:
             return None
         text = f"working for {int(self.clock() - self.working_since)}s"
-        used = self.extension.usage if self.extension else None
-        if used is not None and used.model_calls:
-            text += f" · {used.model_calls} model calls before this turn"
+        calls = 0
+        if self.extension is not None:
+            for used in (self.extension.usage, self.extension.turn_usage):
+                calls += used.model_calls if used is not None else 0
+        if calls:
+            text += f" · {calls} model call{'' if calls == 1 else 's'} so far"
         return text
 
     def usage_line(self) -> str | None:

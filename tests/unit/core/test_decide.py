@@ -713,3 +713,61 @@ def test_row_10_a_raised_budget_starts_a_turn_that_goes_on() -> None:
     waiting = facts(state=TaskState.INPUT_REQUIRED, budget_freed=True)
     assert decide(waiting) == RunTurn(3, resume=False)
     assert decide(replace(waiting, budget_freed=False)) == Nothing()
+
+
+# -- participant tasks (row 7a) --------------------------------------------------------------------
+
+
+QUESTION_SPEC = TaskSpec(
+    goal="Approve the budget?",
+    participants=(
+        Participant(id="bob", role=Role.ASSIGNEE),
+        Participant(id="alice", role=Role.WATCHER),
+        Participant(id="carol", role=Role.REPORTER),
+    ),
+    parent=TaskLink(task_id=PARENT),
+)
+
+
+def question(**changes: Any) -> Facts:
+    """A participant task waiting for bob's answer."""
+    return replace(facts(spec=QUESTION_SPEC, lifecycle=Lifecycle.PARTICIPANT, turn=0), **changes)
+
+
+def test_row_7a_the_assignees_answer_starts_the_turn_that_takes_it() -> None:
+    assert decide(question(pending=(say("bob"),))) == RunTurn(1, resume=False)
+
+
+@pytest.mark.parametrize("sender", ["alice", "carol", PARENT_SENDER])
+def test_row_7a_anyone_elses_words_are_refused_naming_whose_answer_it_waits_for(
+    sender: str,
+) -> None:
+    action = decide(question(pending=(say(sender),)))
+    assert action == Refuse(
+        "m1",
+        f"refused: this task waits for bob's answer; a message from {sender} does not answer it",
+    )
+
+
+def test_row_7a_a_watchers_words_before_the_answer_are_refused_first() -> None:
+    action = decide(question(pending=(say("alice", "m1"), say("bob", "m2"))))
+    assert isinstance(action, Refuse)
+    assert action.message_id == "m1"
+
+
+def test_row_7a_commands_and_controls_of_others_are_not_answers_and_are_served() -> None:
+    assert decide(question(pending=(command("carol"),))) == RunCommand("cmd1")
+    assert decide(question(pending=(control(PARENT_SENDER, "cancel"),))) == ApplyControl("c1")
+
+
+@given(any_facts.map(lambda f: replace(f, lifecycle=Lifecycle.PARTICIPANT, spec=QUESTION_SPEC)))
+def test_a_participant_task_starts_a_new_turn_only_for_its_assignees_answer_or_news(
+    f: Facts,
+) -> None:
+    action = decide(f)
+    if isinstance(action, RunTurn) and not action.resume:
+        answered = any(m.kind == "ordinary" and m.sender == "bob" for m in f.pending)
+        assert answered or f.news or f.budget_freed
+        assert not any(
+            m.kind == "ordinary" and m.sender != "bob" and may_speak(f, m) for m in f.pending
+        )

@@ -7,11 +7,25 @@ from a2a.types import Message, Part
 from a2a.types import Role as A2ARole
 from a2a.types import TaskState as A2AState
 
-from tiny_harness.a2a_gateway.rendering import as_of, status_event, status_key, sub_task_rows
+from tiny_harness.a2a_gateway.rendering import (
+    as_of,
+    progress_key,
+    status_event,
+    status_key,
+    sub_task_rows,
+    turn_usage_of,
+)
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.extensions import STATUS_EXT_KEY
+from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Participant, Role, SubTaskRow, TaskSpec, TaskStatus
+from tiny_harness.core.task import (
+    Participant,
+    Role,
+    SubTaskRow,
+    TaskSpec,
+    TaskStatus,
+    TaskUsage,
+)
 
 SPEC = TaskSpec(goal="ship", participants=(Participant(id="alice", role=Role.ASSIGNEE),))
 
@@ -81,3 +95,24 @@ def test_a_unary_send_answers_with_the_status_its_wait_ended_on_and_the_history_
     assert shown.metadata[STATUS_EXT_KEY]["sub_state"] == "awaiting-next-message"
     assert [m.message_id for m in shown.history] == ["refused-m-1"]
     assert now.status.state == A2AState.TASK_STATE_WORKING  # the input is left as it was
+
+
+def test_a_running_turns_usage_rides_on_the_status_event_as_progress_not_as_a_change() -> None:
+    def working(calls: int) -> TaskStatus:
+        return TaskStatus(
+            state=TaskState.WORKING,
+            usage=TaskUsage(model_calls=4),
+            turn_usage=TaskUsage(model_calls=calls, tool_calls=calls - 1),
+        )
+
+    one = status_event(task_to_a2a("p", "ctx", SPEC, working(1)))
+    assert turn_usage_of(one)["model_calls"] == 1
+    assert one.metadata[TASK_EXT_KEY]["usage"]["model_calls"] == 4  # the ended turns' count
+    two = status_event(task_to_a2a("p", "ctx", SPEC, working(2)))
+    # What a wait ends on is the same; only the progress moved.
+    assert status_key(one) == status_key(two)
+    assert progress_key(one) == (1, 0)
+    assert progress_key(two) == (2, 1)
+    idle = status_event(task_to_a2a("p", "ctx", SPEC, parked()))
+    assert TASK_EXT_KEY not in idle.metadata
+    assert progress_key(idle) == (0, 0)

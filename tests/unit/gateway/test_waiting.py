@@ -15,7 +15,7 @@ from a2a.types import TaskStatusUpdateEvent
 
 from tiny_harness.a2a_gateway.handler import GatewayRequestHandler, _Sent
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics
-from tiny_harness.a2a_gateway.rendering import ResourceVersion, status_event
+from tiny_harness.a2a_gateway.rendering import ResourceVersion, progress_key, status_event
 from tiny_harness.a2a_gateway.stream import TaskChange
 from tiny_harness.a2a_gateway.waiting import (
     Quiet,
@@ -33,7 +33,7 @@ from tiny_harness.core.answers import (
 )
 from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Participant, Role, TaskSpec, TaskStatus
+from tiny_harness.core.task import Participant, Role, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import DrainEntry, InboundMessage
 
 SPEC = TaskSpec(goal="ship", participants=(Participant(id="alice", role=Role.ASSIGNEE),))
@@ -316,3 +316,87 @@ async def test_a_row_change_before_a_commands_reply_does_not_end_the_commands_wa
     )
 
     assert [e.status.message.message_id for e in events] == ["cmd-m-0", command_reply_id(MID)]
+
+
+def renewed(calls: int, turn: int = 2) -> TaskStatus:
+    """A running turn's status as a lease renewal leaves it: ``calls`` model calls so far."""
+    return TaskStatus(state=TaskState.WORKING, turn=turn, turn_usage=TaskUsage(model_calls=calls))
+
+
+async def test_a_long_turns_progress_reaches_the_stream_and_does_not_end_the_wait() -> None:
+    """Each renewal that counts more calls is an event; one that counts none more is not;
+    none of them ends the wait, which the turn's reply does."""
+    store = FakeStore(took(2))
+    watch = FakeWatch()
+    for version, status in enumerate(
+        [renewed(0), renewed(1), renewed(1), renewed(2), parked("Done.", "t/turn-2/model-2", 2)],
+        start=2,
+    ):
+        await watch.changes.put(change(status, version, running=status.turn_usage is not None))
+
+    events = await asyncio.wait_for(
+        follow(handler(store, watch, Waits(take=60, idle=60)), sent()), 5
+    )
+
+    assert [(e.status.state, progress_key(e)) for e in events] == [
+        (A2AState.TASK_STATE_WORKING, (0, 0)),
+        (A2AState.TASK_STATE_WORKING, (1, 0)),
+        (A2AState.TASK_STATE_WORKING, (2, 0)),
+        (A2AState.TASK_STATE_INPUT_REQUIRED, (0, 0)),
+    ]
+    assert events[-1].status.message.message_id == "t/turn-2/model-2"
+
+
+async def test_the_progress_and_end_of_an_earlier_turn_do_not_end_a_later_turns_wait() -> None:
+    """A message sent while turn 2 still runs is taken by turn 3: turn 2's progress, its park,
+    then turn 3's progress all stream by, and only turn 3's end ends the wait."""
+    store = FakeStore(took(3))
+    watch = FakeWatch()
+    await watch.changes.put(change(renewed(1, turn=2), 2, running=True))
+    await watch.changes.put(change(renewed(2, turn=2), 3, running=True))
+    await watch.changes.put(change(parked("Turn two.", "t/turn-2/model-1", 2), 4))
+    await watch.changes.put(change(renewed(1, turn=3), 5, running=True))
+    await watch.changes.put(change(parked("Turn three.", "t/turn-3/model-0", 3), 6))
+
+    events = await asyncio.wait_for(
+        follow(handler(store, watch, Waits(take=60, idle=60)), sent(renewed(0, turn=2))), 5
+    )
+
+    assert events[-1].status.message.message_id == "t/turn-3/model-0"
+    assert [progress_key(e) for e in events] == [(1, 0), (2, 0), (0, 0), (1, 0), (0, 0)]
+
+
+@pytest.mark.parametrize("seed", range(50))
+async def test_renewals_racing_the_turns_end_and_quiet_ticks_end_the_wait_once_on_the_reply(
+    seed: int,
+) -> None:
+    """Renewals (each with more calls), quiet ticks and the turn's end arrive in a random
+    rhythm: the wait ends once, on the reply, after every progress event before it, in
+    order."""
+    rng = random.Random(seed)
+    store = FakeStore(took(2))
+    watch = FakeWatch()
+    renewals = rng.randint(0, 6)
+
+    async def operator() -> None:
+        for calls in range(1, renewals + 1):
+            await asyncio.sleep(rng.choice([0, rng.uniform(0, 0.02)]))
+            await watch.changes.put(change(renewed(calls), 1 + calls, running=True))
+        await asyncio.sleep(rng.choice([0, rng.uniform(0, 0.02)]))
+        await watch.changes.put(change(parked("Done.", "t/turn-2/model-9", 2), 100))
+
+    writer = asyncio.create_task(operator())
+    events = await asyncio.wait_for(
+        follow(
+            handler(store, watch, Waits(take=60, idle=60, first_tick=0.005, tick_cap=0.01)),
+            sent(renewed(0)),
+        ),
+        5,
+    )
+    await writer
+
+    ids = [e.status.message.message_id for e in events]
+    assert ids[-1] == "t/turn-2/model-9"
+    assert ids.count("t/turn-2/model-9") == 1
+    assert [progress_key(e)[0] for e in events[:-1]] == list(range(1, renewals + 1))
+    assert watch.closed
