@@ -53,7 +53,7 @@ describe("the task extension as the UI reads it", () => {
   it("reads the sub-state, and a status event's rows and usage only when it carries them", () => {
     expect(subStateOf({ [STATUS_EXT_KEY]: { sub_state: "awaiting-answer" } })).toBe("awaiting-answer");
     expect(subStateOf({})).toBeNull();
-    expect(statusExtras({})).toEqual({ subTasks: undefined, usage: undefined });
+    expect(statusExtras({})).toEqual({ subTasks: undefined, usage: undefined, turnUsage: null });
     expect(statusExtras({ [TASK_EXT_KEY]: { sub_tasks: [] } }).subTasks).toEqual([]);
   });
 });

@@ -45,7 +45,10 @@ export interface TaskExtension {
   plan: PlanStep[];
   subTasks: SubTaskRow[];
   model: string | null;
+  /** What the task's ended turns used. */
   usage: Usage | null;
+  /** While a turn runs: what it has used so far (renewed with the turn's lease). */
+  turnUsage: Usage | null;
 }
 
 /** Every field of the schema this module reads, by its path in the schema's terms. */
@@ -61,6 +64,7 @@ export const FIELDS_READ = {
     "sub_tasks",
     "model",
     "usage",
+    "turn_usage",
   ],
   Participant: ["id", "role"],
   TaskLink: ["task_id"],
@@ -162,6 +166,7 @@ export function extensionOf(metadata: Json | undefined): TaskExtension | undefin
     subTasks: subTaskRows(raw.sub_tasks),
     model: text(raw.model) || null,
     usage: usageOf(raw.usage),
+    turnUsage: usageOf(raw.turn_usage),
   };
 }
 
@@ -170,15 +175,19 @@ export function subStateOf(metadata: Json | undefined): string | null {
   return text(record(metadata?.[STATUS_EXT_KEY])?.sub_state) || null;
 }
 
-/** What the task extension key of a status event's metadata carries: the sub-task rows of a
- * parent, and (while a turn runs) its usage so far. Each is undefined when absent. */
+/** What the task extension key of a status event's metadata carries: a parent's sub-task
+ * rows, what the ended turns used, and what the running turn has used so far. Rows and usage
+ * are undefined when the event does not carry them; the running turn's is null when no turn
+ * runs (every event says it, so one without it clears it). */
 export function statusExtras(metadata: Json | undefined): {
   subTasks: SubTaskRow[] | undefined;
   usage: Usage | undefined;
+  turnUsage: Usage | null;
 } {
   const raw = record(metadata?.[TASK_EXT_KEY]);
   return {
     subTasks: Array.isArray(raw?.sub_tasks) ? subTaskRows(raw.sub_tasks) : undefined,
-    usage: raw && "usage" in raw ? (usageOf(raw.usage) ?? undefined) : undefined,
+    usage: usageOf(raw?.usage) ?? undefined,
+    turnUsage: usageOf(raw?.turn_usage),
   };
 }

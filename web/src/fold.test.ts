@@ -119,14 +119,23 @@ describe("the fold", () => {
     expect(takeStatus(view, status(99 as TaskState), 0).state).toBe("TASK_STATE_INPUT_REQUIRED");
   });
 
-  it("says for how long a turn runs, and its model calls so far when the gateway says", () => {
+  it("says for how long a turn runs, and the model calls so far when the gateway says", () => {
     let view = takeTask(emptyView("t1", "alice"), task(), 0);
     view = takeStatus(view, status(WORKING), 1_000);
     expect(progress(view, 13_500)).toBe("working for 12s");
-    view = takeStatus(view, status(WORKING, { ext: { usage: { model_calls: 3 } } }), 2_000);
+    const ended = { usage: { model_calls: 2 } };
+    view = takeStatus(view, status(WORKING, { ext: { ...ended, turn_usage: { model_calls: 1 } } }), 2_000);
     expect(progress(view, 13_500)).toBe("working for 12s · 3 model calls so far");
-    view = takeStatus(view, status(INPUT_REQUIRED), 14_000);
+    view = takeStatus(view, status(INPUT_REQUIRED, { ext: { usage: { model_calls: 4 } } }), 14_000);
     expect(progress(view, 15_000)).toBeNull();
+    expect(view.extension?.usage?.modelCalls).toBe(4);
+    expect(view.extension?.turnUsage).toBeNull(); // the turn ended: no running usage
+  });
+
+  it("shows only the time while a gateway says nothing of usage", () => {
+    let view = takeTask(emptyView("t1", "alice"), task(), 0);
+    view = takeStatus(view, status(WORKING), 0);
+    expect(progress(view, 5_000)).toBe("working for 5s");
   });
 
   it("takes back a message the gateway refused before writing it", () => {

@@ -16,7 +16,6 @@ import {
   type Participant,
   type Role as ParticipantRole,
   type TaskExtension,
-  type Usage,
 } from "./extension";
 import { isTerminal, shortState, stateName, type StateName } from "./wire";
 
@@ -44,8 +43,6 @@ export interface TaskView {
   lines: Line[];
   /** When (on the caller's clock, ms) this view saw the task start working, while it works. */
   workingSince: number | null;
-  /** The running turn's usage so far, when status events carry it. */
-  liveUsage: Usage | null;
 }
 
 export function emptyView(taskId: string, me: string): TaskView {
@@ -58,7 +55,6 @@ export function emptyView(taskId: string, me: string): TaskView {
     extension: null,
     lines: [],
     workingSince: null,
-    liveUsage: null,
   };
 }
 
@@ -89,16 +85,24 @@ export function withoutMessage(view: TaskView, messageId: string): TaskView {
   return { ...view, lines: view.lines.filter((l) => l.messageId !== messageId) };
 }
 
-/** A status update: state and sub-state; a parent's sub-task rows and a running turn's usage
- * when the event carries them; its message, once. */
+/** A status update: state and sub-state; a parent's sub-task rows, and what the task has
+ * used (its ended turns, and the running turn so far) when the event carries them; its
+ * message, once. */
 export function takeStatus(view: TaskView, event: TaskStatusUpdateEvent, now: number): TaskView {
   if (event.taskId !== view.taskId) return view;
   let next = withStatus(view, stateName(event.status?.state), subStateOf(event.metadata), now);
   const extras = statusExtras(event.metadata);
-  if (extras.subTasks && next.extension) {
-    next = { ...next, extension: { ...next.extension, subTasks: extras.subTasks } };
+  if (next.extension) {
+    next = {
+      ...next,
+      extension: {
+        ...next.extension,
+        subTasks: extras.subTasks ?? next.extension.subTasks,
+        usage: extras.usage ?? next.extension.usage,
+        turnUsage: extras.turnUsage,
+      },
+    };
   }
-  if (extras.usage && next.workingSince !== null) next = { ...next, liveUsage: extras.usage };
   const message = event.status?.message;
   return message ? takeMessage(next, message) : next;
 }
@@ -126,13 +130,7 @@ function withStatus(
 ): TaskView {
   if (state === undefined) return view;
   const working = state === "TASK_STATE_WORKING";
-  return {
-    ...view,
-    state,
-    subState,
-    workingSince: working ? (view.workingSince ?? now) : null,
-    liveUsage: working ? view.liveUsage : null,
-  };
+  return { ...view, state, subState, workingSince: working ? (view.workingSince ?? now) : null };
 }
 
 /** ``lines`` with every line of ``history`` it lacks, each placed after the line the history
@@ -218,12 +216,13 @@ export function canSend(view: TaskView): boolean {
   return view.known && !isTerminal(view.state);
 }
 
-/** While a turn runs: for how long (as this view saw it), and the turn's model calls so far
- * when the gateway says. */
+/** While a turn runs: for how long (as this view saw it), and the model calls the task has
+ * made so far, the running turn's included (the gateway streams them as the turn goes). */
 export function progress(view: TaskView, now: number): string | null {
   if (view.workingSince === null) return null;
   const seconds = Math.max(0, Math.floor((now - view.workingSince) / 1000));
-  const calls = view.liveUsage?.modelCalls ?? 0;
+  const ext = view.extension;
+  const calls = (ext?.usage?.modelCalls ?? 0) + (ext?.turnUsage?.modelCalls ?? 0);
   const suffix = calls ? ` · ${calls} model call${calls === 1 ? "" : "s"} so far` : "";
   return `working for ${seconds}s${suffix}`;
 }
