@@ -93,6 +93,11 @@ export function TaskPage({
     });
   const cancel = () => end(() => client.cancel(taskId));
 
+  // Both stay in place when refused: disabled, never hidden, with the reason beside them.
+  const ending = {
+    disabled: busy || refusal !== null,
+    "aria-describedby": refusal ? "controls-why" : undefined,
+  };
   const ext = view.extension;
   const working = progress(view, now);
   const role = myRole(view);
@@ -116,22 +121,10 @@ export function TaskPage({
           {working ? <span className="progress">{working}</span> : null}
         </div>
         <div className="controls">
-          <button
-            type="button"
-            className="primary"
-            disabled={busy || refusal !== null}
-            aria-describedby={refusal ? "controls-why" : undefined}
-            onClick={complete}
-          >
+          <button type="button" className="primary" {...ending} onClick={complete}>
             Complete
           </button>
-          <button
-            type="button"
-            className="ghost"
-            disabled={busy || refusal !== null}
-            aria-describedby={refusal ? "controls-why" : undefined}
-            onClick={cancel}
-          >
+          <button type="button" className="ghost" {...ending} onClick={cancel}>
             Cancel task
           </button>
           {refusal ? (
