@@ -8,6 +8,15 @@
 #   kind load docker-image tiny-harness:dev --name tiny-harness
 #   helm install ... --set image.repository=tiny-harness --set image.tag=dev
 
+# Web: the web UI's TypeScript built into static assets (npm ci from the committed lock, then
+# vite), which vite writes into the package (tiny_harness/a2a_gateway/webui/) for the wheel.
+FROM node:20-slim AS web
+WORKDIR /src/web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY web/ ./
+RUN npm run build
+
 # Builder: build the wheel from the source and install it, with its dependencies, into a
 # virtual environment that the runtime stage copies whole.
 FROM python:3.11-slim AS builder
@@ -17,6 +26,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY tiny_harness ./tiny_harness
+COPY --from=web /src/tiny_harness/a2a_gateway/webui ./tiny_harness/a2a_gateway/webui
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/tiny-harness \
  && /opt/tiny-harness/bin/pip install /wheels/*.whl \

@@ -5,12 +5,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CONTROLPLANE = $(shell bash hack/controlplane/build.sh)
+# The web UI: its npm dependencies (from the committed lock), and the assets vite builds into
+# the package (tiny_harness/a2a_gateway/webui/), rebuilt when a source changes.
+WEB_DEPS := web/node_modules/.installed
+WEB_UI := tiny_harness/a2a_gateway/webui/index.html
+WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
+	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: help install controlplane run test lint typecheck imports pytest generate bench clean
+.PHONY: help install controlplane web webtest run test lint typecheck imports pytest generate bench clean
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
-	@echo "make test       ruff, mypy --strict, import contracts and the whole pytest suite"
+	@echo "make test       ruff, mypy --strict, import contracts, the web UI's unit tests and the whole pytest suite"
+	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
 
@@ -20,12 +27,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) web
+
+$(WEB_DEPS): web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $(WEB_DEPS)
+
+$(WEB_UI): $(WEB_DEPS) $(WEB_SOURCES)
+	cd web && npm run build
+
+web: $(WEB_UI)
+
+webtest: $(WEB_DEPS)
+	cd web && npm run typecheck && npm test
 
 controlplane:
 	@bash hack/controlplane/build.sh >/dev/null
 
-run: install controlplane
+run: install controlplane web
 	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/tiny-harness up
 
 lint: install
@@ -38,10 +57,10 @@ typecheck: install
 imports: install
 	$(BIN)/lint-imports
 
-pytest: install controlplane
+pytest: install controlplane web
 	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q
 
-test: lint typecheck imports pytest
+test: lint typecheck imports webtest pytest
 
 generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
@@ -52,4 +71,4 @@ bench: install controlplane
 	@for b in tests/bench/bench_*.py; do echo "== $$b"; PATH="$(CONTROLPLANE):$$PATH" $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache web/node_modules tiny_harness/a2a_gateway/webui

@@ -76,6 +76,9 @@ def test_up_in_a_fresh_home_answers_with_the_demo_model_and_stops_on_ctrl_c(
         text = output.read_text()
         assert f"created default configuration {home / 'config.toml'}" in text
         assert "the demo model answers" in text
+        assert f"The web UI: {GATEWAY}/ui/" in text
+        with urllib.request.urlopen(f"{GATEWAY}/ui/", timeout=5) as page:
+            assert '<div id="root">' in page.read().decode()
 
         kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", "default"]
         repo = Path(__file__).resolve().parents[2]

@@ -4,6 +4,7 @@
 over :class:`~tiny_harness.a2a_gateway.handler.GatewayRequestHandler`, and in front of them, in
 this order: the request's trace span, metrics, the body size limit, authentication, the
 participant requirement and the rate limit. Nothing after the limits runs for a refused request.
+The web UI's files (:mod:`.web`) are served beside them at ``/ui/``, public like the card.
 
 :func:`serve_gateway` runs it with uvicorn until cancelled; ``tiny-harness gateway`` calls it.
 """
@@ -48,6 +49,7 @@ from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
 from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
+from tiny_harness.a2a_gateway.web import is_ui_path, ui_routes
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.schemas import generated_files
 from tiny_harness.core.settings import GatewaySettings, Settings
@@ -59,8 +61,19 @@ log = logging.getLogger(__name__)
 HEALTH_PATH: Final = "/healthz"
 METRICS_PATH: Final = "/metrics"
 _SCHEMAS: Final = {f"{SCHEMA_PATH}/{name}": text for name, text in generated_files().items()}
+
+
+class _PublicPaths(frozenset[str]):
+    """These paths, and everything under the web UI's."""
+
+    def __contains__(self, path: object) -> bool:
+        return super().__contains__(path) or (isinstance(path, str) and is_ui_path(path))
+
+
 #: Paths anyone may read without naming themselves; they are not counted as A2A requests.
-PUBLIC_PATHS: Final = frozenset({AGENT_CARD_WELL_KNOWN_PATH, HEALTH_PATH, METRICS_PATH, *_SCHEMAS})
+PUBLIC_PATHS: Final = _PublicPaths(
+    {AGENT_CARD_WELL_KNOWN_PATH, HEALTH_PATH, METRICS_PATH, *_SCHEMAS}
+)
 
 
 async def _schema(request: Request) -> Response:
@@ -99,6 +112,7 @@ def build_app(
         Route(HEALTH_PATH, _health, methods=["GET"]),
         Route(METRICS_PATH, metrics.endpoint, methods=["GET"]),
         *(Route(path, _schema, methods=["GET"]) for path in _SCHEMAS),
+        *ui_routes(settings),
         # Protocol 0.3 too, through the SDK's own compatibility layer (JSON-RPC `message/send`
         # and friends on the same endpoint, HTTP+JSON under REST_PREFIX/v1/...), since many
         # deployed clients still speak it.

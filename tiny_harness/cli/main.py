@@ -331,6 +331,7 @@ async def _serve_all(
         f"The A2A gateway serves namespace {settings.gateway.namespace} at "
         f"{settings.gateway.url} (agent card: {settings.gateway.url}/.well-known/agent-card.json)"
     )
+    say(f"The web UI: {settings.gateway.url}/ui/")
     servers = [
         asyncio.ensure_future(run_operator(settings, kubeconfig=kubeconfig, on_signal=on_signal)),
         asyncio.ensure_future(serve_gateway(settings, kubeconfig)),

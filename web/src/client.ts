@@ -1,0 +1,247 @@
+// The UI's connection to the gateway that serves it: the official A2A client (@a2a-js/sdk,
+// A2A 1.0 over JSON-RPC, SSE for streams) acting as one participant.
+//
+// Identity is what the gateway's mode asks for (/ui/config.json says which): the participant
+// id header in header mode, a bearer token in token-review mode, sent with every request by
+// the fetch the SDK is given. The HTTP refusals the gateway makes before any A2A method runs
+// (401, 413, 429) become a GatewayRefusal carrying the gateway's own sentence.
+//
+// A followed task's stream survives a gateway that restarts or a network that drops: the
+// subscription is opened again after a growing pause (bounded), each attempt announced so the
+// page can say so. Every reconnection starts with the whole task (the gateway's
+// SubscribeToTask does); the fold keeps each message once.
+import {
+  Role,
+  type AgentCard,
+  type Message,
+  type Part,
+  type StreamResponse,
+  type Task,
+} from "@a2a-js/sdk";
+import {
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  type Client,
+} from "@a2a-js/sdk/client";
+import { commandsOf, type CommandSpec } from "./commands";
+import type { Envelope } from "./envelope";
+import { GatewayRefusal, isAbort } from "./errors";
+import { EVENT_MEDIA_TYPE, TASK_EXT_KEY } from "./wire";
+
+/** Pauses between attempts to follow a task again (ms); the last one repeats. */
+export const RECONNECT_PAUSES = [500, 1000, 2000, 5000] as const;
+
+export type IdentityMode = "header" | "tokenreview";
+
+export interface UiConfig {
+  identity: IdentityMode;
+  participant_header: string;
+}
+
+/** What the participant gave at sign-in: an id (header mode) or a token (token-review). */
+export type Credentials = { participant: string } | { token: string };
+
+export type Followed =
+  | { kind: "event"; event: StreamResponse }
+  | { kind: "reconnecting"; reason: unknown; pause: number };
+
+const REFUSED_BEFORE_A2A = new Set([401, 413, 429]);
+
+export async function loadConfig(fetchImpl: typeof fetch = fetch): Promise<UiConfig> {
+  const response = await fetchImpl(new URL("config.json", uiBase()));
+  if (!response.ok) throw new GatewayRefusal(response.status, "the UI's settings could not be read");
+  return (await response.json()) as UiConfig;
+}
+
+/** The folder the page was served from (/ui/), whatever the page's query says. */
+function uiBase(): URL {
+  return new URL("./", window.location.href);
+}
+
+/** A fetch that names the participant and turns the gateway's pre-A2A refusals into errors. */
+export function identifiedFetch(
+  config: UiConfig,
+  credentials: Credentials,
+  fetchImpl: typeof fetch = (input, init) => fetch(input, init),
+): typeof fetch {
+  return async (input, init) => {
+    const headers = new Headers(init?.headers);
+    if ("token" in credentials) headers.set("Authorization", `Bearer ${credentials.token}`);
+    else headers.set(config.participant_header, credentials.participant);
+    const response = await fetchImpl(input, { ...init, headers });
+    if (REFUSED_BEFORE_A2A.has(response.status)) {
+      throw new GatewayRefusal(
+        response.status,
+        await refusalMessage(response),
+        Number(response.headers.get("Retry-After")) || null,
+      );
+    }
+    return response;
+  };
+}
+
+async function refusalMessage(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { error?: { message?: unknown } };
+    return typeof body.error?.message === "string" ? body.error.message : response.statusText;
+  } catch {
+    return response.statusText;
+  }
+}
+
+/** ``card`` with every interface moved to this page's origin: the gateway serves the page, so
+ * its endpoints are here, whatever base URL it advertises (a port-forward, an ingress). */
+export function sameOrigin(card: AgentCard, origin: string): AgentCard {
+  return {
+    ...card,
+    supportedInterfaces: card.supportedInterfaces.map((i) => {
+      const url = new URL(i.url, origin);
+      return { ...i, url: `${origin}${url.pathname}${url.search}` };
+    }),
+  };
+}
+
+function textPart(text: string): Part {
+  return { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" };
+}
+
+function userMessage(taskId: string, parts: Part[], metadata?: Record<string, unknown>): Message {
+  return {
+    messageId: crypto.randomUUID(),
+    contextId: "",
+    taskId,
+    role: Role.ROLE_USER,
+    parts,
+    metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+export class HarnessClient {
+  readonly commands: CommandSpec[];
+
+  private constructor(
+    private readonly client: Client,
+    readonly card: AgentCard,
+    /** The participant the gateway takes this session for. */
+    readonly me: string,
+  ) {
+    this.commands = commandsOf(card);
+  }
+
+  /** Check the credentials with the gateway (who it takes us for), read its card, and make
+   * the A2A client. Throws what the gateway refused, or why it cannot be reached. */
+  static async connect(config: UiConfig, credentials: Credentials): Promise<HarnessClient> {
+    const fetchImpl = identifiedFetch(config, credentials);
+    const who = await fetchImpl(new URL("whoami", uiBase()));
+    const me = ((await who.json()) as { participant: string }).participant;
+    const origin = window.location.origin;
+    const card = sameOrigin(await new DefaultAgentCardResolver({ fetchImpl }).resolve(origin), origin);
+    const factory = new ClientFactory({
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      preferredTransports: ["JSONRPC"],
+    });
+    return new HarnessClient(await factory.createFromAgentCard(card), card, me);
+  }
+
+  /** Every task this participant may see (all pages), newest change first. */
+  async tasks(): Promise<Task[]> {
+    const out: Task[] = [];
+    let pageToken = "";
+    do {
+      const page = await this.client.listTasks({
+        tenant: "",
+        contextId: "",
+        status: 0,
+        pageSize: 100,
+        pageToken,
+        statusTimestampAfter: undefined,
+      });
+      out.push(...page.tasks);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    return out;
+  }
+
+  task(taskId: string): Promise<Task> {
+    return this.client.getTask({ tenant: "", id: taskId });
+  }
+
+  /** Send ``text`` (to ``taskId``, or as a new task described by ``envelope``); the message
+   * goes first, so the page can show it at once, then what the gateway streams. */
+  send(
+    text: string,
+    target: { taskId: string } | { envelope: Envelope },
+  ): { message: Message; events: AsyncGenerator<StreamResponse, void, undefined> } {
+    const message =
+      "taskId" in target
+        ? userMessage(target.taskId, [textPart(text)])
+        : userMessage("", [textPart(text)], { [TASK_EXT_KEY]: target.envelope });
+    return { message, events: this.stream(message) };
+  }
+
+  /** Ask for the task to end as completed: the control envelope, as any A2A client sends it. */
+  complete(taskId: string): AsyncGenerator<StreamResponse, void, undefined> {
+    const part: Part = {
+      content: { $case: "data", value: { kind: "control", action: "complete" } },
+      metadata: undefined,
+      filename: "",
+      mediaType: EVENT_MEDIA_TYPE,
+    };
+    return this.stream(userMessage(taskId, [part]));
+  }
+
+  cancel(taskId: string): Promise<Task> {
+    return this.client.cancelTask({ tenant: "", id: taskId, metadata: undefined });
+  }
+
+  private stream(message: Message): AsyncGenerator<StreamResponse, void, undefined> {
+    return this.client.sendMessageStream({
+      tenant: "",
+      message,
+      configuration: undefined,
+      metadata: undefined,
+    });
+  }
+
+  /** The task's events for as long as the caller iterates (or until ``signal``), through
+   * reconnections; it ends when the gateway refuses to follow an ended task. A task that does
+   * not exist (or no longer) ends it with that error. */
+  async *follow(taskId: string, signal: AbortSignal): AsyncGenerator<Followed, void, undefined> {
+    let attempt = 0;
+    while (!signal.aborted) {
+      let reason: unknown = new Error("the gateway ended the stream");
+      try {
+        for await (const event of this.client.resubscribeTask({ tenant: "", id: taskId }, { signal })) {
+          attempt = 0;
+          yield { kind: "event", event };
+        }
+      } catch (error) {
+        if (signal.aborted || isAbort(error)) return;
+        const refused = (error as { reason?: unknown }).reason;
+        if (refused === "TASK_NOT_FOUND") throw error;
+        // The task ended while the stream was down: there is nothing left to follow.
+        if (refused === "UNSUPPORTED_OPERATION") return;
+        reason = error;
+      }
+      const pause = RECONNECT_PAUSES[Math.min(attempt, RECONNECT_PAUSES.length - 1)]!;
+      attempt += 1;
+      yield { kind: "reconnecting", reason, pause };
+      await sleep(pause, signal);
+    }
+  }
+}
+
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done);
+  });
+}

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { explain, GatewayRefusal } from "./errors";
+
+describe("errors as what to do", () => {
+  it("says what to do about the gateway's HTTP refusals, not their codes", () => {
+    const unknown = explain(new GatewayRefusal(401, "this gateway needs the X-Participant-Id header naming you as a participant"));
+    expect(unknown).toMatch(/does not know who you are/);
+    expect(unknown).toMatch(/Sign in again/);
+    expect(explain(new GatewayRefusal(413, "the request body is 2000000 bytes"))).toBe(
+      "That message is too large for the gateway: send less at once, or split it.",
+    );
+    expect(explain(new GatewayRefusal(429, "rate limited", 7))).toBe("Too many requests: wait about 7 s, then send again.");
+    expect(explain(new GatewayRefusal(429, "rate limited"))).toBe("Too many requests: wait a moment, then send again.");
+    for (const code of [401, 413, 429]) expect(explain(new GatewayRefusal(code, "x"))).not.toMatch(String(code));
+  });
+
+  it("says the gateway cannot be reached when fetch fails", () => {
+    expect(explain(new TypeError("Failed to fetch"))).toMatch(/cannot be reached: check that it is running/);
+  });
+
+  it("shows the gateway's own refusal as its sentence", () => {
+    const refusal = Object.assign(new Error("refused: bob is a watcher and may not complete the task; ask its assignee or reporter"), {
+      reason: "UNSUPPORTED_OPERATION",
+    });
+    expect(explain(refusal)).toBe("Refused: bob is a watcher and may not complete the task; ask its assignee or reporter.");
+  });
+
+  it("says a missing task may be one you are not on", () => {
+    expect(explain(Object.assign(new Error("task 'x' not found"), { reason: "TASK_NOT_FOUND" }))).toMatch(/not one of its participants/);
+  });
+});

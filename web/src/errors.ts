@@ -1,0 +1,67 @@
+// Refusals and failures as what to do, not as codes. The gateway's own refusals (an A2A error:
+// a watcher's cancel, an ended task, a bad envelope) are already sentences that name the fix,
+// and are shown as they are; the HTTP refusals in front of the A2A layer (401, 413, 429) and a
+// gateway that cannot be reached are said here.
+
+/** An HTTP answer the gateway gave before any A2A method ran (its limits, its identity
+ * check): the status, the gateway's message, and Retry-After when it said. */
+export class GatewayRefusal extends Error {
+  readonly status: number;
+  readonly retryAfter: number | null;
+  constructor(status: number, message: string, retryAfter: number | null = null) {
+    super(message);
+    this.name = "GatewayRefusal";
+    this.status = status;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** Thrown for a stream the caller stopped on purpose; never shown. */
+export function isAbort(error: unknown): boolean {
+  return error instanceof Error && error.name === "AbortError";
+}
+
+export function isUnreachable(error: unknown): boolean {
+  // fetch's own failure: a TypeError ("Failed to fetch" in browsers, "fetch failed" in Node),
+  // or a stream cut mid-way ("network error", "terminated").
+  return (
+    error instanceof TypeError ||
+    (error instanceof Error && /network|terminated|ECONNREFUSED|Failed to fetch/i.test(error.message))
+  );
+}
+
+export function explain(error: unknown): string {
+  if (error instanceof GatewayRefusal) {
+    switch (error.status) {
+      case 401:
+        return `The gateway does not know who you are: ${lower(error.message)}. Sign in again with your participant id or token.`;
+      case 413:
+        return "That message is too large for the gateway: send less at once, or split it.";
+      case 429: {
+        const wait = error.retryAfter ? ` about ${error.retryAfter} s` : " a moment";
+        return `Too many requests: wait${wait}, then send again.`;
+      }
+      default:
+        return error.message || `The gateway refused the request (HTTP ${error.status}).`;
+    }
+  }
+  if (isUnreachable(error)) {
+    return "The gateway cannot be reached: check that it is running (make run), then try again.";
+  }
+  const reason = (error as { reason?: unknown } | null)?.reason;
+  const message = error instanceof Error ? error.message.trim() : String(error);
+  if (reason === "TASK_NOT_FOUND") {
+    return "This task does not exist, or you are not one of its participants.";
+  }
+  return sentence(message || "Something went wrong; try again.");
+}
+
+function lower(text: string): string {
+  return text.replace(/[.\s]+$/, "");
+}
+
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?)]$/.test(capital) ? capital : `${capital}.`;
+}

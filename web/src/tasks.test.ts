@@ -1,0 +1,42 @@
+import { TaskState } from "@a2a-js/sdk";
+import { describe, expect, it } from "vitest";
+import { filtered, nest, tree } from "./tasks";
+import { task } from "./test/a2a";
+
+const parent = task({ id: "p", extension: { goal: "Plan" }, subState: "awaiting-next-message" });
+const child = task({ id: "c", state: TaskState.TASK_STATE_COMPLETED, extension: { goal: "Draft", parent: { task_id: "p" } } });
+const orphan = task({ id: "o", extension: { goal: "Orphan", parent: { task_id: "gone" } } });
+
+describe("the task tree", () => {
+  it("puts sub-tasks under their parent, with goal, state and sub-state", () => {
+    expect(tree([child, parent, orphan])).toEqual([
+      { id: "p", depth: 0, goal: "Plan", state: "TASK_STATE_INPUT_REQUIRED", subState: "awaiting-next-message" },
+      { id: "c", depth: 1, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null },
+      { id: "o", depth: 0, goal: "Orphan", state: "TASK_STATE_INPUT_REQUIRED", subState: null },
+    ]);
+  });
+
+  it("filters by state, keeping a parent (not kept itself) whose sub-task matches", () => {
+    const rows = tree([parent, child, orphan]);
+    expect(filtered(rows, "TASK_STATE_COMPLETED").map((r) => [r.id, r.kept])).toEqual([
+      ["p", false],
+      ["c", true],
+    ]);
+    expect(filtered(rows, "open").map((r) => r.id)).toEqual(["p", "o"]);
+    expect(filtered(rows, "all")).toHaveLength(3);
+  });
+
+  it("nests the rows as branches", () => {
+    const branches = nest(tree([parent, child, orphan]));
+    expect(branches.map((b) => [b.row.id, b.children.map((c) => c.row.id)])).toEqual([
+      ["p", ["c"]],
+      ["o", []],
+    ]);
+  });
+
+  it("shows a task once even if parent links form a cycle", () => {
+    const a = task({ id: "a", extension: { goal: "A", parent: { task_id: "b" } } });
+    const b = task({ id: "b", extension: { goal: "B", parent: { task_id: "a" } } });
+    expect(tree([a, b]).length).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,98 @@
+// The participant's tasks as the list shows them: a tree (parents before their sub-tasks),
+// each with its goal, state and sub-state, filtered by state. A pure module.
+import type { Task } from "@a2a-js/sdk";
+import { extensionOf, subStateOf } from "./extension";
+import { isTerminal, stateName, type StateName } from "./wire";
+
+export interface TaskRow {
+  id: string;
+  depth: number;
+  goal: string;
+  state: StateName;
+  subState: string | null;
+}
+
+/** Which tasks the list shows: all, those still open, one state. */
+export type StateFilter = "all" | "open" | StateName;
+
+/** Tasks as a tree, parents before their children, in the order given (the gateway lists the
+ * newest change first). A child whose parent is not listed is shown at the top. */
+export function tree(tasks: Task[]): TaskRow[] {
+  const ids = new Set(tasks.map((t) => t.id));
+  const children = new Map<string, Task[]>();
+  const roots: Task[] = [];
+  for (const task of tasks) {
+    const parent = extensionOf(task.metadata)?.parent;
+    if (parent && ids.has(parent) && parent !== task.id) {
+      children.set(parent, [...(children.get(parent) ?? []), task]);
+    } else {
+      roots.push(task);
+    }
+  }
+  const out: TaskRow[] = [];
+  const placed = new Set<string>();
+  const walk = (task: Task, depth: number): void => {
+    if (placed.has(task.id)) return; // a cycle of parent links cannot loop the list
+    placed.add(task.id);
+    out.push(rowOf(task, depth));
+    for (const child of children.get(task.id) ?? []) walk(child, depth + 1);
+  };
+  for (const root of roots) walk(root, 0);
+  return out;
+}
+
+function rowOf(task: Task, depth: number): TaskRow {
+  const extension = extensionOf(task.metadata);
+  return {
+    id: task.id,
+    depth,
+    goal: extension?.goal || extension?.name || task.id,
+    state: stateName(task.status?.state) ?? "TASK_STATE_SUBMITTED",
+    subState: subStateOf(task.metadata),
+  };
+}
+
+export function matches(row: TaskRow, filter: StateFilter): boolean {
+  if (filter === "all") return true;
+  if (filter === "open") return !isTerminal(row.state);
+  return row.state === filter;
+}
+
+/** The rows the filter keeps; a parent that does not match stays (dimmed by the screen) when
+ * one of its sub-tasks does, so the tree keeps its shape. */
+export function filtered(rows: TaskRow[], filter: StateFilter): (TaskRow & { kept: boolean })[] {
+  const keep = rows.map((r) => matches(r, filter));
+  // A row is shown when it matches or a later, deeper row under it does.
+  const shown = [...keep];
+  for (let i = rows.length - 1; i >= 0; i--) {
+    if (!shown[i]) continue;
+    const depth = rows[i]!.depth;
+    for (let j = i - 1, d = depth; j >= 0 && d > 0; j--) {
+      if (rows[j]!.depth < d) {
+        shown[j] = true;
+        d = rows[j]!.depth;
+      }
+    }
+  }
+  return rows.flatMap((r, i) => (shown[i] ? [{ ...r, kept: keep[i]! }] : []));
+}
+
+export interface Branch<R extends TaskRow = TaskRow> {
+  row: R;
+  children: Branch<R>[];
+}
+
+/** Flat rows (as tree() and filtered() give them, each after its parent) as nested branches,
+ * for a list whose nesting says which task is whose sub-task. */
+export function nest<R extends TaskRow>(rows: R[]): Branch<R>[] {
+  const top: Branch<R>[] = [];
+  const open: Branch<R>[] = []; // the path from the top to the last row placed
+  for (const row of rows) {
+    const branch: Branch<R> = { row, children: [] };
+    while (open.length && open[open.length - 1]!.row.depth >= row.depth) open.pop();
+    const parent = open[open.length - 1];
+    (parent ? parent.children : top).push(branch);
+    open.push(branch);
+  }
+  return top;
+}

@@ -1,0 +1,71 @@
+// A2A objects for the unit tests, built as the gateway sends them (the SDK's decoded shapes).
+import { Role, TaskState, type Message, type StreamResponse, type Task, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import { STATUS_EXT_KEY, TASK_EXT_KEY } from "../wire";
+
+export function message(id: string, text: string, role: Role = Role.ROLE_AGENT, metadata?: Record<string, unknown>): Message {
+  return {
+    messageId: id,
+    contextId: "ctx",
+    taskId: "t1",
+    role,
+    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
+    metadata,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+export function said(id: string, text: string, sender?: string): Message {
+  return message(id, text, Role.ROLE_USER, sender ? { sender } : undefined);
+}
+
+export function task(
+  opts: {
+    id?: string;
+    state?: TaskState;
+    subState?: string;
+    history?: Message[];
+    status?: Message;
+    extension?: Record<string, unknown>;
+  } = {},
+): Task {
+  const metadata: Record<string, unknown> = {
+    [TASK_EXT_KEY]: opts.extension ?? {
+      goal: "Plan the release",
+      participants: [
+        { id: "alice", role: "assignee" },
+        { id: "bob", role: "watcher" },
+      ],
+    },
+  };
+  if (opts.subState) metadata[STATUS_EXT_KEY] = { sub_state: opts.subState };
+  return {
+    id: opts.id ?? "t1",
+    contextId: "ctx",
+    status: { state: opts.state ?? TaskState.TASK_STATE_INPUT_REQUIRED, message: opts.status, timestamp: undefined },
+    artifacts: [],
+    history: opts.history ?? [],
+    metadata,
+  };
+}
+
+export function status(
+  state: TaskState,
+  opts: { taskId?: string; subState?: string; message?: Message; ext?: Record<string, unknown> } = {},
+): TaskStatusUpdateEvent {
+  const metadata: Record<string, unknown> = {};
+  if (opts.subState) metadata[STATUS_EXT_KEY] = { sub_state: opts.subState };
+  if (opts.ext) metadata[TASK_EXT_KEY] = opts.ext;
+  return {
+    taskId: opts.taskId ?? "t1",
+    contextId: "ctx",
+    status: { state, message: opts.message, timestamp: undefined },
+    metadata,
+  };
+}
+
+export const asEvent = {
+  task: (value: Task): StreamResponse => ({ payload: { $case: "task", value } }),
+  status: (value: TaskStatusUpdateEvent): StreamResponse => ({ payload: { $case: "statusUpdate", value } }),
+  message: (value: Message): StreamResponse => ({ payload: { $case: "message", value } }),
+};

@@ -1,0 +1,121 @@
+// The participant's tasks: a tree (parent, then its sub-tasks), each with its state and
+// sub-state, filtered by state. Read with ListTasks when the page opens, when the open task
+// moves, and when the tab comes back into view.
+import type { Task } from "@a2a-js/sdk";
+import { useCallback, useEffect, useRef, useState } from "react";
+import type { HarnessClient } from "../client";
+import { explain } from "../errors";
+import { onLinkClick } from "../location";
+import { filtered, nest, tree, type Branch, type StateFilter, type TaskRow } from "../tasks";
+import { shortState, STATE_NAMES } from "../wire";
+import { StateBadges } from "./StateBadges";
+
+export interface TaskListState {
+  tasks: Task[] | null;
+  error: string | null;
+  refresh: () => void;
+}
+
+export function useTaskList(client: HarnessClient): TaskListState {
+  const [tasks, setTasks] = useState<Task[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  // One read at a time; a refresh asked for during a read is made once it ends.
+  const reading = useRef(false);
+  const again = useRef(false);
+
+  const refresh = useCallback(() => {
+    if (reading.current) {
+      again.current = true;
+      return;
+    }
+    reading.current = true;
+    void (async () => {
+      do {
+        again.current = false;
+        try {
+          setTasks(await client.tasks());
+          setError(null);
+        } catch (e) {
+          setError(explain(e));
+        }
+      } while (again.current);
+      reading.current = false;
+    })();
+  }, [client]);
+
+  useEffect(() => {
+    refresh();
+    const visible = () => document.visibilityState === "visible" && refresh();
+    document.addEventListener("visibilitychange", visible);
+    return () => document.removeEventListener("visibilitychange", visible);
+  }, [refresh]);
+
+  return { tasks, error, refresh };
+}
+
+const FILTERS: { value: StateFilter; label: string }[] = [
+  { value: "open", label: "Open tasks" },
+  { value: "all", label: "All tasks" },
+  ...STATE_NAMES.map((s) => ({ value: s, label: shortState(s) })),
+];
+
+export function TaskList({ list, openId }: { list: TaskListState; openId: string | null }) {
+  const [filter, setFilter] = useState<StateFilter>("all");
+  const rows = list.tasks ? filtered(tree(list.tasks), filter) : [];
+
+  return (
+    <nav className="tasks" aria-labelledby="tasks-title">
+      <div className="tasks-head">
+        <h2 id="tasks-title">Your tasks</h2>
+        <label className="filter">
+          <span>Show</span>
+          <select value={filter} onChange={(e) => setFilter(e.target.value as StateFilter)}>
+            {FILTERS.map((f) => (
+              <option key={f.value} value={f.value}>
+                {f.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {list.error ? (
+        <p className="problem" role="alert">
+          {list.error}
+        </p>
+      ) : null}
+      {list.tasks === null ? (
+        <p className="muted">Reading your tasks…</p>
+      ) : rows.length === 0 ? (
+        <p className="muted">{list.tasks.length ? "No task in this state." : "No task yet."}</p>
+      ) : (
+        <Branches branches={nest(rows)} openId={openId} />
+      )}
+    </nav>
+  );
+}
+
+function Branches({
+  branches,
+  openId,
+}: {
+  branches: Branch<TaskRow & { kept: boolean }>[];
+  openId: string | null;
+}) {
+  return (
+    <ul className="tree">
+      {branches.map(({ row, children }) => (
+        <li key={row.id} className={row.kept ? undefined : "dimmed"}>
+          <a
+            href={`?task=${encodeURIComponent(row.id)}`}
+            onClick={onLinkClick({ screen: "task", taskId: row.id })}
+            aria-current={row.id === openId ? "page" : undefined}
+          >
+            <span className="goal">{row.goal}</span>
+            <StateBadges state={row.state} subState={row.subState} />
+          </a>
+          {children.length ? <Branches branches={children} openId={openId} /> : null}
+        </li>
+      ))}
+    </ul>
+  );
+}
