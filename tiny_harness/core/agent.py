@@ -191,6 +191,7 @@ class AgentChoice(Model):
     """A ready agent as the model is offered it in ``spawn_subtask``."""
 
     name: ShortText = Field(description="The HarnessAgent's name: what spawn_subtask takes.")
+    title: str = Field(default="", description="The name its card gives it.")
     about: str = Field(default="", description="What the agent is for, from its card and spec.")
     skills: tuple[AgentSkill, ...] = ()
 
@@ -200,5 +201,6 @@ class AgentChoice(Model):
             f"{s.name or s.id}: {s.description}" if s.description else (s.name or s.id)
             for s in self.skills
         )
+        title = f" ({self.title})" if self.title and self.title != self.name else ""
         about = f" {self.about}" if self.about else ""
-        return f"- {self.name}:{about}" + (f" Skills: {skills}." if skills else "")
+        return f"- {self.name}{title}:{about}" + (f" Skills: {skills}." if skills else "")

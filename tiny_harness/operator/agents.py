@@ -118,7 +118,9 @@ class Agent:
 
     def choice(self) -> AgentChoice:
         about = " ".join(p for p in (self.status.description or "", self.spec_description) if p)
-        return AgentChoice(name=self.name, about=about, skills=self.status.skills)
+        return AgentChoice(
+            name=self.name, title=self.status.name or "", about=about, skills=self.status.skills
+        )
 
     @property
     def spec_description(self) -> str:
