@@ -192,8 +192,12 @@ class ForeignAgent:
     async def running(self) -> AsyncIterator[ForeignAgent]:
         serving = asyncio.create_task(self.server.serve())
         try:
-            while not self.server.started:
+            for _ in range(500):  # uvicorn says it has started by a flag, not an event
+                if self.server.started:
+                    break
                 await asyncio.sleep(0.02)
+            else:
+                raise AssertionError("the foreign agent did not start within 10s")
             yield self
         finally:
             self.server.should_exit = True
