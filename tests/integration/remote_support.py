@@ -25,12 +25,14 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     Part,
+    Task,
     TaskState,
+    TaskStatus,
 )
 from a2a.utils.constants import TransportProtocol
 from starlette.applications import Starlette
 
-from tests.conftest import OperatorProcess, free_port, operator_config, wait_for
+from tests.conftest import OperatorProcess, free_port, operator_config
 from tests.integration.gateway_support import GatewayProcess, Replicas, kubectl
 
 #: How the harness under test signs in at the remote tiny-harness (header identity mode).
@@ -112,14 +114,19 @@ def ready_condition(agent: dict[str, Any]) -> dict[str, Any]:
     return next((c for c in conditions if c.get("type") == "Ready"), {})
 
 
-def wait_ready(get: Callable[[], dict[str, Any]], *, status: str = "True") -> dict[str, Any]:
-    """The agent once its Ready condition is ``status``."""
-
-    def probe() -> dict[str, Any] | None:
-        agent = get()
-        return agent if ready_condition(agent).get("status") == status else None
-
-    return wait_for(probe, timeout=30, what=f"the agent's Ready condition to be {status}")
+async def wait_ready(
+    get: Callable[[], dict[str, Any]], *, status: str = "True", within: float = 30.0
+) -> dict[str, Any]:
+    """The agent once its Ready condition is ``status``. Asynchronous, so an agent served in
+    the test's own event loop (:class:`ForeignAgent`) answers meanwhile."""
+    deadline = asyncio.get_running_loop().time() + within
+    last: dict[str, Any] = {}
+    while asyncio.get_running_loop().time() < deadline:
+        last = await asyncio.to_thread(get)
+        if ready_condition(last).get("status") == status:
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the agent's Ready condition did not become {status}: {last}")
 
 
 # -- a foreign agent: the a2a-sdk's own server ---------------------------------------------------
@@ -138,8 +145,16 @@ class Echo(AgentExecutor):
         self.received.append(text)
         assert context.task_id is not None
         assert context.context_id is not None
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                Task(
+                    id=context.task_id,
+                    context_id=context.context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[context.message] if context.message else [],
+                )
+            )
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
-        await updater.submit()
         await updater.start_work()
         if "wait" in text:
             await asyncio.Event().wait()

@@ -24,6 +24,7 @@ from tests.integration.remote_support import (
     wait_ready,
 )
 from tiny_harness.core.extensions import TASK_EXT_URI
+from tiny_harness.operator.host import child_name
 
 pytestmark = pytest.mark.controlplane
 
@@ -44,10 +45,10 @@ async def foreign() -> AsyncIterator[ForeignAgent]:
         yield agent
 
 
-def declare(kubectl: Kubectl, name: str, card_url: str, **spec: Any) -> dict[str, Any]:
-    applied = kubectl.apply(agent_manifest(name, card_url, **spec))
+async def declare(kubectl: Kubectl, name: str, card_url: str, **spec: Any) -> dict[str, Any]:
+    applied = await asyncio.to_thread(kubectl.apply, agent_manifest(name, card_url, **spec))
     assert applied.returncode == 0, applied.stderr
-    return wait_ready(lambda: kubectl.get_json("harnessagent", name))
+    return await wait_ready(lambda: kubectl.get_json("harnessagent", name))
 
 
 def spawn_on(agent: str, goal: str, call_id: str = "call-spawn") -> dict[str, Any]:
@@ -84,7 +85,9 @@ async def test_an_agents_card_is_read_into_its_status_and_the_model_is_offered_i
     remote: RemoteHarness,
 ) -> None:
     operator()
-    agent = declare(kubectl, "market", remote.card_url, description="Knows the market.", skills=[])
+    agent = await declare(
+        kubectl, "market", remote.card_url, description="Knows the market.", skills=[]
+    )
 
     status = agent["status"]
     assert status["name"] == "tiny-harness"
@@ -124,7 +127,7 @@ async def test_a_parent_delegates_to_a_remote_harness_and_completes_after_readin
         ]
     )
     operator()
-    declare(kubectl, "market", remote.card_url)
+    await declare(kubectl, "market", remote.card_url)
     await tasks.create("research")
     await tasks.send("research", "Research the market.")
 
@@ -149,3 +152,140 @@ async def test_a_parent_delegates_to_a_remote_harness_and_completes_after_readin
     assert [m["spec"]["task"] for m in remote.messages()] == [there["metadata"]["name"]]
     last = (await model_server.control.requests())[-1]
     assert "The market grew 5%." in inputs(last)
+
+
+async def test_a_remote_question_reaches_the_parent_and_the_parents_answer_goes_back(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+) -> None:
+    child = child_name("research", "research/turn-1/tool-0-call-spawn")
+    await model_server.control.script(
+        [
+            spawn_on("market", "Summarise the market"),
+            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "ask_participant", "arguments": {"question": "Which region?"}}],
+                "when": "Goal: Summarise the market",
+            },
+            {
+                "type": "tool_calls",
+                "calls": [
+                    {
+                        "name": "reply_to_subtask",
+                        "arguments": {"task_id": child, "text": "Europe."},
+                    }
+                ],
+                "when": "Which region?",
+            },
+            {"type": "text", "text": "Answered it.", "when": "Sent to sub-task"},
+            {"type": "text", "text": "Europe grew 3%.", "when": "Europe."},
+            {"type": "text", "text": "Europe: 3%.", "when": "Europe grew 3%"},
+        ]
+    )
+    operator()
+    await declare(kubectl, "market", remote.card_url)
+    await tasks.create("research")
+    await tasks.send("research", "Research the market.")
+
+    await the_child(tasks, "research")
+    asked = await tasks.wait(child, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    assert asked["message"] == "Which region?"
+    done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
+    parent = await tasks.wait("research", "TASK_STATE_INPUT_REQUIRED", turn=3, within=60)
+
+    assert done["message"] == "Europe grew 3%."
+    assert parent["message"] == "Europe: 3%."
+    said = [(m.role, m.text) for m in await tasks.transcript(child)]
+    assert said == [
+        ("user", "Summarise the market"),
+        ("agent", "Which region?"),
+        ("user", "Europe."),
+        ("agent", "Europe grew 3%."),
+    ]
+    [there] = remote.tasks()
+    assert there["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert len(remote.messages()) == 2  # the brief, then the parent's answer: each once
+    questions = [r for r in await model_server.control.requests() if "Which region?" in inputs(r)]
+    assert questions  # the question reached the parent's model
+
+
+async def test_a_cancel_of_the_sub_task_reaches_the_remote_task(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+) -> None:
+    await model_server.control.script(
+        [
+            spawn_on("market", "Summarise the market"),
+            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
+            {
+                "type": "text",
+                "text": "Too late.",
+                "when": "Goal: Summarise the market",
+                "delay_seconds": 60,
+            },
+        ]
+    )
+    operator()
+    await declare(kubectl, "market", remote.card_url)
+    await tasks.create("research")
+    await tasks.send("research", "Research the market.")
+    child = (await the_child(tasks, "research"))["metadata"]["name"]
+    await tasks.wait(child, "TASK_STATE_WORKING", running=True, within=30)
+    for _ in range(400):  # the remote task is at work on the brief
+        working = [t for t in remote.tasks() if (t.get("status") or {}).get("runner")]
+        if working:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError(f"the remote task never started working: {remote.tasks()}")
+
+    await tasks.control(child, "cancel")
+
+    cancelled = await tasks.wait(child, "TASK_STATE_CANCELED")
+    assert cancelled["message"] == "cancelled by alice"
+    for _ in range(400):
+        [there] = remote.tasks()
+        if there["status"]["state"] == "TASK_STATE_CANCELED":
+            break
+        await asyncio.sleep(0.05)
+    assert there["status"]["state"] == "TASK_STATE_CANCELED"
+    assert there["status"]["message"] == f"cancelled by {CALLER}"
+
+
+async def test_a_foreign_a2a_agent_does_the_sub_task(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    foreign: ForeignAgent,
+) -> None:
+    await model_server.control.script(
+        [
+            spawn_on("echo", "Say hello"),
+            {"type": "text", "text": "Asked echo.", "when": "Spawned sub-task"},
+            {"type": "text", "text": "Echo said hello.", "when": "echo: Say hello"},
+        ]
+    )
+    operator()
+    agent = await declare(kubectl, "echo", foreign.card_url)
+    assert agent["status"]["skills"] == [
+        {"id": "echo", "name": "Echo", "description": "Says it back."}
+    ]
+    assert TASK_EXT_URI not in agent["status"].get("extensions", [])
+    await tasks.create("greet")
+    await tasks.send("greet", "Get a greeting.")
+
+    child = (await the_child(tasks, "greet"))["metadata"]["name"]
+    done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
+    parent = await tasks.wait("greet", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+
+    assert done["message"] == "echo: Say hello"
+    assert parent["message"] == "Echo said hello."
+    assert foreign.executor.received == ["Say hello"]

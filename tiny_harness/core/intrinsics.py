@@ -2,7 +2,8 @@
 
 ``create_plan`` and ``complete_step`` change the task's plan, ``spawn_subtask`` asks for a child
 task, ``create_task_for_participant`` for a child that is a question to one person, and
-``ask_participant`` parks the task with a question to its own participants. None of them
+``ask_participant`` parks the task with a question to its own participants, and
+``reply_to_subtask`` answers a sub-task's question. None of them
 talks to anything: each is a pure function from the task and the call's arguments to an
 :class:`IntrinsicResult`, and what needs the outside world (creating the child, parking) is an
 intent the host carries out. That keeps them deterministic, so a replayed turn reaches the
@@ -26,13 +27,14 @@ from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
-from tiny_harness.core.turn import SpawnIntent
+from tiny_harness.core.turn import ReplyIntent, SpawnIntent
 
 CREATE_PLAN: Final = "create_plan"
 COMPLETE_STEP: Final = "complete_step"
 SPAWN_SUBTASK: Final = "spawn_subtask"
 ASK_PARTICIPANT: Final = "ask_participant"
 CREATE_TASK_FOR_PARTICIPANT: Final = "create_task_for_participant"
+REPLY_TO_SUBTASK: Final = "reply_to_subtask"
 
 _TEXT: Final = {"type": "string", "maxLength": 65536}
 
@@ -143,6 +145,23 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
         },
     ),
     ToolSpec(
+        name=REPLY_TO_SUBTASK,
+        description=(
+            "Send one of this task's sub-tasks a message: the answer to a question it asked, "
+            "or more to go on. A sub-task on a remote agent passes it to that agent. What the "
+            "sub-task does next arrives as a note."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "task_id": {"type": "string", "minLength": 1, "maxLength": 253},
+                "text": {"type": "string", "minLength": 1, "maxLength": 65536},
+            },
+            "required": ["task_id", "text"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
         name=ASK_PARTICIPANT,
         description=(
             "Ask the task's participants a question you need answered to go on. The turn ends; "
@@ -169,6 +188,7 @@ class IntrinsicResult:
     plan: Plan | None = None
     spawn: SpawnIntent | None = None
     question: str | None = None
+    reply: ReplyIntent | None = None
 
 
 def _error(message: str) -> IntrinsicResult:
@@ -287,6 +307,20 @@ def record_spawn(
     return plan, row, content
 
 
+def reply_to_subtask(task: TaskExtension, args: dict[str, Any], *, step_id: str) -> IntrinsicResult:
+    target = str(args["task_id"])
+    row = next((r for r in task.sub_tasks if r.task_id == target), None)
+    if row is None:
+        known = ", ".join(r.task_id for r in task.sub_tasks) or "none"
+        return _error(f"{target} is not a sub-task of this task; its sub-tasks: {known}")
+    if row.is_resolved:
+        return _error(f"sub-task {target} has ended ({row.state.value}); it takes no messages")
+    return IntrinsicResult(
+        content=f"Sent to sub-task {target}. What it does next arrives as a note.",
+        reply=ReplyIntent(id=step_id, task_id=target, text=args["text"]),
+    )
+
+
 def ask_participant(args: dict[str, Any]) -> IntrinsicResult:
     return IntrinsicResult(
         content="Your question was sent to the participants. This turn ends here; their answer "
@@ -309,4 +343,6 @@ def apply_intrinsic(
         return ask_participant(args)
     if name == CREATE_TASK_FOR_PARTICIPANT:
         return create_task_for_participant(task, args, task_id=task_id, step_id=step_id)
+    if name == REPLY_TO_SUBTASK:
+        return reply_to_subtask(task, args, step_id=step_id)
     raise ValueError(f"{name!r} is not an intrinsic; intrinsics are {sorted(INTRINSIC_NAMES)}")

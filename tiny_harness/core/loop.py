@@ -480,6 +480,10 @@ class _Turn:
         applied = apply_intrinsic(
             call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id
         )
+        if applied.reply is not None:
+            refused = await self.host.reply(applied.reply)
+            if refused is not None:
+                return entry(f"Error: {refused}", is_error=True)
         if applied.spawn is None:
             return entry(
                 applied.content,

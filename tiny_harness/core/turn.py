@@ -94,6 +94,16 @@ class SpawnIntent(_Data):
     )
 
 
+class ReplyIntent(_Data):
+    """A message for one of the task's sub-tasks (the answer to its question). The host sends
+    it once per ``id``: a reply whose entry was not yet checkpointed is asked for again after a
+    crash, and must not reach the sub-task twice."""
+
+    id: str = Field(description="The deterministic id of the step asking; the message's id.")
+    task_id: str = Field(min_length=1, description="The sub-task it goes to.")
+    text: str = Field(min_length=1)
+
+
 # -- the journal ----------------------------------------------------------------------------------
 
 
@@ -352,6 +362,12 @@ class TurnHost(Protocol):
         Must be idempotent by ``intent.id``: a spawn whose entry was not yet checkpointed is
         asked for again after a crash, and must return the same child.
         """
+        ...
+
+    async def reply(self, intent: ReplyIntent) -> str | None:
+        """Send the sub-task ``intent.task_id`` the message; None when it went, else why not
+        (for the model: the sub-task takes no messages from this task, say). Idempotent by
+        ``intent.id``."""
         ...
 
     async def end_turn(self, outcome: TurnOutcome) -> None:

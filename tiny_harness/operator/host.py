@@ -24,13 +24,21 @@ from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.speakers import refuse_speaker
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import Lifecycle, Participant, Role, TaskLink, TaskSpec
+from tiny_harness.core.task import (
+    Lifecycle,
+    Participant,
+    Role,
+    TaskLink,
+    TaskSpec,
+    local_parent_of,
+)
 from tiny_harness.core.turn import (
     DrainEntry,
     InboundMessage,
     JournalEntry,
     ModelEntry,
     OutcomeKind,
+    ReplyIntent,
     SpawnIntent,
     TaskSettings,
     ToolEntry,
@@ -161,6 +169,32 @@ class OperatorTurnHost:
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings
         )
+
+    async def reply(self, intent: ReplyIntent) -> str | None:
+        """Send the sub-task the parent's message (signed ``task:<parent>``, which every child
+        here listens to), once: its message id is the step's."""
+        await self.flush()
+        child = self.w.rt.cache.task(self.w.namespace, intent.task_id)
+        if child is None or local_parent_of(child.get("spec")) != self.w.name:
+            return f"{intent.task_id} is not a sub-task of this task"
+        status = child.get("status") or {}
+        if status.get("lifecycle") == Lifecycle.PARTICIPANT.value:
+            return (
+                f"sub-task {intent.task_id} is a question to a person; only they answer it, and "
+                "their answer arrives as a note"
+            )
+        if TaskState(status.get("state") or TaskState.SUBMITTED.value).is_terminal:
+            return f"sub-task {intent.task_id} has ended ({status.get('state')})"
+        await HarnessMessages(self.w.rt.api, self.w.namespace).send(
+            MessageSpec(
+                task=intent.task_id,
+                message_id=intent.id,
+                sender=f"task:{self.w.name}",
+                parts=(MessagePart(text=intent.text),),
+            ),
+            task=child,
+        )
+        return None
 
     async def end_turn(self, outcome: TurnOutcome) -> None:
         async with self.interlude:

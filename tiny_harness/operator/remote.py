@@ -344,12 +344,15 @@ class RemoteLoop:
         client = agent.client()
         failures = 0
         budget = agent.spec.max_retries if agent.spec is not None else 0
+        # Sent once the agent has said anything about it (the caller journals the send then);
+        # a send that failed before that is sent again, the same message with the same id.
+        delivered = sent is not None
         while True:
             try:
-                if sent is None and view.task_id is None:
-                    async for event in client.send_message(
-                        SendMessageRequest(message=self.message(turn, drain, view))
-                    ):
+                if not delivered:
+                    message = self.message(turn, drain, view)
+                    async for event in client.send_message(SendMessageRequest(message=message)):
+                        delivered = True
                         yield event
                         failures = 0
                     if view.task_id is None:

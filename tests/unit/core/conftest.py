@@ -23,6 +23,7 @@ from tiny_harness.core.turn import (
     DrainEntry,
     InboundMessage,
     JournalEntry,
+    ReplyIntent,
     SpawnIntent,
     TaskSettings,
     TurnOutcome,
@@ -99,6 +100,9 @@ class MemoryHost:
         self.acked: set[str] = set()
         self.children: dict[str, str] = {}
         self.spawn_requests: list[SpawnIntent] = []
+        self.replies: list[ReplyIntent] = []
+        #: What reply() answers: None (sent), or why not.
+        self.reply_refusal: str | None = None
         self.outcomes: list[TurnOutcome] = []
         self.drains = 0
 
@@ -140,6 +144,10 @@ class MemoryHost:
         if intent.id not in self.children:
             self.children[intent.id] = f"{intent.parent_task_id}-child-{len(self.children) + 1}"
         return self.children[intent.id]
+
+    async def reply(self, intent: ReplyIntent) -> str | None:
+        self.replies.append(intent)
+        return self.reply_refusal
 
     async def end_turn(self, outcome: TurnOutcome) -> None:
         self.outcomes.append(outcome)

@@ -1,15 +1,20 @@
 """Participant tasks: the person's answer completes the task with no model call, anyone
-else's words are left alone, and a turn killed after taking the answer ends the same way."""
+else's words are left alone, and a turn killed after taking the answer ends the same way; and
+a parent's reply to a sub-task's question (reply_to_subtask)."""
 
 from __future__ import annotations
 
 from tiny_harness.core.answering import AnsweringLoop, answer_text
-from tiny_harness.core.intrinsics import CREATE_TASK_FOR_PARTICIPANT, apply_intrinsic
+from tiny_harness.core.intrinsics import (
+    CREATE_TASK_FOR_PARTICIPANT,
+    REPLY_TO_SUBTASK,
+    apply_intrinsic,
+)
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, Participant, Role, TaskExtension
 from tiny_harness.core.turn import DrainEntry, OutcomeKind, TurnInput
 
-from .conftest import MemoryHost, ScriptedModel, calls, delegated, reply
+from .conftest import MemoryHost, ScriptedModel, calls, child_row, delegated, reply
 from .test_loop import loop_for, turn
 
 QUESTION = TaskExtension(
@@ -104,3 +109,45 @@ def test_a_participant_task_is_for_a_person_not_an_agent_or_the_system() -> None
         assert result.is_error
         assert result.spawn is None
         assert "is not a person" in result.content
+
+
+async def test_reply_to_subtask_sends_the_answer_to_an_open_sub_task_once() -> None:
+    host = MemoryHost()
+    asking = child_row("t1-sub-a", TaskState.INPUT_REQUIRED)
+    model = ScriptedModel(
+        calls((REPLY_TO_SUBTASK, {"task_id": "t1-sub-a", "text": "Europe."})),
+        reply("Answered."),
+    )
+
+    await loop_for(model).run_turn(host, turn(delegated(sub_tasks=(asking,))))
+
+    [sent] = host.replies
+    assert (sent.task_id, sent.text, sent.id) == ("t1-sub-a", "Europe.", "t1/turn-0/tool-0-call-0")
+    assert "Sent to sub-task t1-sub-a" in model.requests[1].messages[-1].content
+
+
+async def test_reply_to_subtask_refuses_a_task_that_is_no_open_sub_task() -> None:
+    ended = child_row("t1-sub-b", TaskState.COMPLETED)
+    for target, why in (("t1-sub-b", "has ended"), ("elsewhere", "is not a sub-task")):
+        host = MemoryHost()
+        model = ScriptedModel(
+            calls((REPLY_TO_SUBTASK, {"task_id": target, "text": "Hi."})), reply("Ok.")
+        )
+        await loop_for(model).run_turn(host, turn(delegated(sub_tasks=(ended,))))
+        assert host.replies == []
+        assert why in model.requests[1].messages[-1].content
+
+
+async def test_a_reply_the_host_refuses_is_an_error_the_model_reads() -> None:
+    host = MemoryHost()
+    host.reply_refusal = "sub-task t1-sub-q is a question to a person; only they answer it"
+    question = child_row("t1-sub-q", TaskState.INPUT_REQUIRED)
+    model = ScriptedModel(
+        calls((REPLY_TO_SUBTASK, {"task_id": "t1-sub-q", "text": "Yes."})), reply("Ok.")
+    )
+
+    await loop_for(model).run_turn(host, turn(delegated(sub_tasks=(question,))))
+
+    result = model.requests[1].messages[-1]
+    assert result.is_error
+    assert "only they answer it" in result.content
