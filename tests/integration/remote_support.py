@@ -31,6 +31,9 @@ from a2a.types import (
 )
 from a2a.utils.constants import TransportProtocol
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.conftest import OperatorProcess, free_port, operator_config
 from tests.integration.gateway_support import GatewayProcess, Replicas, kubectl
@@ -168,10 +171,27 @@ class Echo(AgentExecutor):
         await updater.update_status(TaskState.TASK_STATE_CANCELED)
 
 
+class BearerOnly:
+    """Refuses every A2A call (the card stays public) without ``Authorization: Bearer
+    <token>``, with 401, as an agent that checks its callers does."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith("/.well-known/"):
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization") != self.expected:
+                await PlainTextResponse("unauthorized", status_code=401)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 class ForeignAgent:
     """An A2A agent that is not a tiny-harness, served on 127.0.0.1 in the test's process."""
 
-    def __init__(self, *, streaming: bool = True) -> None:
+    def __init__(self, *, streaming: bool = True, token: str | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.executor = Echo()
@@ -193,7 +213,8 @@ class ForeignAgent:
         )
         handler = DefaultRequestHandler(self.executor, InMemoryTaskStore(), self.card)
         app = Starlette(
-            routes=[*create_agent_card_routes(self.card), *create_jsonrpc_routes(handler, "/")]
+            routes=[*create_agent_card_routes(self.card), *create_jsonrpc_routes(handler, "/")],
+            middleware=[Middleware(BearerOnly, token=token)] if token else [],
         )
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")

@@ -289,3 +289,132 @@ async def test_a_foreign_a2a_agent_does_the_sub_task(
     assert done["message"] == "echo: Say hello"
     assert parent["message"] == "Echo said hello."
     assert foreign.executor.received == ["Say hello"]
+
+
+# -- failures: each ends the sub-task FAILED with a reason that says what to look at ------------
+
+
+async def spawned_and_failed(
+    tasks: Tasks, model_server: ModelServer, agent: str, goal: str
+) -> dict[str, Any]:
+    await model_server.control.script(
+        [
+            spawn_on(agent, goal),
+            {"type": "text", "text": "Handed over.", "when": "Spawned sub-task"},
+        ]
+    )
+    await tasks.create("work")
+    await tasks.send("work", "Hand it over.")
+    child = (await the_child(tasks, "work"))["metadata"]["name"]
+    failed = await tasks.wait(child, "TASK_STATE_FAILED", within=60)
+    [error] = [c for c in failed["conditions"] if c["type"] == "Error"]
+    return {**failed, "error": error}
+
+
+async def test_an_agent_that_refuses_the_harnesss_credentials_fails_the_sub_task_at_once(
+    kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    async with ForeignAgent(token="the-right-one").running() as guarded:
+        kubectl.run("create", "secret", "generic", "echo-token", "--from-literal=token=wrong")
+        kubectl.run(
+            "annotate",
+            "secret",
+            "echo-token",
+            "tiny-harness.madarauchiha-314.github.io/agents=echo",
+        )
+        operator()
+        await declare(
+            kubectl,
+            "echo",
+            guarded.card_url,
+            headers=[
+                {
+                    "name": "Authorization",
+                    "valueFrom": {"secretKeyRef": {"name": "echo-token", "key": "token"}},
+                }
+            ],
+        )
+        failed = await spawned_and_failed(tasks, model_server, "echo", "Say hello")
+
+    assert failed["error"]["reason"] == "RemoteUnauthorized"
+    assert "refused the harness's credentials (HTTP 401)" in failed["message"]
+    assert "harnessagent echo's spec.headers" in failed["message"]
+    assert "wrong" not in json.dumps(failed)  # the credential is never shown
+    assert guarded.executor.received == []
+
+
+async def test_a_secret_that_does_not_name_the_agent_is_not_sent_and_the_agent_is_not_ready(
+    kubectl: Kubectl, operator: Operator, foreign: ForeignAgent
+) -> None:
+    kubectl.run("create", "secret", "generic", "other-token", "--from-literal=token=t-1")
+    operator()
+    applied = kubectl.apply(
+        agent_manifest(
+            "echo",
+            foreign.card_url,
+            headers=[
+                {
+                    "name": "Authorization",
+                    "valueFrom": {"secretKeyRef": {"name": "other-token", "key": "token"}},
+                }
+            ],
+        )
+    )
+    assert applied.returncode == 0, applied.stderr
+
+    agent = await wait_ready(lambda: kubectl.get_json("harnessagent", "echo"), status="False")
+
+    condition = ready_condition(agent)
+    assert condition["reason"] == "SecretNotAllowed"
+    assert (
+        "add echo to its annotation tiny-harness.madarauchiha-314.github.io/agents"
+        in (condition["message"])
+    )
+
+
+async def test_an_agent_that_goes_away_fails_the_sub_task_after_bounded_retries(
+    kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    async with ForeignAgent().running() as leaving:
+        operator()
+        await declare(kubectl, "echo", leaving.card_url, maxRetries=1)
+    # Its card was read; now nothing answers at its address.
+
+    failed = await spawned_and_failed(tasks, model_server, "echo", "Say hello")
+
+    assert failed["error"]["reason"] == "RemoteUnavailable"
+    assert "agent echo could not be reached" in failed["message"]
+    assert "(2 attempts)" in failed["message"]
+
+
+async def test_a_remote_task_that_never_answers_fails_the_sub_task_at_the_answer_timeout(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    foreign: ForeignAgent,
+) -> None:
+    operator()
+    await declare(kubectl, "echo", foreign.card_url, answerTimeoutSeconds=3)
+
+    failed = await spawned_and_failed(tasks, model_server, "echo", "Please wait")
+
+    assert failed["error"]["reason"] == "RemoteNoAnswer"
+    assert "showed no change for 3s" in failed["message"]
+    assert "spec.answerTimeoutSeconds of harnessagent echo" in failed["message"]
+    assert foreign.executor.received == ["Please wait"]
+
+
+async def test_a_task_naming_an_agent_that_is_not_there_fails_saying_so(
+    tasks: Tasks, operator: Operator
+) -> None:
+    operator()
+    await tasks.create("parent")
+    await tasks.create_child("parent", "parent-far", "Do it elsewhere.", agent="nowhere")
+
+    failed = await tasks.wait("parent-far", "TASK_STATE_FAILED", within=30)
+
+    assert "harnessagent 'nowhere'" in failed["message"]
+    assert "there is no such HarnessAgent" in failed["message"]
+    [error] = [c for c in failed["conditions"] if c["type"] == "Error"]
+    assert error["reason"] == "RemoteAgentNotReady"
