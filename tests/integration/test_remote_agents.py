@@ -418,3 +418,38 @@ async def test_a_task_naming_an_agent_that_is_not_there_fails_saying_so(
     assert "there is no such HarnessAgent" in failed["message"]
     [error] = [c for c in failed["conditions"] if c["type"] == "Error"]
     assert error["reason"] == "RemoteAgentNotReady"
+
+
+async def test_completing_the_sub_task_completes_the_remote_task(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+) -> None:
+    child = child_name("research", "research/turn-1/tool-0-call-spawn")
+    await model_server.control.script(
+        [
+            spawn_on("market", "Summarise the market"),
+            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
+            {
+                "type": "tool_calls",
+                "calls": [{"name": "ask_participant", "arguments": {"question": "Which region?"}}],
+                "when": "Goal: Summarise the market",
+            },
+        ]
+    )
+    operator()
+    await declare(kubectl, "market", remote.card_url)
+    await tasks.create("research")
+    await tasks.send("research", "Research the market.")
+    await the_child(tasks, "research")
+    await tasks.wait(child, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+
+    await tasks.control(child, "complete")
+
+    done = await tasks.wait(child, "TASK_STATE_COMPLETED")
+    assert done["message"] == "completed by alice"
+    [there] = remote.tasks()
+    assert there["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert there["status"]["message"] == f"completed by {CALLER}"

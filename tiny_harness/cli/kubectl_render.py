@@ -214,6 +214,10 @@ def describe(obj: Obj, conversation: Sequence[Said], history: int, now: dt.datet
     if spec is not None and spec.parent is not None:
         parent = spec.parent.task_id + (f" (on {spec.parent.agent})" if spec.parent.agent else "")
         fields.append(("Parent", parent))
+    if spec is not None and spec.agent:
+        fields.append(("Agent", f"{spec.agent} (a remote A2A agent does the work)"))
+    if spec is not None and spec.tool_servers:
+        fields.append(("Tool servers", ", ".join(spec.tool_servers)))
     participants = ", ".join(f"{p.id} ({p.role.value})" for p in spec.participants) if spec else ""
     fields += [
         ("Participants", participants or "-"),

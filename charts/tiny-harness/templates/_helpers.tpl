@@ -156,6 +156,12 @@ delegated task's brief and a parent's cancel to its children), turn journals
 - apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
   resources: ["harnesstoolservers/status"]
   verbs: ["get", "patch"]
+- apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
+  resources: ["harnessagents"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["tiny-harness.madarauchiha-314.github.io"]
+  resources: ["harnessagents/status"]
+  verbs: ["get", "patch"]
 {{- with .Values.headerSecrets }}
 - apiGroups: [""]
   resources: ["secrets"]
