@@ -453,3 +453,28 @@ async def test_completing_the_sub_task_completes_the_remote_task(
     [there] = remote.tasks()
     assert there["status"]["state"] == "TASK_STATE_COMPLETED"
     assert there["status"]["message"] == f"completed by {CALLER}"
+
+
+async def test_an_agent_that_does_not_stream_is_followed_by_polling(
+    kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    async with ForeignAgent(streaming=False).running() as polled:
+        await model_server.control.script(
+            [
+                spawn_on("echo", "Say hello"),
+                {"type": "text", "text": "Asked echo.", "when": "Spawned sub-task"},
+                {"type": "text", "text": "Echo said hello.", "when": "echo: Say hello"},
+            ]
+        )
+        operator()
+        agent = await declare(kubectl, "echo", polled.card_url)
+        assert agent["status"]["streaming"] is False
+        await tasks.create("greet")
+        await tasks.send("greet", "Get a greeting.")
+
+        child = (await the_child(tasks, "greet"))["metadata"]["name"]
+        done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
+        await tasks.wait("greet", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+
+    assert done["message"] == "echo: Say hello"
+    assert polled.executor.received == ["Say hello"]
