@@ -16,7 +16,7 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from opentelemetry import trace
@@ -30,6 +30,9 @@ from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.mcp_server import McpServerThread
 from tiny_harness.testing.model_server import ModelServerControl
+
+if TYPE_CHECKING:  # it imports this module: a fixture below imports it when it runs
+    from tests.integration.remote_support import RemoteHarness
 
 T = TypeVar("T")
 
@@ -305,3 +308,14 @@ def mcp() -> Iterator[McpServerThread]:
     server = McpServerThread().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Iterator[RemoteHarness]:
+    """A second tiny-harness (its own namespace, operator and gateway) on the same control
+    plane, as a remote agent for the harness under test."""
+    from tests.integration.remote_support import RemoteHarness
+
+    harness = RemoteHarness(kubeconfig, tmp_path / "remote", model_server.url)
+    yield harness
+    harness.stop()

@@ -35,8 +35,10 @@ from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tests.conftest import OperatorProcess, free_port, operator_config
-from tests.integration.gateway_support import GatewayProcess, Replicas, kubectl
+from tests.conftest import Kubectl, OperatorProcess, free_port, operator_config
+from tests.integration.gateway_support import GatewayProcess, Replicas, eventually, kubectl
+from tests.integration.lifecycle_support import Tasks
+from tiny_harness.operator.host import child_name
 
 #: How the harness under test signs in at the remote tiny-harness (header identity mode).
 CALLER = "harness-a"
@@ -130,6 +132,72 @@ async def wait_ready(
             return last
         await asyncio.sleep(0.1)
     raise AssertionError(f"the agent's Ready condition did not become {status}: {last}")
+
+
+# -- a delegation, as the tests script it -------------------------------------------------------
+
+
+#: The delegating parent of most tests, its sub-task's goal, and what the remote model is
+#: asked (its system prompt names the goal; the parent's never says "Goal: " before it).
+PARENT = "research"
+GOAL = "Summarise the market"
+ON_REMOTE = f"Goal: {GOAL}"
+#: The sub-task the parent's first turn spawns (its name follows from the spawning call's id).
+CHILD = child_name(PARENT, f"{PARENT}/turn-1/tool-0-call-spawn")
+
+
+async def declare(kubectl: Kubectl, name: str, card_url: str, **spec: Any) -> dict[str, Any]:
+    applied = await asyncio.to_thread(kubectl.apply, agent_manifest(name, card_url, **spec))
+    assert applied.returncode == 0, applied.stderr
+    return await wait_ready(lambda: kubectl.get_json("harnessagent", name))
+
+
+def spawn_on(agent: str, goal: str, call_id: str = "call-spawn") -> dict[str, Any]:
+    return {
+        "type": "tool_calls",
+        "calls": [
+            {
+                "id": call_id,
+                "name": "spawn_subtask",
+                "arguments": {"goal": goal, "agent": agent},
+            }
+        ],
+    }
+
+
+def delegating(*remote: dict[str, Any]) -> list[dict[str, Any]]:
+    """The script of a parent that hands :data:`GOAL` to agent ``market``, then of the remote
+    task (``remote``, each answering what the remote model is asked once)."""
+    return [
+        spawn_on("market", GOAL),
+        {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
+        *({**turn, "when": turn.get("when", ON_REMOTE)} for turn in remote),
+    ]
+
+
+async def start_delegating(kubectl: Kubectl, tasks: Tasks, card_url: str) -> None:
+    """Declare agent ``market`` at ``card_url`` and give :data:`PARENT` its first message."""
+    await declare(kubectl, "market", card_url)
+    await tasks.create(PARENT)
+    await tasks.send(PARENT, "Research the market.")
+
+
+async def the_child(tasks: Tasks, parent: str) -> dict[str, Any]:
+    async def spawned() -> dict[str, Any] | None:
+        children = await tasks.children(parent)
+        return children[0] if children else None
+
+    return await eventually(spawned, within=30, what=f"{parent} to spawn a sub-task")
+
+
+async def remote_state(remote: RemoteHarness, state: str, *, within: float = 30) -> dict[str, Any]:
+    """The remote harness's one task, once it is in ``state``."""
+
+    async def reached() -> dict[str, Any] | None:
+        found = await asyncio.to_thread(remote.tasks)
+        return found[0] if found and found[0]["status"].get("state") == state else None
+
+    return await eventually(reached, within=within, what=f"the remote task to be {state}")
 
 
 # -- a foreign agent: the a2a-sdk's own server ---------------------------------------------------

@@ -4,8 +4,7 @@ gives with the scripted model is written to docs/screens/reach-out.txt, which th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -24,13 +23,6 @@ Operator = Callable[..., OperatorProcess]
 
 EXAMPLE = REPO_ROOT / "examples" / "reach-out.yaml"
 CAPTURE = REPO_ROOT / "docs" / "screens" / "reach-out.txt"
-
-
-@pytest.fixture
-def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Iterator[RemoteHarness]:
-    harness = RemoteHarness(kubeconfig, tmp_path / "remote", model_server.url)
-    yield harness
-    harness.stop()
 
 
 async def test_the_reach_out_example_calls_a_tool_and_delegates_to_a_remote_agent(

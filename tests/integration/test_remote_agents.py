@@ -7,35 +7,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
-from typing import Any
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
 
 import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.integration.gateway_support import eventually
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.remote_support import (
     CALLER,
+    CHILD,
     ForeignAgent,
     RemoteHarness,
     agent_manifest,
+    declare,
+    delegating,
     ready_condition,
+    remote_state,
+    spawn_on,
+    start_delegating,
+    the_child,
     wait_ready,
 )
 from tiny_harness.core.extensions import TASK_EXT_URI
-from tiny_harness.operator.host import child_name
 
 pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
-
-
-@pytest.fixture
-def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Iterator[RemoteHarness]:
-    harness = RemoteHarness(kubeconfig, tmp_path / "remote", model_server.url)
-    yield harness
-    harness.stop()
 
 
 @pytest.fixture
@@ -45,36 +45,15 @@ async def foreign() -> AsyncIterator[ForeignAgent]:
         yield agent
 
 
-async def declare(kubectl: Kubectl, name: str, card_url: str, **spec: Any) -> dict[str, Any]:
-    applied = await asyncio.to_thread(kubectl.apply, agent_manifest(name, card_url, **spec))
-    assert applied.returncode == 0, applied.stderr
-    return await wait_ready(lambda: kubectl.get_json("harnessagent", name))
-
-
-def spawn_on(agent: str, goal: str, call_id: str = "call-spawn") -> dict[str, Any]:
-    return {
-        "type": "tool_calls",
-        "calls": [
-            {
-                "id": call_id,
-                "name": "spawn_subtask",
-                "arguments": {"goal": goal, "agent": agent},
-            }
-        ],
-    }
+#: The remote task's model asks a question (the remote task parks awaiting its answer).
+ASK_REGION: Final = {
+    "type": "tool_calls",
+    "calls": [{"name": "ask_participant", "arguments": {"question": "Which region?"}}],
+}
 
 
 def inputs(request: Any) -> str:
     return json.dumps((request.body or {}).get("input", []))
-
-
-async def the_child(tasks: Tasks, parent: str) -> dict[str, Any]:
-    for _ in range(400):
-        children = await tasks.children(parent)
-        if children:
-            return children[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{parent} spawned no sub-task")
 
 
 async def test_an_agents_card_is_read_into_its_status_and_the_model_is_offered_it(
@@ -119,17 +98,13 @@ async def test_a_parent_delegates_to_a_remote_harness_and_completes_after_readin
     remote: RemoteHarness,
 ) -> None:
     await model_server.control.script(
-        [
-            spawn_on("market", "Summarise the market"),
-            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
-            {"type": "text", "text": "The market grew 5%.", "when": "Goal: Summarise the market"},
+        delegating(
+            {"type": "text", "text": "The market grew 5%."},
             {"type": "text", "text": "Read it: 5% growth.", "when": "The market grew 5%"},
-        ]
+        )
     )
     operator()
-    await declare(kubectl, "market", remote.card_url)
-    await tasks.create("research")
-    await tasks.send("research", "Research the market.")
+    await start_delegating(kubectl, tasks, remote.card_url)
 
     child = await the_child(tasks, "research")
     name = child["metadata"]["name"]
@@ -161,16 +136,10 @@ async def test_a_remote_question_reaches_the_parent_and_the_parents_answer_goes_
     model_server: ModelServer,
     remote: RemoteHarness,
 ) -> None:
-    child = child_name("research", "research/turn-1/tool-0-call-spawn")
+    child = CHILD
     await model_server.control.script(
-        [
-            spawn_on("market", "Summarise the market"),
-            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
-            {
-                "type": "tool_calls",
-                "calls": [{"name": "ask_participant", "arguments": {"question": "Which region?"}}],
-                "when": "Goal: Summarise the market",
-            },
+        delegating(
+            ASK_REGION,
             {
                 "type": "tool_calls",
                 "calls": [
@@ -184,12 +153,10 @@ async def test_a_remote_question_reaches_the_parent_and_the_parents_answer_goes_
             {"type": "text", "text": "Answered it.", "when": "Sent to sub-task"},
             {"type": "text", "text": "Europe grew 3%.", "when": "Europe."},
             {"type": "text", "text": "Europe: 3%.", "when": "Europe grew 3%"},
-        ]
+        )
     )
     operator()
-    await declare(kubectl, "market", remote.card_url)
-    await tasks.create("research")
-    await tasks.send("research", "Research the market.")
+    await start_delegating(kubectl, tasks, remote.card_url)
 
     await the_child(tasks, "research")
     asked = await tasks.wait(child, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
@@ -221,42 +188,51 @@ async def test_a_cancel_of_the_sub_task_reaches_the_remote_task(
     remote: RemoteHarness,
 ) -> None:
     await model_server.control.script(
-        [
-            spawn_on("market", "Summarise the market"),
-            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
-            {
-                "type": "text",
-                "text": "Too late.",
-                "when": "Goal: Summarise the market",
-                "delay_seconds": 60,
-            },
-        ]
+        delegating({"type": "text", "text": "Too late.", "delay_seconds": 60})
     )
     operator()
-    await declare(kubectl, "market", remote.card_url)
-    await tasks.create("research")
-    await tasks.send("research", "Research the market.")
-    child = (await the_child(tasks, "research"))["metadata"]["name"]
-    await tasks.wait(child, "TASK_STATE_WORKING", running=True, within=30)
-    for _ in range(400):  # the remote task is at work on the brief
-        working = [t for t in remote.tasks() if (t.get("status") or {}).get("runner")]
-        if working:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError(f"the remote task never started working: {remote.tasks()}")
+    await start_delegating(kubectl, tasks, remote.card_url)
+    await the_child(tasks, "research")
 
-    await tasks.control(child, "cancel")
+    async def remote_at_work() -> bool:
+        found = await asyncio.to_thread(remote.tasks)
+        return bool(found) and bool(found[0]["status"].get("runner"))
 
-    cancelled = await tasks.wait(child, "TASK_STATE_CANCELED")
+    await eventually(remote_at_work, within=30, what="the remote task to work on the brief")
+    await tasks.control(CHILD, "cancel")
+
+    cancelled = await tasks.wait(CHILD, "TASK_STATE_CANCELED")
     assert cancelled["message"] == "cancelled by alice"
-    for _ in range(400):
-        [there] = remote.tasks()
-        if there["status"]["state"] == "TASK_STATE_CANCELED":
-            break
-        await asyncio.sleep(0.05)
-    assert there["status"]["state"] == "TASK_STATE_CANCELED"
+    there = await remote_state(remote, "TASK_STATE_CANCELED")
     assert there["status"]["message"] == f"cancelled by {CALLER}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+async def test_a_cancel_racing_the_brief_leaves_no_remote_task_at_work(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+    seed: int,
+) -> None:
+    """The cancel lands at any moment around the send of the brief: before it, while the
+    remote task is created but its id not yet recorded here (the first version left that task
+    at work, unknown), or after. Either no remote task exists, or it is cancelled."""
+    await model_server.control.script(
+        delegating({"type": "text", "text": "Too late.", "delay_seconds": 60})
+    )
+    operator()
+    await start_delegating(kubectl, tasks, remote.card_url)
+    await the_child(tasks, "research")
+    await asyncio.sleep(random.Random(seed).uniform(0, 0.5))
+
+    await tasks.control(CHILD, "cancel")
+
+    await tasks.wait(CHILD, "TASK_STATE_CANCELED")
+    found = await asyncio.to_thread(remote.tasks)
+    if found:
+        await remote_state(remote, "TASK_STATE_CANCELED")
 
 
 async def test_a_foreign_a2a_agent_does_the_sub_task(
@@ -427,22 +403,10 @@ async def test_completing_the_sub_task_completes_the_remote_task(
     model_server: ModelServer,
     remote: RemoteHarness,
 ) -> None:
-    child = child_name("research", "research/turn-1/tool-0-call-spawn")
-    await model_server.control.script(
-        [
-            spawn_on("market", "Summarise the market"),
-            {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
-            {
-                "type": "tool_calls",
-                "calls": [{"name": "ask_participant", "arguments": {"question": "Which region?"}}],
-                "when": "Goal: Summarise the market",
-            },
-        ]
-    )
+    child = CHILD
+    await model_server.control.script(delegating(ASK_REGION))
     operator()
-    await declare(kubectl, "market", remote.card_url)
-    await tasks.create("research")
-    await tasks.send("research", "Research the market.")
+    await start_delegating(kubectl, tasks, remote.card_url)
     await the_child(tasks, "research")
     await tasks.wait(child, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
 

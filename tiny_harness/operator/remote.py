@@ -73,6 +73,7 @@ from tiny_harness.core.turn import (
     RemoteStatusEntry,
     TurnInput,
     TurnOutcome,
+    TurnRef,
 )
 from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
 
@@ -297,37 +298,19 @@ class RemoteLoop:
             await host.checkpoint(drain)
             await host.flush()  # the message is fixed before it is sent: a resend is the same
         before = sent.before if sent is not None else view.message_id
-        journaled = len(view.replies)
+        follow = _Following(host, ref, drain, view, before, sent, statuses)
         events = self.exchange(agent, turn, drain, view, sent)
         timeout = agent.spec.answer_timeout_seconds if agent.spec is not None else 600
         async with contextlib.aclosing(events):
             while not view.answered(before):
-                try:
-                    event = await asyncio.wait_for(anext(events), timeout)
-                except TimeoutError:
-                    raise RemoteCallError(
-                        "RemoteNoAnswer",
-                        f"the remote task {view.task_id or '(not created)'} on agent {name} "
-                        f"showed no change for {timeout}s (spec.answerTimeoutSeconds of "
-                        f"harnessagent {name}); it may still be at work there",
-                    ) from None
-                except StopAsyncIteration:  # pragma: no cover - exchange() follows for ever
+                step = follow.step(events, timeout, name)
+                if follow.sent is None:
+                    # Until the send is recorded, a cut waits for the record: a remote task
+                    # whose id nobody wrote down could be neither followed nor cancelled.
+                    if not await _uncut(step):
+                        break
+                elif not await step:
                     break
-                changed = view.take(event)
-                if sent is None and (view.task_id or event.HasField("message")):
-                    sent = RemoteSentEntry(
-                        id=f"{ref.prefix}/sent-0",
-                        message_id=drain.id,
-                        task_id=view.task_id or "",
-                        context_id=view.context_id,
-                        before=before,
-                    )
-                    await host.checkpoint(sent)
-                    await host.flush()  # the remote task's id, before it is followed
-                if changed and view.state is not None:
-                    await host.checkpoint(view.entry(f"{ref.prefix}/remote-{statuses}", journaled))
-                    statuses += 1
-                    journaled = len(view.replies)
         return await self.end(host, turn, view, drain.messages)
 
     async def exchange(
@@ -443,3 +426,78 @@ class RemoteLoop:
         )
         await host.end_turn(outcome)
         return outcome
+
+
+#: How long a cut turn waits for the record of a send it interrupted.
+RECORD_WAIT_SECONDS: Final = 30.0
+
+
+async def _uncut(work: Awaitable[T]) -> T:
+    """``work``, carried to its end even when the turn is cut meanwhile (the cut then goes on,
+    as :class:`asyncio.CancelledError`), for at most :data:`RECORD_WAIT_SECONDS`."""
+    inner = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(inner)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(inner, RECORD_WAIT_SECONDS)
+        raise
+
+
+class _Following:
+    """One turn's follow of its remote task: each event folded into the view, the send
+    recorded as soon as the agent names the remote task, the view journaled as it changes."""
+
+    def __init__(
+        self,
+        host: OperatorTurnHost,
+        ref: TurnRef,
+        drain: DrainEntry,
+        view: RemoteView,
+        before: str,
+        sent: RemoteSentEntry | None,
+        statuses: int,
+    ) -> None:
+        self.host = host
+        self.ref = ref
+        self.drain = drain
+        self.view = view
+        self.before = before
+        self.sent = sent
+        self.statuses = statuses
+        self.journaled = len(view.replies)
+
+    async def step(
+        self, events: AsyncGenerator[StreamResponse, None], quiet: float, agent: str
+    ) -> bool:
+        """Take the next event (waiting at most ``quiet`` seconds); False when there will be
+        none."""
+        view = self.view
+        try:
+            event = await asyncio.wait_for(anext(events), quiet)
+        except TimeoutError:
+            raise RemoteCallError(
+                "RemoteNoAnswer",
+                f"the remote task {view.task_id or '(not created)'} on agent {agent} showed no "
+                f"change for {quiet:g}s (spec.answerTimeoutSeconds of harnessagent {agent}); it "
+                "may still be at work there",
+            ) from None
+        except StopAsyncIteration:  # pragma: no cover - exchange() follows for ever
+            return False
+        changed = view.take(event)
+        if self.sent is None and (view.task_id or event.HasField("message")):
+            self.sent = RemoteSentEntry(
+                id=f"{self.ref.prefix}/sent-0",
+                message_id=self.drain.id,
+                task_id=view.task_id or "",
+                context_id=view.context_id,
+                before=self.before,
+            )
+            await self.host.checkpoint(self.sent)
+            await self.host.flush()  # the remote task's id, before it is followed
+        if changed and view.state is not None:
+            entry = view.entry(f"{self.ref.prefix}/remote-{self.statuses}", self.journaled)
+            await self.host.checkpoint(entry)
+            self.statuses += 1
+            self.journaled = len(view.replies)
+        return True
