@@ -18,9 +18,10 @@ quits.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import Any, ClassVar
 
-from a2a.types import StreamResponse
+from a2a.types import Message, Part, Role, StreamResponse
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -250,8 +251,16 @@ class HarnessApp(App[None]):
                         self.refresh_tasks()
                         return
                 return
-            async for event in self.session.send(text, task_id=view.task_id):
+            # What you said shows once the gateway has taken it (its first event comes after
+            # the write), so a message it refuses outright never appears as sent.
+            sent = Message(
+                message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)]
+            )
+            async for event in self.session.send(
+                text, task_id=view.task_id, message_id=sent.message_id
+            ):
                 if self.view is view:
+                    view.take_message(sent)
                     view.take(event)
                     self.render_view()
         except SessionError as exc:
