@@ -306,6 +306,22 @@ def test_a_refusal_reads_as_the_harnesss_not_the_agents() -> None:
     assert [line.who for line in view.lines][-2:] == ["harness", "agent"]
 
 
+def test_a_waiting_question_is_the_conversations_first_line() -> None:
+    task = question_task()
+    task.history.extend(
+        [
+            said("m1", "I approve it myself."),
+            said("refused-m1", "refused: not the answer", Role.ROLE_AGENT),
+        ]
+    )
+    view = TaskView.of(task, "carol")
+    assert [line.text for line in view.lines] == [
+        "Approve the budget of 40k?",
+        "I approve it myself.",
+        "refused: not the answer",
+    ]
+
+
 def test_a_sub_task_row_names_its_remote_agent_when_it_has_one() -> None:
     here = SubTaskRow(task_id="r-1", goal="Draft", state=TaskState.WORKING)
     remote = SubTaskRow(

@@ -123,6 +123,10 @@ class TaskView:
         # A task with no readable extension shows its conversation only.
         with contextlib.suppress(InvalidTaskError):
             self.extension = extension_from_a2a(task)
+        if self._asks(task):
+            # A question put to a person is the status message its task was created with, in
+            # no turn's journal: while it waits, it is the conversation's first line.
+            self.take_message(task.status.message)
         for message in task.history:
             self.take_message(message)
         if task.status.HasField("message"):
@@ -184,6 +188,18 @@ class TaskView:
         self.sub_state = sub_state
         if not new.is_terminal:
             self.ending = None
+
+    def _asks(self, task: Task) -> bool:
+        """Whether ``task``'s status message is the question it waits to have answered (the
+        agent's words there, not a command's reply)."""
+        message = task.status.message
+        return (
+            task.status.HasField("message")
+            and self.question() is not None
+            and not self.state.is_terminal
+            and not message.message_id.startswith(COMMAND_PREFIX)
+            and not is_refusal(message)
+        )
 
     def _ended_with(self, message: Message) -> None:
         """The status message of an ended task is how it ended (its answer, for a question)."""

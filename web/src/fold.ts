@@ -69,8 +69,17 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
   let next = withStatus(view, stateName(task.status?.state), subStateOf(task.metadata), now);
   const extension = extensionOf(task.metadata);
   next = { ...next, known: true, extension: extension ?? next.extension };
-  next = { ...next, lines: merge(next.lines, task.history.map((m) => lineOf(m, view.me))) };
   const status = task.status?.message;
+  // A question put to a person is the status message its task was created with, in no turn's
+  // journal: while it waits, the agent's words there are the question, the conversation's first
+  // line (a command's reply, also a status message, keeps its place).
+  const asking =
+    status &&
+    next.extension?.lifecycle === "participant" &&
+    !isTerminal(next.state) &&
+    lineOf(status, view.me).kind === "agent";
+  const history = asking ? [status, ...task.history] : task.history;
+  next = { ...next, lines: merge(next.lines, history.map((m) => lineOf(m, view.me))) };
   return status ? takeMessage(endedWith(next, status), status) : next;
 }
 

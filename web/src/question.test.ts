@@ -2,7 +2,7 @@ import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { emptyView, takeStatus, takeTask, type TaskView } from "./fold";
 import { badge, composerWords, guidance, questionOf, title, viewQuestion } from "./question";
-import { message, status, task } from "./test/a2a";
+import { message, said, status, task } from "./test/a2a";
 
 /** A participant task as the gateway renders it: carol answers, alice watches. */
 const ASK = task({
@@ -57,6 +57,26 @@ describe("a question put to a person", () => {
     expect(q.waiting).toBe(false);
     expect(guidance(q)).toBe("answered by carol: Approved.");
     expect(composerWords(view)).toMatchObject({ label: "Message", placeholder: "The task has ended" });
+  });
+
+  it("is the conversation's first line while it waits, whatever was said since", () => {
+    const read = {
+      ...ASK,
+      history: [said("m1", "I approve it myself.", "alice"), message("refused-m1", "refused: not the answer")],
+    };
+    const texts = (view: TaskView) => takeTask(view, read, 0).lines.map((l) => l.text);
+    expect(texts(emptyView("t1", "carol"))).toEqual([
+      "Approve the budget of 40k?",
+      "I approve it myself.",
+      "refused: not the answer",
+    ]);
+    // A command's reply, the status message too, keeps its place after what came before it.
+    const replied = { ...read, status: { ...read.status!, message: message("cmd-m2", "state: input-required") } };
+    expect(takeTask(emptyView("t1", "carol"), replied, 0).lines.map((l) => l.messageId)).toEqual([
+      "m1",
+      "refused-m1",
+      "cmd-m2",
+    ]);
   });
 
   it("is no question on any other task, whose composer reads as a message", () => {

@@ -175,7 +175,7 @@ function QuestionPanel({ question }: { question: Question }) {
   const answered = question.ending !== null;
   return (
     <section
-      className={`question${question.mine ? " mine" : ""}${answered ? " answered" : ""}`}
+      className="question-panel"
       aria-labelledby="question-title"
     >
       <h2 id="question-title">{title(question)}</h2>
