@@ -19,11 +19,10 @@ from tests.browser.test_web_ui import cancel, complete, composer, log, say, stat
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
-from tests.integration.test_participant_tasks import ASK_CAROL, asked
+from tests.integration.question_support import QUESTION, carol_is_asked
 
 pytestmark = pytest.mark.controlplane
 
-QUESTION = "Approve the budget of 40k?"
 REFUSAL = "refused: this task waits for carol's answer; a message from alice does not answer it"
 
 
@@ -34,18 +33,8 @@ async def test_a_question_for_carol_is_refused_to_a_watcher_and_her_answer_compl
     model_server: ModelServer,
     tasks: Tasks,
 ) -> None:
-    await model_server.control.script(
-        [
-            ASK_CAROL,
-            {"type": "text", "text": "I asked carol."},
-            {"type": "text", "text": "Carol approved.", "when": "answered by carol"},
-        ]
-    )
-    operator()
+    child = await carol_is_asked(model_server, operator, tasks)
     replica = gateway()
-    await tasks.create("release")
-    await tasks.send("release", "Get the budget approved.")
-    child = await asked(tasks, "release")
 
     # Alice watches it: the list and the page say whom it asks and that only carol answers.
     watcher = await browser.page(replica, query=f"?task={child}")

@@ -17,7 +17,7 @@ from textual.widgets import Input, ListView, Tree
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
-from tests.integration.test_participant_tasks import ASK_CAROL, asked
+from tests.integration.question_support import QUESTION, carol_is_asked
 from tiny_harness.core.states import TaskState
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
@@ -271,18 +271,8 @@ def labels(app: HarnessApp) -> list[str]:
 async def test_a_question_for_carol_is_refused_to_a_watcher_and_her_answer_completes_it(
     gateway: Replicas, operator: Operator, model_server: ModelServer, tasks: Tasks
 ) -> None:
-    await model_server.control.script(
-        [
-            ASK_CAROL,
-            {"type": "text", "text": "I asked carol."},
-            {"type": "text", "text": "Carol approved.", "when": "answered by carol"},
-        ]
-    )
-    operator()
-    await tasks.create("release")
-    await tasks.send("release", "Get the budget approved.")
-    child = await asked(tasks, "release")
-    question = "Approve the budget of 40k?"
+    child = await carol_is_asked(model_server, operator, tasks)
+    question = QUESTION
     url = gateway().url
 
     # Alice watches it (she is on the parent): her tree says whom it asks, and what she types

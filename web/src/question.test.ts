@@ -2,23 +2,9 @@ import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { emptyView, takeStatus, takeTask, type TaskView } from "./fold";
 import { badge, composerWords, guidance, questionOf, title, viewQuestion } from "./question";
-import { message, said, status, task } from "./test/a2a";
+import { message, question, said, status, task } from "./test/a2a";
 
-/** A participant task as the gateway renders it: carol answers, alice watches. */
-const ASK = task({
-  id: "t1",
-  subState: "awaiting-answer",
-  status: message("t1/question", "Approve the budget of 40k?"),
-  extension: {
-    goal: "Approve the budget of 40k?",
-    lifecycle: "participant",
-    parent: { task_id: "release" },
-    participants: [
-      { id: "carol", role: "assignee" },
-      { id: "alice", role: "watcher" },
-    ],
-  },
-});
+const ASK = question();
 
 function opened(me: string): TaskView {
   return takeTask(emptyView("t1", me), ASK, 0);

@@ -2,7 +2,7 @@ import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { subTaskRow } from "./extension";
 import { filtered, nest, tree, whereItRuns } from "./tasks";
-import { task } from "./test/a2a";
+import { question, task } from "./test/a2a";
 
 const parent = task({ id: "p", extension: { goal: "Plan" }, subState: "awaiting-next-message" });
 const child = task({ id: "c", state: TaskState.TASK_STATE_COMPLETED, extension: { goal: "Draft", parent: { task_id: "p" } } });
@@ -36,19 +36,7 @@ describe("the task tree", () => {
   });
 
   it("marks a question put to a person: for them, and with whom it asks for anyone else", () => {
-    const ask = task({
-      id: "q",
-      subState: "awaiting-answer",
-      extension: {
-        goal: "Approve the budget of 40k?",
-        lifecycle: "participant",
-        parent: { task_id: "p" },
-        participants: [
-          { id: "carol", role: "assignee" },
-          { id: "alice", role: "watcher" },
-        ],
-      },
-    });
+    const ask = question({ id: "q", parent: "p" });
     expect(tree([parent, ask], "alice").map((r) => [r.id, r.depth, r.question])).toEqual([
       ["p", 0, null],
       ["q", 1, "asks carol"],
