@@ -1,6 +1,8 @@
 """The TUI driven by Textual's Pilot against a real gateway, operator and control plane, with
 the scripted model: create a task, converse, /status, /sub-task, open the child, go back,
-complete; a watcher's ctrl+d is refused; an ended task's controls do nothing."""
+complete; a watcher's ctrl+d is refused; an ended task's controls do nothing; a question an
+agent puts to a person (a participant task) marked in their tree and a watcher's, a watcher's
+answer refused, and the person's answer completing it."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import ListView, Tree
+from textual.widgets import Input, ListView, Tree
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.gateway_support import Replicas
+from tests.integration.lifecycle_support import Tasks
+from tests.integration.question_support import QUESTION, carol_is_asked
 from tiny_harness.core.states import TaskState
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
@@ -241,3 +245,99 @@ async def test_ctrl_c_cancels_an_open_task_after_which_its_controls_do_nothing(
         await pilot.pause(0.2)
         assert app.view.state is TaskState.CANCELED  # type: ignore[union-attr]
         assert any("has ended" in n.message for n in app._notifications)
+
+
+def topbar(app: HarnessApp) -> str:
+    return str(app.query_one("#topbar").render())
+
+
+def details(app: HarnessApp) -> str:
+    return str(app.query_one("#details").render())
+
+
+def labels(app: HarnessApp) -> list[str]:
+    """The tree's lines, depth first."""
+    out: list[str] = []
+
+    def walk(node: Any) -> None:
+        for child in node.children:
+            out.append(str(child.label))
+            walk(child)
+
+    walk(app.query_one("#tasks", Tree).root)
+    return out
+
+
+async def test_a_question_for_carol_is_refused_to_a_watcher_and_her_answer_completes_it(
+    gateway: Replicas, operator: Operator, model_server: ModelServer, tasks: Tasks
+) -> None:
+    child = await carol_is_asked(model_server, operator, tasks)
+    question = QUESTION
+    url = gateway().url
+
+    # Alice watches it (she is on the parent): her tree says whom it asks, and what she types
+    # is refused as not the answer, the task still waiting.
+    alice = await Session.connect(url, participant="alice")
+    try:
+        app = HarnessApp(alice)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await until(
+                pilot,
+                lambda: (
+                    labels(app)
+                    == [
+                        "Help with release. · INPUT_REQUIRED · awaiting-next-message",
+                        f"asks carol · {question} · INPUT_REQUIRED · awaiting-answer",
+                    ]
+                ),
+            )
+            app.open(child)
+            await until(pilot, lambda: f"Question for carol: {question}" in details(app))
+            assert "This task waits for carol's answer" in details(app)
+            composer = app.query_one("#composer", Input)
+            assert composer.placeholder == (
+                "Only carol's answer completes this task; / for commands"
+            )
+            await type_in(pilot, "I approve it myself.")
+            refusal = (
+                "harness: refused: this task waits for carol's answer; a message from alice "
+                "does not answer it"
+            )
+            await until(pilot, lambda: refusal in said(app))
+            assert said(app)[-2:] == ["you: I approve it myself.", refusal]
+            assert topbar(app).startswith(f"{child} · INPUT_REQUIRED · awaiting-answer")
+    finally:
+        await alice.close()
+    assert (await tasks.status(child))["turn"] == 0  # no turn took alice's words
+
+    # Carol: the question is in her tree, marked for her; her answer completes it.
+    carol = await Session.connect(url, participant="carol")
+    try:
+        app = HarnessApp(carol)
+        async with app.run_test(size=(140, 45)) as pilot:
+            mine = f"question for you · {question} · INPUT_REQUIRED · awaiting-answer"
+            await until(pilot, lambda: labels(app) == [mine])
+            await pilot.press("ctrl+t", "down", "enter")  # to the tree, its first task, open it
+            await until(pilot, lambda: f"Question for you: {question}" in details(app))
+            assert "Your answer completes this task" in details(app)
+            composer = app.query_one("#composer", Input)
+            assert composer.placeholder == "Your answer (enter sends it and completes the task)"
+
+            await type_in(pilot, "Approved, up to 40k.")
+            await until(pilot, lambda: app.view.state is TaskState.COMPLETED)  # type: ignore[union-attr]
+            answer = "answered by carol: Approved, up to 40k."
+            await until(pilot, lambda: f"  {answer}" in details(app))
+            assert topbar(app).startswith(f"{child} · COMPLETED")
+            assert said(app)[-2:] == ["you: Approved, up to 40k.", f"agent: {answer}"]
+            await until(
+                pilot, lambda: labels(app) == [f"question for you · {question} · COMPLETED"]
+            )
+            # Ended: its controls do nothing but say why.
+            await pilot.press("ctrl+d")
+            await until(pilot, lambda: any("has ended" in n.message for n in app._notifications))
+            assert app.view.state is TaskState.COMPLETED  # type: ignore[union-attr]
+    finally:
+        await carol.close()
+    # And the parent's model read the answer.
+    parent = await tasks.wait("release", "TASK_STATE_INPUT_REQUIRED", turn=2)
+    assert parent["message"] == "Carol approved."

@@ -30,11 +30,11 @@ def task(task_id: str, goal: str, state: str, sub_state: str | None, **more: Any
             **more.pop("spec", {}),
         }
     )
-    status = TaskStatus.model_validate({"state": state, "subState": sub_state, **more})
-    history = [
+    history = more.pop("history", None) or [
         Message(message_id="m1", role=Role.ROLE_USER, parts=[Part(text="Plan the release")]),
         Message(message_id="r1", role=Role.ROLE_AGENT, parts=[Part(text="Happy to plan it.")]),
     ]
+    status = TaskStatus.model_validate({"state": state, "subState": sub_state, **more})
     return task_to_a2a(task_id, task_id, spec, status, history=history)
 
 
@@ -44,7 +44,14 @@ PARENT = task(
     "TASK_STATE_INPUT_REQUIRED",
     "awaiting-next-message",
     subTasks=[
-        {"taskId": "release-docs", "goal": "Draft the changelog", "state": "TASK_STATE_WORKING"}
+        {"taskId": "release-docs", "goal": "Draft the changelog", "state": "TASK_STATE_WORKING"},
+        {
+            "taskId": "release-price",
+            "agent": "market",
+            "goal": "Price the launch",
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-answer",
+        },
     ],
     plan={"steps": [{"name": "dates", "done": True}, {"name": "owners"}]},
 )
@@ -54,6 +61,40 @@ CHILD = task(
     "TASK_STATE_WORKING",
     None,
     spec={"parent": {"taskId": "release"}},
+)
+
+
+QUESTION = task(
+    "release-ask",
+    "Approve the budget of 40k?",
+    "TASK_STATE_INPUT_REQUIRED",
+    "awaiting-answer",
+    lifecycle="participant",
+    message="Approve the budget of 40k?",
+    # Alice, watching, tried to answer for carol; the operator refused it.
+    history=[
+        Message(
+            message_id="m1",
+            role=Role.ROLE_USER,
+            parts=[Part(text="I approve it myself.")],
+            metadata={"sender": "alice"},
+        ),
+        Message(
+            message_id="refused-m1",
+            role=Role.ROLE_AGENT,
+            parts=[
+                Part(
+                    text="refused: this task waits for carol's answer; a message from alice "
+                    "does not answer it"
+                )
+            ],
+        ),
+    ],
+    spec={
+        "acceptanceCriteria": [],
+        "parent": {"taskId": "release"},
+        "participants": [{"id": "carol", "role": "assignee"}, {"id": "alice", "role": "watcher"}],
+    },
 )
 
 
@@ -71,6 +112,18 @@ class StillSession:
 
     async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
         yield StreamResponse(task=PARENT if task_id == "release" else CHILD)
+
+
+class QuestionSession(StillSession):
+    """Carol's session: the one task she is on is the question put to her."""
+
+    me = "carol"
+
+    async def tasks(self) -> list[Task]:
+        return [QUESTION]
+
+    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
+        yield StreamResponse(task=QUESTION)
 
 
 def app() -> HarnessApp:
@@ -136,3 +189,17 @@ def test_the_command_hint(snap_compare: Any) -> None:
         await until(pilot, lambda: "sub-task" in str(hint.render()))
 
     assert snap_compare(app(), terminal_size=(120, 36), run_before=type_slash)
+
+
+def test_a_question_for_you(snap_compare: Any) -> None:
+    async def open_question(pilot: Pilot[None]) -> None:
+        assert isinstance(pilot.app, HarnessApp)
+        pilot.app.query_one("#composer", Input).cursor_blink = False
+        tree = pilot.app.query_one("#tasks", Tree)
+        await until(pilot, lambda: len(list(_nodes(tree.root))) == 1)
+        pilot.app.open("release-ask")
+        details = pilot.app.query_one("#details", Static)
+        await until(pilot, lambda: "Question for you" in str(details.render()))
+
+    question = HarnessApp(QuestionSession())  # type: ignore[arg-type]
+    assert snap_compare(question, terminal_size=(120, 36), run_before=open_question)

@@ -22,10 +22,10 @@ from tiny_harness.core.control import control_message
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import with_sub_state
-from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.task import SubTaskRow, TaskSpec
 from tiny_harness.core.task import TaskStatus as Status
 from tiny_harness.tui.new_task import FormError, envelope
-from tiny_harness.tui.view import TaskView, text_of, tree
+from tiny_harness.tui.view import TaskView, row_text, text_of, tree
 
 
 def spec(goal: str = "Plan the release", parent: str | None = None) -> TaskSpec:
@@ -180,3 +180,156 @@ def test_the_new_task_form_makes_the_envelope_or_says_what_to_fix() -> None:
         envelope("  ", "", "", "alice")
     with pytest.raises(FormError, match="'boss' is not a role"):
         envelope("Go", "", "bob:boss", "alice")
+
+
+# -- participant tasks: a question an agent put to one person ----------------------------------
+
+
+def question_task(
+    state: TaskState = TaskState.INPUT_REQUIRED,
+    sub_state: str | None = "awaiting-answer",
+    ending: str | None = None,
+) -> Task:
+    """A participant task as the gateway renders it: carol answers, alice and bob watch."""
+    task_spec = TaskSpec.model_validate(
+        {
+            "goal": "Approve the budget of 40k?",
+            "parent": {"taskId": "release"},
+            "participants": [
+                {"id": "carol", "role": "assignee"},
+                {"id": "alice", "role": "watcher"},
+                {"id": "bob", "role": "watcher"},
+            ],
+        }
+    )
+    status = Status.model_validate(
+        {
+            "state": state.value,
+            "subState": sub_state,
+            "lifecycle": "participant",
+            "message": ending or "Approve the budget of 40k?",
+        }
+    )
+    return task_to_a2a("release-sub-1", "release", task_spec, status)
+
+
+def test_a_question_is_marked_for_its_person_and_says_whom_it_asks_to_anyone_else() -> None:
+    mine = TaskView.of(question_task(), "carol")
+    theirs = TaskView.of(question_task(), "alice")
+    assert mine.label() == (
+        "question for you · Approve the budget of 40k? · INPUT_REQUIRED · awaiting-answer"
+    )
+    assert theirs.label() == (
+        "asks carol · Approve the budget of 40k? · INPUT_REQUIRED · awaiting-answer"
+    )
+    question = mine.question()
+    assert question is not None
+    assert (question.title, question.text) == ("Question for you", "Approve the budget of 40k?")
+    assert question.guidance() == "Your answer completes this task: type it below and press enter."
+    assert mine.placeholder() == "Your answer (enter sends it and completes the task)"
+    watched = theirs.question()
+    assert watched is not None
+    assert watched.title == "Question for carol"
+    assert watched.guidance().startswith("This task waits for carol's answer")
+    assert theirs.placeholder() == "Only carol's answer completes this task; / for commands"
+
+
+def test_an_ordinary_task_is_no_question() -> None:
+    view = TaskView.of(a2a_task(), "alice")
+    assert view.question() is None
+    assert view.label() == "Plan the release · INPUT_REQUIRED · awaiting-next-message"
+    assert view.placeholder() == "Say something, or / for commands"
+
+
+def test_an_answered_question_shows_the_answer_and_its_controls_are_refused() -> None:
+    view = TaskView.of(question_task(), "carol")
+    view.take(StreamResponse(message=said("a1", "Approved.")))
+    view.take(
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id="release-sub-1",
+                status=TaskStatus(
+                    state=A2AState.TASK_STATE_COMPLETED,
+                    message=said(
+                        "release-sub-1/turn-1/end",
+                        "answered by carol: Approved.",
+                        Role.ROLE_AGENT,
+                    ),
+                ),
+            )
+        )
+    )
+    question = view.question()
+    assert question is not None
+    assert view.header == "COMPLETED"
+    assert question.guidance() == "answered by carol: Approved."
+    assert view.placeholder() == "Say something, or / for commands"
+    assert "has ended" in str(view.refusal())
+    # Read again later (a reopened task), the answer is the status text it ended with.
+    reread = TaskView.of(
+        question_task(TaskState.COMPLETED, None, ending="answered by carol: Approved."), "alice"
+    ).question()
+    assert reread is not None
+    assert reread.guidance() == "answered by carol: Approved."
+
+
+def test_a_refusal_reads_as_the_harnesss_not_the_agents() -> None:
+    view = TaskView.of(question_task(), "alice")
+    view.take(StreamResponse(message=said("m1", "I approve it myself.")))
+    refusal = said(
+        "refused-m1",
+        "refused: this task waits for carol's answer; a message from alice does not answer it",
+        Role.ROLE_AGENT,
+    )
+    waiting = TaskStatusUpdateEvent(
+        task_id="release-sub-1",
+        status=TaskStatus(state=A2AState.TASK_STATE_INPUT_REQUIRED, message=refusal),
+        metadata=with_sub_state(None, "awaiting-answer"),
+    )
+    view.take(StreamResponse(status_update=waiting))
+    assert [(line.who, line.text) for line in view.lines][-2:] == [
+        ("you", "I approve it myself."),
+        (
+            "harness",
+            "refused: this task waits for carol's answer; a message from alice does not answer it",
+        ),
+    ]
+    assert view.header == "INPUT_REQUIRED · awaiting-answer"
+    question = view.question()
+    assert question is not None
+    assert question.waiting
+    assert question.ending is None  # a refusal on a waiting task is no ending
+    view.take(
+        StreamResponse(message=said("cmd-m2", "refused: alice is a watcher", Role.ROLE_AGENT))
+    )
+    view.take(StreamResponse(message=said("cmd-m3", "state: input-required", Role.ROLE_AGENT)))
+    assert [line.who for line in view.lines][-2:] == ["harness", "agent"]
+
+
+def test_a_waiting_question_is_the_conversations_first_line() -> None:
+    task = question_task()
+    task.history.extend(
+        [
+            said("m1", "I approve it myself."),
+            said("refused-m1", "refused: not the answer", Role.ROLE_AGENT),
+        ]
+    )
+    view = TaskView.of(task, "carol")
+    assert [line.text for line in view.lines] == [
+        "Approve the budget of 40k?",
+        "I approve it myself.",
+        "refused: not the answer",
+    ]
+
+
+def test_a_sub_task_row_names_its_remote_agent_when_it_has_one() -> None:
+    here = SubTaskRow(task_id="r-1", goal="Draft", state=TaskState.WORKING)
+    remote = SubTaskRow(
+        task_id="r-2",
+        agent="market",
+        goal="Price it",
+        state=TaskState.INPUT_REQUIRED,
+        sub_state="awaiting-answer",
+    )
+    assert row_text(here) == "r-1 · WORKING · Draft"
+    assert row_text(remote) == "r-2 · INPUT_REQUIRED · awaiting-answer · on agent market · Price it"

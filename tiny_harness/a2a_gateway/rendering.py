@@ -201,15 +201,23 @@ def progress_key(item: Task | TaskStatusUpdateEvent) -> ProgressKey:
     return int(used.get("model_calls") or 0), int(used.get("tool_calls") or 0)
 
 
+#: The message metadata key naming who sent a participant's message, so that every reader of
+#: a task shared by several people (the TUI, the web UI) can tell whose words each are.
+SENDER_KEY = "sender"
+
+
 def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> Message:
-    """One transcript entry as an A2A message."""
+    """One transcript entry as an A2A message; a participant's names its sender."""
+    metadata = dict(entry.metadata)
+    if entry.sender:
+        metadata[SENDER_KEY] = entry.sender
     return Message(
         message_id=entry.message_id,
         task_id=task_id,
         context_id=context_id,
         role=Role.ROLE_USER if entry.role == "user" else Role.ROLE_AGENT,
         parts=[Part(text=entry.text)],
-        metadata=dict(entry.metadata) or None,
+        metadata=metadata or None,
     )
 
 
@@ -221,13 +229,14 @@ def pending_message(task_id: str, context_id: str, spec: MessageSpec) -> Message
         parts = [Part(text=f"/{spec.control}")]
     else:
         parts = [_a2a_part(p) for p in spec.parts]
+    # The sender is the one the API server bound to the message, whatever its metadata says.
     return Message(
         message_id=spec.message_id,
         task_id=task_id,
         context_id=context_id,
         role=Role.ROLE_USER,
         parts=parts,
-        metadata=spec.metadata or None,
+        metadata={**spec.metadata, SENDER_KEY: spec.sender},
     )
 
 

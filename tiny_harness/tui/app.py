@@ -5,6 +5,10 @@ everything shown is folded by :mod:`tiny_harness.tui.view`. The screen never wai
 gateway: reads and streams run as Textual workers, and a followed task's stream that breaks
 shows "reconnecting" in the top bar until it is back.
 
+A participant task (a question an agent put to a person) is marked in the tree ("question
+for you", or whom it asks), its question heads the details with what to do about it, and the
+composer asks for the answer.
+
 Keys (each in the footer): ``ctrl+d`` Complete, ``ctrl+c`` Cancel (both refused with a notice
 on an ended task or for a watcher), ``enter`` on a sub-task row opens it, ``f4`` goes back to
 the parent, ``ctrl+n`` starts a new task, ``ctrl+t`` switches task (the tree), ``ctrl+q``
@@ -14,9 +18,10 @@ quits.
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import Any, ClassVar
 
-from a2a.types import StreamResponse
+from a2a.types import Message, Part, Role, StreamResponse
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -28,7 +33,7 @@ from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, S
 
 from tiny_harness.tui.new_task import NewTask
 from tiny_harness.tui.session import Reconnecting, Session, SessionError
-from tiny_harness.tui.view import TaskView, tree
+from tiny_harness.tui.view import COMPOSER_PLACEHOLDER, TaskView, row_text, tree
 
 
 class HarnessApp(App[None]):
@@ -73,7 +78,7 @@ class HarnessApp(App[None]):
                 yield ListView(id="subtasks")
                 yield Static("", id="hint", markup=False)
                 yield Input(
-                    placeholder="Say something, or / for commands",
+                    placeholder=COMPOSER_PLACEHOLDER,
                     id="composer",
                     suggester=SuggestFromList(
                         [f"/{c.name}" for c in self.session.commands], case_sensitive=True
@@ -106,7 +111,10 @@ class HarnessApp(App[None]):
         for depth, task in tree(tasks):
             view = TaskView.of(task, self.session.me)
             parent = nodes.get(depth - 1, widget.root)
-            label = Text(f"{view.goal or task.id} · {view.header}")
+            question = view.question()
+            label = Text(view.label())
+            if question is not None:
+                label.stylize("bold reverse", 0, len(question.badge))
             nodes[depth] = parent.add_leaf(label, data=task.id)
         widget.root.expand_all()
 
@@ -150,6 +158,9 @@ class HarnessApp(App[None]):
     def _render_view(self) -> None:
         view = self.view
         top = self.query_one("#topbar", Static)
+        self.query_one("#composer", Input).placeholder = (
+            view.placeholder() if view is not None else COMPOSER_PLACEHOLDER
+        )
         if view is None:
             top.update("no task open: type a goal to start one")
             return
@@ -165,7 +176,11 @@ class HarnessApp(App[None]):
         if self.reconnecting:
             bar += f" · {self.reconnecting}"
         top.update(bar)
-        details = [f"Goal: {view.goal}"] if view.goal else []
+        question = view.question()
+        if question is not None:
+            details = [f"{question.title}: {question.text}", f"  {question.guidance()}"]
+        else:
+            details = [f"Goal: {view.goal}"] if view.goal else []
         details += [f"  ✓ {c}" for c in view.criteria]
         if view.participants:
             details.append(
@@ -183,10 +198,7 @@ class HarnessApp(App[None]):
             log.write(f"{line.who}: {line.text}")
         self.shown = len(view.lines)
         rows = self.query_one("#subtasks", ListView)
-        wanted = [
-            f"{r.task_id} · {r.state.value.removeprefix('TASK_STATE_')} · {r.goal}"
-            for r in view.sub_tasks
-        ]
+        wanted = [row_text(r) for r in view.sub_tasks]
         if [str(i.name) for i in rows.children] != [r.task_id for r in view.sub_tasks]:
             rows.clear()
             for row, text in zip(view.sub_tasks, wanted, strict=True):
@@ -239,8 +251,16 @@ class HarnessApp(App[None]):
                         self.refresh_tasks()
                         return
                 return
-            async for event in self.session.send(text, task_id=view.task_id):
+            # What you said shows once the gateway has taken it (its first event comes after
+            # the write), so a message it refuses outright never appears as sent.
+            sent = Message(
+                message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)]
+            )
+            async for event in self.session.send(
+                text, task_id=view.task_id, message_id=sent.message_id
+            ):
                 if self.view is view:
+                    view.take_message(sent)
                     view.take(event)
                     self.render_view()
         except SessionError as exc:

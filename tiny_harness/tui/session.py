@@ -136,12 +136,18 @@ class Session:
     # -- writes ------------------------------------------------------------------------------
 
     async def send(
-        self, text: str, *, task_id: str = "", envelope: dict[str, Any] | None = None
+        self,
+        text: str,
+        *,
+        task_id: str = "",
+        envelope: dict[str, Any] | None = None,
+        message_id: str = "",
     ) -> AsyncIterator[StreamResponse]:
         """Send ``text`` (to ``task_id``, or as a new task described by ``envelope``) and
-        stream what the gateway answers until it ends the stream."""
+        stream what the gateway answers until it ends the stream. ``message_id`` (else a new
+        one) lets the caller show the message as the history will name it."""
         message = Message(
-            message_id=str(uuid.uuid4()),
+            message_id=message_id or str(uuid.uuid4()),
             task_id=task_id,
             role=Role.ROLE_USER,
             parts=[Part(text=text)],

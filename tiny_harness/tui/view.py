@@ -5,6 +5,10 @@ objects: a ``Task`` read with its history (GetTask), then the events of a stream
 with streaming, or SubscribeToTask): a new ``Task``, a ``Message``, a status update. The fold
 keeps the conversation in the order it arrived, each message once (by its id): a stream that
 reconnects replays the task and its history, and none of it shows twice.
+
+A participant task (lifecycle ``participant``) is a question an agent put to one person, which
+that person's answer completes: :meth:`TaskView.question` says so, and the screens show it as
+such (a badge in the tree, the question and what to do about it, the composer as the answer).
 """
 
 from __future__ import annotations
@@ -17,11 +21,18 @@ from dataclasses import dataclass, field
 from a2a.types import Message, Role, StreamResponse, Task, TaskStatusUpdateEvent
 
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
+from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
-from tiny_harness.core.task import Participant, SubTaskRow, TaskExtension, TaskUsage
+from tiny_harness.core.task import Lifecycle, Participant, SubTaskRow, TaskExtension, TaskUsage
+
+#: How the ids of the answers given outside a turn begin (``core.answers``).
+REFUSED_PREFIX = refusal_id("")
+COMMAND_PREFIX = command_reply_id("")
+#: What the composer says when nothing more particular applies.
+COMPOSER_PLACEHOLDER = "Say something, or / for commands"
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,54 @@ class Line:
     message_id: str
     who: str
     text: str
+
+
+@dataclass(frozen=True)
+class Question:
+    """A participant task as the screens show it: the question, whom it asks, whether that is
+    the viewer, whether it still waits for the answer, and how it ended."""
+
+    text: str
+    #: Who answers it: the task's assignees (one, as ``create_task_for_participant`` makes it).
+    asks: tuple[str, ...]
+    mine: bool
+    waiting: bool
+    #: The status text the task ended with ("answered by carol: ..."), once it has ended.
+    ending: str | None
+
+    @property
+    def whom(self) -> str:
+        return " or ".join(self.asks) or "its assignee"
+
+    @property
+    def badge(self) -> str:
+        """The mark beside the task wherever it is listed (the web UI says the same)."""
+        return "question for you" if self.mine else f"asks {self.whom}"
+
+    @property
+    def title(self) -> str:
+        return "Question for you" if self.mine else f"Question for {self.whom}"
+
+    def guidance(self) -> str:
+        """What the viewer can do about it now, or how it ended."""
+        if self.ending is not None:
+            return self.ending
+        if not self.waiting:
+            return "Taking your answer…" if self.mine else f"Taking {self.whom}'s answer…"
+        if self.mine:
+            return "Your answer completes this task: type it below and press enter."
+        return (
+            f"This task waits for {self.whom}'s answer: only theirs completes it, and a "
+            "message from you does not answer it."
+        )
+
+    def placeholder(self) -> str:
+        """The composer's placeholder: the assignee's answer, or a reminder to anyone else."""
+        if not self.waiting:
+            return COMPOSER_PLACEHOLDER
+        if self.mine:
+            return "Your answer (enter sends it and completes the task)"
+        return f"Only {self.whom}'s answer completes this task; / for commands"
 
 
 @dataclass
@@ -45,6 +104,8 @@ class TaskView:
     lines: list[Line] = field(default_factory=list)
     #: When (on ``clock``) this view saw the task start working, while it works.
     working_since: float | None = None
+    #: The status text the task ended with, once it has ended.
+    ending: str | None = None
     clock: Callable[[], float] = time.monotonic
     _seen: set[str] = field(default_factory=set)
 
@@ -62,9 +123,14 @@ class TaskView:
         # A task with no readable extension shows its conversation only.
         with contextlib.suppress(InvalidTaskError):
             self.extension = extension_from_a2a(task)
+        if self._asks(task):
+            # A question put to a person is the status message its task was created with, in
+            # no turn's journal: while it waits, it is the conversation's first line.
+            self.take_message(task.status.message)
         for message in task.history:
             self.take_message(message)
         if task.status.HasField("message"):
+            self._ended_with(task.status.message)
             self.take_message(task.status.message)
 
     def take_message(self, message: Message) -> None:
@@ -96,6 +162,7 @@ class TaskView:
                 update["usage"] = TaskUsage.model_validate(used)
             self.extension = self.extension.model_copy(update=update)
         if event.status.HasField("message"):
+            self._ended_with(event.status.message)
             self.take_message(event.status.message)
 
     def take(self, event: StreamResponse) -> None:
@@ -119,10 +186,30 @@ class TaskView:
             self.working_since = None
         self.state = new
         self.sub_state = sub_state
+        if not new.is_terminal:
+            self.ending = None
+
+    def _asks(self, task: Task) -> bool:
+        """Whether ``task``'s status message is the question it waits to have answered (the
+        agent's words there, not a command's reply)."""
+        message = task.status.message
+        return (
+            task.status.HasField("message")
+            and self.question() is not None
+            and not self.state.is_terminal
+            and not message.message_id.startswith(COMMAND_PREFIX)
+            and not is_refusal(message)
+        )
+
+    def _ended_with(self, message: Message) -> None:
+        """The status message of an ended task is how it ended (its answer, for a question)."""
+        if self.state.is_terminal:
+            self.ending = text_of(message)
 
     def _who(self, message: Message) -> str:
         if message.role == Role.ROLE_AGENT:
-            return "agent"
+            # A refusal is the harness's own answer (the operator's role check), not the agent's.
+            return "harness" if is_refusal(message) else "agent"
         sender = str(metadata_dict(message.metadata).get("sender") or "")
         return sender if sender and sender != self.me else "you"
 
@@ -186,6 +273,30 @@ class TaskView:
             f"{used.input_tokens + used.output_tokens} tokens, {used.tool_calls} tool calls"
         )
 
+    def question(self) -> Question | None:
+        """The question this task puts to a person, when it is a participant task."""
+        ext = self.extension
+        if ext is None or ext.lifecycle is not Lifecycle.PARTICIPANT:
+            return None
+        return Question(
+            text=ext.goal,
+            asks=ext.assignees,
+            mine=self.me in ext.assignees,
+            waiting=self.state is TaskState.INPUT_REQUIRED,
+            ending=self.ending if self.state.is_terminal else None,
+        )
+
+    def label(self) -> str:
+        """The task's line in the tree: a question's badge first (so a narrow tree keeps it),
+        then the goal and the state."""
+        question = self.question()
+        line = f"{self.goal or self.task_id} · {self.header}"
+        return f"{question.badge} · {line}" if question else line
+
+    def placeholder(self) -> str:
+        question = self.question()
+        return question.placeholder() if question else COMPOSER_PLACEHOLDER
+
     def role(self) -> str | None:
         return next((p.role.value for p in self.participants if p.id == self.me), None)
 
@@ -196,6 +307,25 @@ class TaskView:
         if self.role() == "watcher":
             return "you watch this task: a watcher cannot complete or cancel it"
         return None
+
+
+def row_text(row: SubTaskRow) -> str:
+    """A sub-task row as the parent lists it: id, state and sub-state, where it runs when that
+    is a remote agent, and its goal."""
+    state = row.state.value.removeprefix("TASK_STATE_")
+    parts = [row.task_id, f"{state} · {row.sub_state}" if row.sub_state else state]
+    if row.agent:
+        parts.append(f"on agent {row.agent}")
+    parts.append(row.goal)
+    return " · ".join(parts)
+
+
+def is_refusal(message: Message) -> bool:
+    """Whether an agent-side message is a refusal, by the id the operator gives it (a refused
+    message's notice, or a command's reply that the role check refused)."""
+    if message.message_id.startswith(REFUSED_PREFIX):
+        return True
+    return message.message_id.startswith(COMMAND_PREFIX) and text_of(message).startswith("refused")
 
 
 def text_of(message: Message) -> str:

@@ -30,7 +30,12 @@ describe("the task extension as the UI reads it", () => {
         participants: [{ id: "alice", role: "assignee" }, { id: "x", role: "king" }],
         parent: { task_id: "p" },
         plan: { steps: [{ name: "one", done: true }, { name: "two", dependencies: ["one"] }, {}] },
-        sub_tasks: [{ task_id: "c", state: "TASK_STATE_WORKING" }, { goal: "no id" }],
+        sub_tasks: [
+          { task_id: "c", state: "TASK_STATE_WORKING" },
+          { task_id: "m", agent: "market", state: "TASK_STATE_INPUT_REQUIRED", sub_state: "awaiting-answer" },
+          { goal: "no id" },
+        ],
+        lifecycle: "conversation",
         usage: { model_calls: 2, input_tokens: 10, output_tokens: 5, tool_calls: 1 },
         some_later_field: true,
       },
@@ -44,7 +49,11 @@ describe("the task extension as the UI reads it", () => {
         { name: "one", done: true },
         { name: "two", done: false, dependencies: ["one"] },
       ],
-      subTasks: [{ taskId: "c", state: "TASK_STATE_WORKING", goal: "", subState: null }],
+      subTasks: [
+        { taskId: "c", agent: null, state: "TASK_STATE_WORKING", goal: "", subState: null },
+        { taskId: "m", agent: "market", state: "TASK_STATE_INPUT_REQUIRED", goal: "", subState: "awaiting-answer" },
+      ],
+      lifecycle: "conversation",
       usage: { modelCalls: 2, inputTokens: 10, outputTokens: 5, toolCalls: 1 },
     });
     expect(extensionOf({})).toBeUndefined();

@@ -23,6 +23,8 @@ export interface PlanStep {
 
 export interface SubTaskRow {
   taskId: string;
+  /** The remote agent the child runs on; null when it runs here. */
+  agent: string | null;
   goal: string;
   state: StateName;
   subState: string | null;
@@ -44,6 +46,8 @@ export interface TaskExtension {
   parent: string | null;
   plan: PlanStep[];
   subTasks: SubTaskRow[];
+  /** conversation, delegated or participant (a question put to a person); null when unset. */
+  lifecycle: string | null;
   model: string | null;
   /** What the task's ended turns used. */
   usage: Usage | null;
@@ -62,6 +66,7 @@ export const FIELDS_READ = {
     "parent",
     "plan",
     "sub_tasks",
+    "lifecycle",
     "model",
     "usage",
     "turn_usage",
@@ -70,7 +75,7 @@ export const FIELDS_READ = {
   TaskLink: ["task_id"],
   Plan: ["steps"],
   PlanStep: ["name", "description", "done", "linked_tasks", "dependencies"],
-  SubTaskRow: ["task_id", "goal", "state", "sub_state"],
+  SubTaskRow: ["task_id", "agent", "goal", "state", "sub_state"],
   TaskUsage: ["model_calls", "input_tokens", "output_tokens", "tool_calls"],
 } as const;
 
@@ -130,6 +135,7 @@ export function subTaskRow(value: unknown): SubTaskRow | undefined {
   const subState = text(raw?.sub_state);
   return {
     taskId,
+    agent: text(raw?.agent) || null,
     goal: text(raw?.goal),
     state: readState(raw?.state) ?? "TASK_STATE_SUBMITTED",
     subState: subState || null,
@@ -164,6 +170,7 @@ export function extensionOf(metadata: Json | undefined): TaskExtension | undefin
     parent: text(record(raw.parent)?.task_id) || null,
     plan: list(record(raw.plan)?.steps).flatMap((s) => step(s) ?? []),
     subTasks: subTaskRows(raw.sub_tasks),
+    lifecycle: text(raw.lifecycle) || null,
     model: text(raw.model) || null,
     usage: usageOf(raw.usage),
     turnUsage: usageOf(raw.turn_usage),

@@ -104,8 +104,25 @@ describe("the fold", () => {
       }),
       0,
     );
-    expect(view.extension?.subTasks).toEqual([{ taskId: "t1-sub-1", goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null }]);
+    expect(view.extension?.subTasks).toEqual([
+      { taskId: "t1-sub-1", agent: null, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null },
+    ]);
     expect(view.extension?.goal).toBe("Plan the release");
+  });
+
+  it("keeps the status text an ended task ended with, and not a waiting task's", () => {
+    let view = takeTask(emptyView("t1", "alice"), task({ status: message("t1/question", "Approve?") }), 0);
+    expect(view.ending).toBeNull();
+    view = takeStatus(view, status(INPUT_REQUIRED, { message: message("refused-m1", "refused: not the answer") }), 0);
+    expect(view.ending).toBeNull();
+    view = takeStatus(view, status(TaskState.TASK_STATE_COMPLETED, { message: message("t1/turn-1/end", "answered by alice: Yes.") }), 0);
+    expect(view.ending).toBe("answered by alice: Yes.");
+    const reread = takeTask(
+      emptyView("t1", "bob"),
+      task({ state: TaskState.TASK_STATE_COMPLETED, status: message("t1/turn-1/end", "answered by alice: Yes.") }),
+      0,
+    );
+    expect(reread.ending).toBe("answered by alice: Yes.");
   });
 
   it("ignores another task's events", () => {

@@ -43,6 +43,8 @@ export interface TaskView {
   lines: Line[];
   /** When (on the caller's clock, ms) this view saw the task start working, while it works. */
   workingSince: number | null;
+  /** The status text the task ended with (a question's answer), once it has ended. */
+  ending: string | null;
 }
 
 export function emptyView(taskId: string, me: string): TaskView {
@@ -55,6 +57,7 @@ export function emptyView(taskId: string, me: string): TaskView {
     extension: null,
     lines: [],
     workingSince: null,
+    ending: null,
   };
 }
 
@@ -66,9 +69,18 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
   let next = withStatus(view, stateName(task.status?.state), subStateOf(task.metadata), now);
   const extension = extensionOf(task.metadata);
   next = { ...next, known: true, extension: extension ?? next.extension };
-  next = { ...next, lines: merge(next.lines, task.history.map((m) => lineOf(m, view.me))) };
   const status = task.status?.message;
-  return status ? takeMessage(next, status) : next;
+  // A question put to a person is the status message its task was created with, in no turn's
+  // journal: while it waits, the agent's words there are the question, the conversation's first
+  // line (a command's reply, also a status message, keeps its place).
+  const asking =
+    status &&
+    next.extension?.lifecycle === "participant" &&
+    !isTerminal(next.state) &&
+    lineOf(status, view.me).kind === "agent";
+  const history = asking ? [status, ...task.history] : task.history;
+  next = { ...next, lines: merge(next.lines, history.map((m) => lineOf(m, view.me))) };
+  return status ? takeMessage(endedWith(next, status), status) : next;
 }
 
 /** One message, appended unless already shown. */
@@ -104,7 +116,12 @@ export function takeStatus(view: TaskView, event: TaskStatusUpdateEvent, now: nu
     };
   }
   const message = event.status?.message;
-  return message ? takeMessage(next, message) : next;
+  return message ? takeMessage(endedWith(next, message), message) : next;
+}
+
+/** The status message of an ended task is how it ended: for a question, its answer. */
+function endedWith(view: TaskView, message: Message): TaskView {
+  return isTerminal(view.state) ? { ...view, ending: textOf(message.parts) } : view;
 }
 
 /** One event of a stream. */
@@ -130,7 +147,13 @@ function withStatus(
 ): TaskView {
   if (state === undefined) return view;
   const working = state === "TASK_STATE_WORKING";
-  return { ...view, state, subState, workingSince: working ? (view.workingSince ?? now) : null };
+  return {
+    ...view,
+    state,
+    subState,
+    workingSince: working ? (view.workingSince ?? now) : null,
+    ending: isTerminal(state) ? view.ending : null,
+  };
 }
 
 /** ``lines`` with every line of ``history`` it lacks, each placed after the line the history

@@ -1,7 +1,8 @@
 import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
-import { filtered, nest, tree } from "./tasks";
-import { task } from "./test/a2a";
+import { subTaskRow } from "./extension";
+import { filtered, nest, tree, whereItRuns } from "./tasks";
+import { question, task } from "./test/a2a";
 
 const parent = task({ id: "p", extension: { goal: "Plan" }, subState: "awaiting-next-message" });
 const child = task({ id: "c", state: TaskState.TASK_STATE_COMPLETED, extension: { goal: "Draft", parent: { task_id: "p" } } });
@@ -9,15 +10,15 @@ const orphan = task({ id: "o", extension: { goal: "Orphan", parent: { task_id: "
 
 describe("the task tree", () => {
   it("puts sub-tasks under their parent, with goal, state and sub-state", () => {
-    expect(tree([child, parent, orphan])).toEqual([
-      { id: "p", depth: 0, goal: "Plan", state: "TASK_STATE_INPUT_REQUIRED", subState: "awaiting-next-message" },
-      { id: "c", depth: 1, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null },
-      { id: "o", depth: 0, goal: "Orphan", state: "TASK_STATE_INPUT_REQUIRED", subState: null },
+    expect(tree([child, parent, orphan], "alice")).toEqual([
+      { id: "p", depth: 0, goal: "Plan", state: "TASK_STATE_INPUT_REQUIRED", subState: "awaiting-next-message", question: null },
+      { id: "c", depth: 1, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null, question: null },
+      { id: "o", depth: 0, goal: "Orphan", state: "TASK_STATE_INPUT_REQUIRED", subState: null, question: null },
     ]);
   });
 
   it("filters by state, keeping a parent (not kept itself) whose sub-task matches", () => {
-    const rows = tree([parent, child, orphan]);
+    const rows = tree([parent, child, orphan], "alice");
     expect(filtered(rows, "TASK_STATE_COMPLETED").map((r) => [r.id, r.kept])).toEqual([
       ["p", false],
       ["c", true],
@@ -27,16 +28,42 @@ describe("the task tree", () => {
   });
 
   it("nests the rows as branches", () => {
-    const branches = nest(tree([parent, child, orphan]));
+    const branches = nest(tree([parent, child, orphan], "alice"));
     expect(branches.map((b) => [b.row.id, b.children.map((c) => c.row.id)])).toEqual([
       ["p", ["c"]],
       ["o", []],
     ]);
   });
 
+  it("marks a question put to a person: for them, and with whom it asks for anyone else", () => {
+    const ask = question({ id: "q", parent: "p" });
+    expect(tree([parent, ask], "alice").map((r) => [r.id, r.depth, r.question])).toEqual([
+      ["p", 0, null],
+      ["q", 1, "asks carol"],
+    ]);
+    expect(tree([ask], "carol")).toEqual([
+      {
+        id: "q",
+        depth: 0,
+        goal: "Approve the budget of 40k?",
+        state: "TASK_STATE_INPUT_REQUIRED",
+        subState: "awaiting-answer",
+        question: "question for you",
+      },
+    ]);
+  });
+
   it("shows a task once even if parent links form a cycle", () => {
     const a = task({ id: "a", extension: { goal: "A", parent: { task_id: "b" } } });
     const b = task({ id: "b", extension: { goal: "B", parent: { task_id: "a" } } });
-    expect(tree([a, b]).length).toBeLessThanOrEqual(2);
+    expect(tree([a, b], "alice").length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("a sub-task row", () => {
+  it("names the remote agent it runs on, and nothing when it runs here", () => {
+    expect(whereItRuns(subTaskRow({ task_id: "r-2", agent: "market" })!)).toBe("on agent market");
+    expect(whereItRuns(subTaskRow({ task_id: "r-1" })!)).toBeNull();
+    expect(whereItRuns(subTaskRow({ task_id: "r-3", agent: "" })!)).toBeNull();
   });
 });

@@ -1,7 +1,9 @@
 // The participant's tasks as the list shows them: a tree (parents before their sub-tasks),
-// each with its goal, state and sub-state, filtered by state. A pure module.
+// each with its goal, state and sub-state (and, for a question put to a person, whom it asks),
+// filtered by state. A pure module.
 import type { Task } from "@a2a-js/sdk";
-import { extensionOf, subStateOf } from "./extension";
+import { extensionOf, subStateOf, type SubTaskRow } from "./extension";
+import { badge, questionOf } from "./question";
 import { isTerminal, stateName, type StateName } from "./wire";
 
 export interface TaskRow {
@@ -10,14 +12,17 @@ export interface TaskRow {
   goal: string;
   state: StateName;
   subState: string | null;
+  /** For a participant task: "question for you", or whom it asks; null for any other. */
+  question: string | null;
 }
 
 /** Which tasks the list shows: all, those still open, one state. */
 export type StateFilter = "all" | "open" | StateName;
 
 /** Tasks as a tree, parents before their children, in the order given (the gateway lists the
- * newest change first). A child whose parent is not listed is shown at the top. */
-export function tree(tasks: Task[]): TaskRow[] {
+ * newest change first). A child whose parent is not listed is shown at the top. ``me``: the
+ * participant the list is for (a question put to them is marked as theirs). */
+export function tree(tasks: Task[], me: string): TaskRow[] {
   const ids = new Set(tasks.map((t) => t.id));
   const children = new Map<string, Task[]>();
   const roots: Task[] = [];
@@ -34,21 +39,24 @@ export function tree(tasks: Task[]): TaskRow[] {
   const walk = (task: Task, depth: number): void => {
     if (placed.has(task.id)) return; // a cycle of parent links cannot loop the list
     placed.add(task.id);
-    out.push(rowOf(task, depth));
+    out.push(rowOf(task, depth, me));
     for (const child of children.get(task.id) ?? []) walk(child, depth + 1);
   };
   for (const root of roots) walk(root, 0);
   return out;
 }
 
-function rowOf(task: Task, depth: number): TaskRow {
+function rowOf(task: Task, depth: number, me: string): TaskRow {
   const extension = extensionOf(task.metadata);
+  const state = stateName(task.status?.state) ?? "TASK_STATE_SUBMITTED";
+  const question = questionOf(extension, state, me);
   return {
     id: task.id,
     depth,
     goal: extension?.goal || extension?.name || task.id,
-    state: stateName(task.status?.state) ?? "TASK_STATE_SUBMITTED",
+    state,
     subState: subStateOf(task.metadata),
+    question: question ? badge(question) : null,
   };
 }
 
@@ -95,4 +103,10 @@ export function nest<R extends TaskRow>(rows: R[]): Branch<R>[] {
     open.push(branch);
   }
   return top;
+}
+
+/** Where a parent's sub-task runs, when that is a remote agent: "on agent market"; null when it
+ * runs here. */
+export function whereItRuns(row: SubTaskRow): string | null {
+  return row.agent ? `on agent ${row.agent}` : null;
 }

@@ -9,6 +9,8 @@ from a2a.types import TaskState as A2AState
 
 from tiny_harness.a2a_gateway.rendering import (
     as_of,
+    history_message,
+    pending_message,
     progress_key,
     status_event,
     status_key,
@@ -17,7 +19,10 @@ from tiny_harness.a2a_gateway.rendering import (
 )
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
+from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.states import TaskState
+from tiny_harness.core.status_ext import metadata_dict
 from tiny_harness.core.task import (
     Participant,
     Role,
@@ -116,3 +121,19 @@ def test_a_running_turns_usage_rides_on_the_status_event_as_progress_not_as_a_ch
     idle = status_event(task_to_a2a("p", "ctx", SPEC, parked()))
     assert TASK_EXT_KEY not in idle.metadata
     assert progress_key(idle) == (0, 0)
+
+
+def test_a_participants_message_in_the_history_names_its_sender_whatever_it_claims() -> None:
+    taken = TranscriptMessage(role="user", message_id="m1", text="Approved.", sender="carol")
+    reply = TranscriptMessage(role="agent", message_id="r1", text="Noted.")
+    assert metadata_dict(history_message("t", "c", taken).metadata) == {"sender": "carol"}
+    assert not history_message("t", "c", reply).HasField("metadata")
+    # A message still waiting: the sender the API server bound to it, not one it names itself.
+    waiting = MessageSpec(
+        task="t",
+        message_id="m2",
+        sender="alice",
+        parts=(MessagePart(text="I approve it myself."),),
+        metadata={"sender": "carol"},
+    )
+    assert metadata_dict(pending_message("t", "c", waiting).metadata) == {"sender": "alice"}

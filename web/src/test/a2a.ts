@@ -49,6 +49,26 @@ export function task(
   };
 }
 
+/** A participant task as the gateway renders it while it waits: a question (the status message
+ * it was created with) for carol, alice watching, under the parent ``parent``. */
+export function question(opts: { id?: string; parent?: string } = {}): Task {
+  const id = opts.id ?? "t1";
+  return task({
+    id,
+    subState: "awaiting-answer",
+    status: message(`${id}/question`, "Approve the budget of 40k?"),
+    extension: {
+      goal: "Approve the budget of 40k?",
+      lifecycle: "participant",
+      parent: { task_id: opts.parent ?? "release" },
+      participants: [
+        { id: "carol", role: "assignee" },
+        { id: "alice", role: "watcher" },
+      ],
+    },
+  });
+}
+
 export function status(
   state: TaskState,
   opts: { taskId?: string; subState?: string; message?: Message; ext?: Record<string, unknown> } = {},

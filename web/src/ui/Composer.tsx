@@ -11,6 +11,7 @@ import type { HarnessClient } from "../client";
 import { accepted, offered, usage, type CommandSpec } from "../commands";
 import { explain } from "../errors";
 import { take, takeMessage, takeTask, withoutMessage } from "../fold";
+import type { ComposerWords } from "../question";
 import type { Views } from "../views";
 
 const { InputBlur, InputKeyDownEscape } = useCombobox.stateChangeTypes;
@@ -32,13 +33,14 @@ export function Composer({
   views,
   taskId,
   enabled,
-  ended,
+  words,
 }: {
   client: HarnessClient;
   views: Views;
   taskId: string;
   enabled: boolean;
-  ended: boolean;
+  /** Its label, placeholder, hint and button: a message, an answer, or an ended task's. */
+  words: ComposerWords;
 }) {
   const [text, setText] = useState("");
   const [dismissed, setDismissed] = useState(false);
@@ -109,13 +111,10 @@ export function Composer({
     }
   }
 
-  const hint = ended
-    ? "The task has ended: nothing more can be sent to it."
-    : "Enter sends. Type / for the commands.";
   return (
     <form className="composer" onSubmit={submit} aria-label="Send a message">
       <label {...combobox.getLabelProps()} className="visually-hidden">
-        Message
+        {words.label}
       </label>
       <div className="composer-row">
         <div className="composer-field">
@@ -128,7 +127,7 @@ export function Composer({
               setProblem(null);
             },
             disabled: !enabled,
-            placeholder: ended ? "The task has ended" : "Write a message, or / for commands",
+            placeholder: words.placeholder,
             autoComplete: "off",
             "aria-describedby": "composer-hint composer-problem",
           })}
@@ -156,11 +155,11 @@ export function Composer({
       </ul>
         </div>
         <button type="submit" className="primary" disabled={!enabled || !text.trim() || open}>
-          {sending ? "Sending…" : "Send"}
+          {sending ? "Sending…" : words.send}
         </button>
       </div>
       <p id="composer-hint" className="help">
-        {hint}
+        {words.hint}
       </p>
       <p id="composer-problem" className="problem" role="alert">
         {problem}

@@ -1,10 +1,20 @@
-// A task's state badge, and its sub-state badge when it has one.
+// A task's state badge, its sub-state badge when it has one, and for a question put to a person
+// (a participant task) a badge saying so: "question for you", or whom it asks.
 import { shortState, type StateName } from "../wire";
 
-export function StateBadges({ state, subState }: { state: StateName; subState: string | null }) {
+export function StateBadges({
+  state,
+  subState,
+  question = null,
+}: {
+  state: StateName;
+  subState: string | null;
+  question?: string | null;
+}) {
   const short = shortState(state);
   return (
     <span className="badges">
+      {question ? <span className="badge question">{question}</span> : null}
       <span className={`badge state-${short.toLowerCase().replace(/_/g, "-")}`}>
         <span className="visually-hidden">state </span>
         {short}

@@ -1,5 +1,5 @@
 // The participant's tasks: a tree (parent, then its sub-tasks), each with its state and
-// sub-state, filtered by state. Read with ListTasks when the page opens, when the open task
+// sub-state (a question put to a person marked as such), filtered by state. Read with ListTasks when the page opens, when the open task
 // moves, and when the tab comes back into view.
 import type { Task } from "@a2a-js/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
@@ -59,9 +59,18 @@ const FILTERS: { value: StateFilter; label: string }[] = [
   ...STATE_NAMES.map((s) => ({ value: s, label: shortState(s) })),
 ];
 
-export function TaskList({ list, openId }: { list: TaskListState; openId: string | null }) {
+export function TaskList({
+  list,
+  openId,
+  me,
+}: {
+  list: TaskListState;
+  openId: string | null;
+  /** Who the list is for: a question put to them reads "question for you". */
+  me: string;
+}) {
   const [filter, setFilter] = useState<StateFilter>("all");
-  const rows = list.tasks ? filtered(tree(list.tasks), filter) : [];
+  const rows = list.tasks ? filtered(tree(list.tasks, me), filter) : [];
 
   return (
     <nav className="tasks" aria-labelledby="tasks-title">
@@ -111,7 +120,7 @@ function Branches({
             aria-current={row.id === openId ? "page" : undefined}
           >
             <span className="goal">{row.goal}</span>
-            <StateBadges state={row.state} subState={row.subState} />
+            <StateBadges state={row.state} subState={row.subState} question={row.question} />
           </a>
           {children.length ? <Branches branches={children} openId={openId} /> : null}
         </li>

@@ -1,6 +1,8 @@
 // One task: its goal, state and sub-state, Complete and Cancel, the conversation streaming in,
 // the composer; beside it the acceptance criteria, participants and roles, the plan with its
-// steps' progress and the sub-task rows (links to ?task=<id>), and "← Parent" for a sub-task.
+// steps' progress and the sub-task rows (links to ?task=<id>, naming a remote agent's), and
+// "← Parent" for a sub-task. A question put to a person (a participant task) says whom it asks
+// and what they can do about it, or its answer once given, and its composer takes the answer.
 //
 // The task is read once (GetTask, with its history), then followed (SubscribeToTask) for as
 // long as the page is open, through reconnections. A status event says that something moved,
@@ -24,6 +26,8 @@ import {
   type TaskView,
 } from "../fold";
 import { onLinkClick } from "../location";
+import { whereItRuns } from "../tasks";
+import { composerWords, guidance, title, viewQuestion, type Question } from "../question";
 import { isTerminal } from "../wire";
 import type { Views } from "../views";
 import { Composer } from "./Composer";
@@ -101,6 +105,7 @@ export function TaskPage({
   const ext = view.extension;
   const working = progress(view, now);
   const role = myRole(view);
+  const question = view.known ? viewQuestion(view) : null;
   return (
     <article className="task" aria-labelledby="task-title" aria-busy={!view.known}>
       <header className="task-head">
@@ -142,6 +147,7 @@ export function TaskPage({
           <span className="reconnecting">Reconnecting: {link.why}</span>
         ) : null}
       </div>
+      {question ? <QuestionPanel question={question} /> : null}
       <div className="task-body">
         <section className="conversation" aria-labelledby="conversation-title">
           <h2 id="conversation-title" className="visually-hidden">
@@ -153,7 +159,7 @@ export function TaskPage({
             views={views}
             taskId={taskId}
             enabled={canSend(view)}
-            ended={isTerminal(view.state)}
+            words={composerWords(view)}
           />
         </section>
         <aside className="details" aria-label="Task details">
@@ -161,6 +167,20 @@ export function TaskPage({
         </aside>
       </div>
     </article>
+  );
+}
+
+/** The question this task puts, to whom, and what to do about it (or its answer). */
+function QuestionPanel({ question }: { question: Question }) {
+  const answered = question.ending !== null;
+  return (
+    <section
+      className="question-panel"
+      aria-labelledby="question-title"
+    >
+      <h2 id="question-title">{title(question)}</h2>
+      <p className={answered ? "answer" : undefined}>{guidance(question)}</p>
+    </section>
   );
 }
 
@@ -196,7 +216,8 @@ function who(line: Line): string {
     case "command":
       return "command reply";
     case "refusal":
-      return "refused";
+      // The harness refused it (the text says so and why), not the agent.
+      return "harness";
     case "note":
       return "harness";
     default:
@@ -282,6 +303,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
                   onClick={onLinkClick({ screen: "task", taskId: row.taskId })}
                 >
                   <span className="goal">{row.goal || row.taskId}</span>
+                  {whereItRuns(row) ? <span className="muted">{whereItRuns(row)}</span> : null}
                   <StateBadges state={row.state} subState={row.subState} />
                 </a>
               </li>
