@@ -210,17 +210,20 @@ class Remotes:
         """Cancel the remote task; None when it is cancelled (or over), else why not."""
         if ref is None or not ref.task_id or (ref.state is not None and ref.state.is_terminal):
             return None
+        task_id = ref.task_id
+
+        async def cancel(client: Client) -> None:
+            try:
+                await client.cancel_task(CancelTaskRequest(id=task_id))
+            except TaskNotCancelableError:
+                pass  # it ended meanwhile: nothing is at work there
+
         try:
             agent = self.agent(namespace, name)
             client = agent.client()
-            task_id = ref.task_id
-            await with_retries(agent, lambda: client.cancel_task(CancelTaskRequest(id=task_id)))
+            await with_retries(agent, lambda: cancel(client))
         except RemoteCallError as exc:
-            if isinstance(exc.__cause__, TaskNotCancelableError):
-                return None
             return str(exc)
-        except TaskNotCancelableError:
-            return None  # it ended meanwhile
         return None
 
     async def complete(self, namespace: str, name: str, ref: RemoteRef | None) -> str | None:
