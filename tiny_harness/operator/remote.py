@@ -213,10 +213,9 @@ class Remotes:
         task_id = ref.task_id
 
         async def cancel(client: Client) -> None:
-            try:
+            # A task that ended meanwhile is not cancelable: nothing is at work there.
+            with contextlib.suppress(TaskNotCancelableError):
                 await client.cancel_task(CancelTaskRequest(id=task_id))
-            except TaskNotCancelableError:
-                pass  # it ended meanwhile: nothing is at work there
 
         try:
             agent = self.agent(namespace, name)
