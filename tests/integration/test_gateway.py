@@ -218,7 +218,7 @@ async def test_a_long_turns_model_calls_so_far_stream_by_and_the_send_ends_on_it
                 "type": "tool_calls",
                 "calls": [{"name": "create_plan", "arguments": {"steps": [{"name": "one"}]}}],
             },
-            {"type": "text", "text": "Planned.", "delay_seconds": 4},
+            {"type": "text", "text": "Planned.", "delay_seconds": 3},
         ]
     )
     operator(lease_seconds=3)
