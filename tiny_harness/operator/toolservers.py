@@ -12,9 +12,10 @@ a ``Ready`` condition. A replica that finds the status already describing this g
 ready (another replica's discovery, or its own before a restart) takes the tools from it
 without listing them again; it still reads the Secrets, which are never in the status. A
 failed discovery is ``Ready=False`` with the reason, and is tried again with backoff (1 s
-doubling, at most :data:`RETRY_CAP`); a call that finds the server unreachable, refusing or
-answering garbage asks for a new discovery (which reads the Secrets again), so a server that
-went away stops being offered and a rotated Secret is picked up.
+doubling), :data:`DISCOVERY_ATTEMPTS` times; then a turn that wants the server asks for one
+(rate-limited), and a change of its spec does at once; a call that finds the server
+unreachable, refusing or answering garbage asks for a new discovery (which reads the Secrets
+again), so a server that went away stops being offered and a rotated Secret is picked up.
 
 **Offering.** At the start of each turn :meth:`ToolServers.offer` picks the servers the task
 names (``spec.toolServers``) and those marked ``default`` in its namespace. A ready server's
@@ -61,6 +62,12 @@ Key = tuple[str, str]
 
 #: The longest wait between two discoveries of a server that is not ready.
 RETRY_CAP: Final = 300.0
+#: Discoveries of a server that is not ready before the background retries stop (1 s doubling:
+#: about four minutes). Then a turn of a task that names it asks for one, at most every
+#: :data:`ASK_AGAIN_AFTER` seconds, and a change of its spec does at once: nothing retries
+#: for ever unattended.
+DISCOVERY_ATTEMPTS: Final = 8
+ASK_AGAIN_AFTER: Final = 60.0
 #: A call's failure asks for a new discovery at most this often per server.
 REDISCOVER_AFTER: Final = 10.0
 #: How long a turn waits for the first listing of its namespace's servers (after a restart).
@@ -110,6 +117,8 @@ class _Server:
     retry: asyncio.TimerHandle | None = None
     #: When a failed call last asked for a new discovery (monotonic).
     suspected: float = float("-inf")
+    #: When the last discovery started (monotonic).
+    tried: float = float("-inf")
 
     @property
     def generation(self) -> int:
@@ -227,7 +236,10 @@ class ToolServers:
 
     async def _discover(self, server: _Server) -> None:
         label = f"{server.namespace}/{server.name}"
+        if server.attempted != server.generation:
+            server.failures = 0  # a new spec starts its retries afresh
         generation = server.attempted = server.generation
+        server.tried = time.monotonic()
         try:
             outcome = await self._find_tools(server)
         except asyncio.CancelledError:
@@ -237,15 +249,13 @@ class ToolServers:
             server.failures += 1
             self.metrics.tool_server_discoveries.labels(server=label, outcome=exc.reason).inc()
             log.info("tool server %s not ready: %s: %s", label, exc.reason, exc.message)
-            await self._write_ready(server, generation, "False", exc.reason, exc.message, None)
-            delay = min(2.0 ** (server.failures - 1), RETRY_CAP)
-            server.retry = asyncio.get_running_loop().call_later(delay, self._discover_soon, server)
+            message = f"{exc.message} ({self._retry_later(server)})"
+            await self._write_ready(server, generation, "False", exc.reason, message, None)
         except Exception:
             log.exception("tool server %s: discovery failed", label)
             server.offered = None
-            server.retry = asyncio.get_running_loop().call_later(
-                RETRY_CAP, self._discover_soon, server
-            )
+            server.failures += 1
+            self._retry_later(server)
         else:
             server.failures = 0
             self.metrics.tool_server_discoveries.labels(server=label, outcome=outcome).inc()
@@ -253,6 +263,30 @@ class ToolServers:
             if server.generation != generation and self.servers.get(_at(server)) is server:
                 server.discovering = None
                 self._discover_soon(server)  # the spec changed meanwhile: now, not at a retry
+
+    def _retry_later(self, server: _Server) -> str:
+        """Schedule the next background discovery of a server that failed one, unless it has
+        had its share; what the status says of it."""
+        attempt = f"attempt {server.failures} of {DISCOVERY_ATTEMPTS}"
+        if server.failures >= DISCOVERY_ATTEMPTS:
+            return (
+                f"{attempt}; tried again when a task that names it starts a turn, or when its "
+                "spec changes"
+            )
+        delay = min(2.0 ** (server.failures - 1), RETRY_CAP)
+        server.retry = asyncio.get_running_loop().call_later(delay, self._discover_soon, server)
+        return f"{attempt}; trying again in {delay:.0f}s"
+
+    def _ask_again(self, server: _Server) -> None:
+        """A turn wants a server whose background retries have stopped: one more discovery,
+        at most every :data:`ASK_AGAIN_AFTER` seconds (this turn goes on without it)."""
+        idle = server.retry is None and (server.discovering is None or server.discovering.done())
+        if (
+            idle
+            and server.failures >= DISCOVERY_ATTEMPTS
+            and time.monotonic() - server.tried >= ASK_AGAIN_AFTER
+        ):
+            self._discover_soon(server)
 
     async def _find_tools(self, server: _Server) -> str:
         """Offer the server's tools for its generation; how they were found (listed or
@@ -393,6 +427,7 @@ class ToolServers:
             server = self.servers.get((namespace, name))
             if server is None:
                 continue
+            self._ask_again(server)
             current = await self._settled(server)
             ready = server.status.ready()
             why = f"{ready.reason}: {ready.message}" if ready else "not discovered yet"
