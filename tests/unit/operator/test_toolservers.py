@@ -1,17 +1,28 @@
 """What a turn is offered from its task's tool servers, decided from what the operator knows:
 named and default servers, missing and unready ones told to the model and in the task's
-ToolServersReady condition, and a tool that would shadow a loop tool left out."""
+ToolServersReady condition, and a tool that would shadow a loop tool left out; and how often a
+server that stays down is tried again."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
+
+import pytest
 
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, compile_schema
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.tool_offers import CONDITION
-from tiny_harness.operator.toolservers import ToolServers, _Offered, _Server
+from tiny_harness.operator.toolservers import (
+    DISCOVERY_ATTEMPTS,
+    ToolServers,
+    _NotReadyError,
+    _Offered,
+    _Server,
+)
 
 
 def tool(name: str) -> Tool:
@@ -105,3 +116,54 @@ async def test_the_condition_is_written_only_when_it_changes() -> None:
 
     again = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
     assert again.conditions(written, None) is None
+
+
+class Unreachable(ToolServers):
+    """Discovery that always fails as an unreachable server does; status writes recorded."""
+
+    def __init__(self) -> None:
+        super().__init__(None, OperatorMetrics(), namespaces=["work"])  # type: ignore[arg-type]
+        self._listed["work"].set()
+        self.attempts = 0
+        self.written: list[str] = []
+
+    async def _find_tools(self, server: _Server) -> str:
+        self.attempts += 1
+        raise _NotReadyError("Unreachable", "connection refused")
+
+    async def _write_ready(self, server: _Server, *args: Any) -> None:
+        self.written.append(str(args[3]))
+
+
+async def test_a_server_that_stays_down_is_retried_a_bounded_number_of_times_then_on_demand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tiny_harness.operator.toolservers as module
+
+    # Retries come at once here; the bound and the on-demand rule are what is tested.
+    monkeypatch.setattr(module, "RETRY_CAP", 0.0)
+    known = Unreachable()
+    entry = _Server("work", "down", server_obj("down"))
+    known.servers[("work", "down")] = entry
+    known._discover_soon(entry)
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if known.attempts >= DISCOVERY_ATTEMPTS and entry.discovering and entry.discovering.done():
+            break
+    await asyncio.sleep(0.05)
+
+    assert known.attempts == DISCOVERY_ATTEMPTS  # then the background retries stop
+    assert entry.retry is None
+    assert "attempt 1 of 8; trying again" in known.written[0]
+    assert (
+        "attempt 8 of 8; tried again when a task that names it starts a turn" in (known.written[-1])
+    )
+
+    spec = TaskSpec(goal="g", tool_servers=("down",))
+    entry.tried = time.monotonic()
+    await known.offer("work", spec)  # too soon after the last attempt: none
+    assert known.attempts == DISCOVERY_ATTEMPTS
+    entry.tried -= module.ASK_AGAIN_AFTER
+    await known.offer("work", spec)  # a turn wants it: one more attempt
+    await asyncio.sleep(0.05)
+    assert known.attempts == DISCOVERY_ATTEMPTS + 1
