@@ -319,3 +319,20 @@ def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Itera
     harness = RemoteHarness(kubeconfig, tmp_path / "remote", model_server.url)
     yield harness
     harness.stop()
+
+
+#: Test files that use the default configuration's fixed gateway port (127.0.0.1:8080): they
+#: run on one worker, one after the other.
+_DEFAULT_PORT_FILES = frozenset({"test_up.py", "test_tui_terminal.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """With pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``), each test file
+    runs on one worker, so its module fixtures are set up once, and the files that need the
+    default gateway port share one."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        name = item.path.name
+        group = "default-gateway-port" if name in _DEFAULT_PORT_FILES else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
