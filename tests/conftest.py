@@ -326,6 +326,7 @@ def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Itera
 _DEFAULT_PORT_FILES = frozenset({"test_up.py", "test_tui_terminal.py"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``), each test file
     runs on one worker, so its module fixtures are set up once, and the files that need the
