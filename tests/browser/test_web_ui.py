@@ -1,7 +1,7 @@
 """The web UI in Debian's Chromium against a real gateway, operator and control plane, with the
 scripted model: the seed's five flows (a reply parks the task; `/` lists the commands;
 `/sub-task` adds a row; open the sub-task and come back; Complete leaves both controls
-disabled), a watcher's page, a refused command, a message too large, a stream that reconnects
+disabled), a watcher's page, a refused command, a message too large, too many requests, a stream that reconnects
 after the gateway restarts, two tabs on one task, one column below 820 px, every control
 reached by keyboard with its focus visible, and token-review sign-in. Every screen passes
 axe-core in both themes and is photographed in both (``docs/screens/web/``)."""
@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, Route, expect
 
 from tests.browser.conftest import Browser, Harness
 from tests.integration.gateway_support import Replicas, Users, kubectl, task_id_of
@@ -342,3 +342,64 @@ async def test_in_token_review_mode_a_bad_token_is_refused_and_a_good_one_signs_
     await page.get_by_role("button", name="Sign in").click()
     account = f"system:serviceaccount:{namespace}:alice"
     await expect(page.get_by_text(f"Signed in as {account}")).to_be_visible()
+
+
+async def test_past_the_rate_limit_the_page_says_to_wait_and_keeps_the_message(
+    browser: Browser, harness: Harness, users: Users
+) -> None:
+    """The gateway's per-participant limit (429 with Retry-After) is said as how long to wait,
+    and the refused text stays in the composer to be sent again; the task list reads itself
+    again once the wait has passed."""
+    limit = 12
+    replica = await harness(*["Noted."] * limit, rate_limit_per_minute=limit)
+    alice = await users(replica.url, "alice")
+    task_id = task_id_of(await alice.send("Keep notes"))
+    page = await browser.page(replica, query=f"?task={task_id}")
+    await browser.sign_in(page, "alice")
+    await expect(log(page)).to_contain_text("Noted.")
+
+    # The task list's read refused once (the answer stands in for the gateway's): it says
+    # when it reads again, and does.
+    listing = page.get_by_role("navigation", name="Your tasks")
+    refusals: list[str] = []
+
+    async def refuse_the_first_listing(route: Route) -> None:
+        body = route.request.post_data or ""
+        if not refusals and ("ListTasks" in body or "tasks/list" in body):
+            refusals.append(body)
+            await route.fulfill(
+                status=429,
+                headers={"Retry-After": "1"},
+                json={"error": {"code": 429, "message": "rate limit exceeded"}},
+            )
+        else:
+            await route.continue_()
+
+    await page.route(f"{replica.url}/**", refuse_the_first_listing)
+    await page.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+    await expect(listing.get_by_role("alert")).to_have_text(
+        "Too many requests: the list is read again in about 1 s."
+    )
+    await expect(listing.get_by_role("alert")).to_have_count(0)
+    await expect(listing).to_contain_text("Keep notes")
+    await page.unroute(f"{replica.url}/**")
+    assert len(refusals) == 1
+
+    refused = (
+        page.get_by_role("form", name="Send a message")
+        .get_by_role("alert")
+        .filter(has_text="Too many requests")
+    )
+    sent = 0
+    while await refused.count() == 0:
+        assert sent <= limit, "the gateway never refused a request past its limit"
+        sent += 1
+        await say(page, f"Note {sent}")
+        # Settled: answered, or refused (the button says "Sending…" until then).
+        await expect(page.get_by_role("button", name="Sending…")).to_have_count(0)
+    await expect(refused).to_have_text(
+        re.compile(r"^Too many requests: wait about \d+ s, then send again\.$")
+    )
+    await expect(composer(page)).to_have_value(f"Note {sent}")
+    await expect(log(page).get_by_text(f"Note {sent}", exact=True)).to_have_count(0)
+    await browser.check(page, "rate-limited")

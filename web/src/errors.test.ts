@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explain, GatewayRefusal } from "./errors";
+import { explain, GatewayRefusal, rereadAfter } from "./errors";
 
 describe("errors as what to do", () => {
   it("says what to do about the gateway's HTTP refusals, not their codes", () => {
@@ -27,5 +27,13 @@ describe("errors as what to do", () => {
 
   it("says a missing task may be one you are not on", () => {
     expect(explain(Object.assign(new Error("task 'x' not found"), { reason: "TASK_NOT_FOUND" }))).toMatch(/not one of its participants/);
+  });
+
+  it("reads again after a 429 once Retry-After has passed, and never after other failures", () => {
+    expect(rereadAfter(new GatewayRefusal(429, "rate limited", 7))).toBe(7000);
+    expect(rereadAfter(new GatewayRefusal(429, "rate limited"))).toBe(5000);
+    expect(rereadAfter(new GatewayRefusal(429, "rate limited", 0))).toBe(1000);
+    expect(rereadAfter(new GatewayRefusal(413, "too large"))).toBeNull();
+    expect(rereadAfter(new TypeError("Failed to fetch"))).toBeNull();
   });
 });

@@ -56,6 +56,13 @@ export function explain(error: unknown): string {
   return sentence(message || "Something went wrong; try again.");
 }
 
+/** When a read refused for too many requests may be made again, in ms; null for any other
+ * failure (those wait for the next reason to read). */
+export function rereadAfter(error: unknown): number | null {
+  if (!(error instanceof GatewayRefusal) || error.status !== 429) return null;
+  return Math.max(error.retryAfter ?? 5, 1) * 1000;
+}
+
 function lower(text: string): string {
   return text.replace(/[.\s]+$/, "");
 }

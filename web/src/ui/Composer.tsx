@@ -97,8 +97,6 @@ export function Composer({
         written = true;
         views.apply(taskId, (v) => take(v, item, Date.now()));
       }
-      const task = await client.task(taskId);
-      views.apply(taskId, (v) => takeTask(v, task, Date.now()));
     } catch (error) {
       setProblem(explain(error));
       if (!written) {
@@ -106,6 +104,16 @@ export function Composer({
         views.apply(taskId, (v) => withoutMessage(v, message.messageId));
         setText((now) => now || body);
       }
+      setSending((n) => n - 1);
+      return;
+    }
+    try {
+      // The message went through; this read only settles the view. A failure of it (too
+      // many requests, say) is not the message's: the task's own stream brings the rest.
+      const task = await client.task(taskId);
+      views.apply(taskId, (v) => takeTask(v, task, Date.now()));
+    } catch {
+      // the task page's stream carries on
     } finally {
       setSending((n) => n - 1);
     }

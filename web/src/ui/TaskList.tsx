@@ -1,14 +1,19 @@
 // The participant's tasks: a tree (parent, then its sub-tasks), each with its state and
-// sub-state (a question put to a person marked as such), filtered by state. Read with ListTasks when the page opens, when the open task
-// moves, and when the tab comes back into view.
+// sub-state (a question put to a person marked as such), filtered by state. Read with ListTasks
+// when the page opens, when the open task moves, and when the tab comes back into view; a read
+// refused for too many requests is made again once the gateway's Retry-After has passed, at
+// most REREADS times in a row (then the next of those reasons reads it).
 import type { Task } from "@a2a-js/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { HarnessClient } from "../client";
-import { explain } from "../errors";
+import { explain, rereadAfter } from "../errors";
 import { onLinkClick } from "../location";
 import { filtered, nest, tree, type Branch, type StateFilter, type TaskRow } from "../tasks";
 import { shortState, STATE_NAMES } from "../wire";
 import { StateBadges } from "./StateBadges";
+
+/** How many times in a row a read refused for too many requests is made again on its own. */
+const REREADS = 3;
 
 export interface TaskListState {
   tasks: Task[] | null;
@@ -22,6 +27,7 @@ export function useTaskList(client: HarnessClient): TaskListState {
   // One read at a time; a refresh asked for during a read is made once it ends.
   const reading = useRef(false);
   const again = useRef(false);
+  const reread = useRef<{ timer: number | null; left: number }>({ timer: null, left: REREADS });
 
   const refresh = useCallback(() => {
     if (reading.current) {
@@ -35,8 +41,19 @@ export function useTaskList(client: HarnessClient): TaskListState {
         try {
           setTasks(await client.tasks());
           setError(null);
+          reread.current.left = REREADS;
         } catch (e) {
-          setError(explain(e));
+          const wait = rereadAfter(e);
+          if (wait !== null && reread.current.left > 0 && reread.current.timer === null) {
+            reread.current.left -= 1;
+            reread.current.timer = window.setTimeout(() => {
+              reread.current.timer = null;
+              refresh();
+            }, wait);
+            setError(`Too many requests: the list is read again in about ${wait / 1000} s.`);
+          } else {
+            setError(explain(e));
+          }
         }
       } while (again.current);
       reading.current = false;
@@ -47,7 +64,11 @@ export function useTaskList(client: HarnessClient): TaskListState {
     refresh();
     const visible = () => document.visibilityState === "visible" && refresh();
     document.addEventListener("visibilitychange", visible);
-    return () => document.removeEventListener("visibilitychange", visible);
+    const timers = reread.current;
+    return () => {
+      document.removeEventListener("visibilitychange", visible);
+      if (timers.timer !== null) window.clearTimeout(timers.timer);
+    };
   }, [refresh]);
 
   return { tasks, error, refresh };
