@@ -1,10 +1,11 @@
 """The web UI in Debian's Chromium against a real gateway, operator and control plane, with the
 scripted model: the seed's five flows (a reply parks the task; `/` lists the commands;
 `/sub-task` adds a row; open the sub-task and come back; Complete leaves both controls
-disabled), a watcher's page, a refused command, a message too large, too many requests, a stream that reconnects
-after the gateway restarts, two tabs on one task, one column below 820 px, every control
-reached by keyboard with its focus visible, and token-review sign-in. Every screen passes
-axe-core in both themes and is photographed in both (``docs/screens/web/``)."""
+disabled), a watcher's page, a refused command, a message too large, too many requests, a
+stream that reconnects after the gateway restarts, two tabs on one task, one column below
+820 px, every control reached by keyboard with its focus visible, and token-review sign-in.
+Every screen passes axe-core in both themes and is photographed in both
+(``docs/screens/web/``)."""
 
 from __future__ import annotations
 

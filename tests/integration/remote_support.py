@@ -33,7 +33,7 @@ from a2a.utils.constants import TransportProtocol
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tests.conftest import Kubectl, OperatorProcess, free_port, operator_config
 from tests.integration.gateway_support import GatewayProcess, Replicas, eventually, kubectl
@@ -256,10 +256,51 @@ class BearerOnly:
         await self.app(scope, receive, send)
 
 
-class ForeignAgent:
-    """An A2A agent that is not a tiny-harness, served on 127.0.0.1 in the test's process."""
+class Unavailable:
+    """Answers 503, as a proxy in front of an agent that has gone does, to the JSON-RPC calls
+    of ``methods``; every other request reaches the agent."""
 
-    def __init__(self, *, streaming: bool = True, token: str | None = None) -> None:
+    def __init__(self, app: ASGIApp, methods: tuple[str, ...]) -> None:
+        self.app = app
+        self.methods = tuple(f'"{m}"'.encode() for m in methods)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if any(m in body for m in self.methods):
+            await PlainTextResponse("agent unavailable", status_code=503)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+class ForeignAgent:
+    """An A2A agent that is not a tiny-harness, served on 127.0.0.1 in the test's process
+    (``unavailable_for``: JSON-RPC methods answered 503 instead, see :class:`Unavailable`)."""
+
+    def __init__(
+        self,
+        *,
+        streaming: bool = True,
+        token: str | None = None,
+        unavailable_for: tuple[str, ...] = (),
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.executor = Echo()
@@ -282,7 +323,10 @@ class ForeignAgent:
         handler = DefaultRequestHandler(self.executor, InMemoryTaskStore(), self.card)
         app = Starlette(
             routes=[*create_agent_card_routes(self.card), *create_jsonrpc_routes(handler, "/")],
-            middleware=[Middleware(BearerOnly, token=token)] if token else [],
+            middleware=[
+                *([Middleware(BearerOnly, token=token)] if token else []),
+                *([Middleware(Unavailable, methods=unavailable_for)] if unavailable_for else []),
+            ],
         )
         self.server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")

@@ -174,6 +174,43 @@ async def test_a_replica_stopped_past_its_lease_writes_nothing_after_it_wakes(
     assert len(requests) == 2
 
 
+async def test_a_replica_stopped_by_sigterm_mid_turn_leaves_the_turn_to_the_next(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """SIGTERM while a turn waits on its model: the operator stops, the turn open in its
+    journal (not closed as if a participant had cut it, which would lose the reply), and the
+    next replica resumes it once the lease runs out and gives the reply."""
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Too slow.", "delay_seconds": 60},
+            {"type": "text", "text": "Here it is.", "when": "Answer me."},
+        ]
+    )
+    first = operator(identity="operator-a", lease_seconds=3)
+    await tasks.create("steady")
+    await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("steady", "Answer me.")
+    await tasks.wait("steady", "TASK_STATE_WORKING", running=True)
+    await eventually_requested(model_server, 1)
+
+    first.stop(signal.SIGTERM)  # a process still there after 15 s is killed (-9)
+    assert first.proc is not None
+    assert first.proc.returncode == 143, first.log()[-2000:]
+
+    records = await tasks.records.for_task("steady")
+    assert not any(r.history is not None for r in records if r.turn == 1), records
+    operator(identity="operator-b", lease_seconds=3)
+    status = await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
+    assert status["message"] == "Here it is."
+
+
+async def eventually_requested(model_server: ModelServer, count: int) -> None:
+    deadline = time.monotonic() + 30
+    while len(await model_server.control.requests()) < count:
+        assert time.monotonic() < deadline, "the model was not called"
+        await asyncio.sleep(0.05)
+
+
 async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]:
     """The task's status version and every turn record's name and entry count."""
     obj = await tasks.tasks.get(name)

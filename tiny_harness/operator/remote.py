@@ -441,6 +441,11 @@ async def _uncut(work: Awaitable[T]) -> T:
     try:
         return await asyncio.shield(inner)
     except asyncio.CancelledError:
+        log.info(
+            "turn cut while its message was on its way to the remote agent: waiting up to %gs "
+            "for the agent to name its task, so that it can be cancelled",
+            RECORD_WAIT_SECONDS,
+        )
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(inner, RECORD_WAIT_SECONDS)
         raise

@@ -159,6 +159,9 @@ ERROR_BACKOFF_CAP: Final = 30.0
 UNREACHABLE_BACKOFF_CAP: Final = 5.0
 #: How long a view whose last turn record is missing is trusted to catch up by itself.
 RECORDS_GRACE_SECONDS: Final = 2.0
+#: Pause before a failed look for interrupts during a turn is made again (for as long as the
+#: turn runs, which its lease and deadline bound).
+INTERRUPT_RETRY_SECONDS: Final = 0.5
 
 
 def now_rfc3339() -> str:
@@ -1074,7 +1077,9 @@ class TaskWorker:
                     # However the turn ended, a command running beside it finishes first.
                     await host.quiesce()
             except asyncio.CancelledError:
-                if not runner.cancelled():
+                if not runner.cancelled() or not (cut or holding.lost):
+                    # This worker was cancelled (the operator stopping), not its turn cut:
+                    # the cancellation is the worker's to end with, not a cut to act on.
                     raise
                 if "lease" in cut or holding.lost:
                     finished("lease_lost", failed=True)
@@ -1202,30 +1207,51 @@ class TaskWorker:
         self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
     ) -> None:
         """While a turn runs: a participant's complete or cancel cuts it, a command runs at
-        once, and a child's change shows in this task's rows."""
+        once, and a child's change shows in this task's rows. A look that fails (a write of the
+        rows refused, say) is logged and made again, never the end of the watch: a turn must not
+        run on deaf to a cancel."""
         while True:
             await self.changed.wait()
             self.changed.clear()
-            snap = self.snapshot()
-            if snap is None:
-                cut.append("gone")
-                runner.cancel()
-                return
-            facts = self.facts(snap)
-            for m in facts.pending:
-                if m.kind == "control" and decide_cut(snap, m):
-                    cut.append("control")
-                    runner.cancel()
+            try:
+                if await self.look_for_interrupts(host, runner, cut):
                     return
-            for m in facts.pending:
-                if m.kind == "command" and m.message_id not in host.acked:
-                    async with host.interlude:
-                        if host.closed:
-                            return  # the turn has ended: the next pass runs the command
-                        await self.command(snap, snap.message(m.message_id), host)
-                        host.acked.add(m.message_id)
-            if snap.rows != snap.status.sub_tasks:
-                await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
+            except Exception as exc:
+                log.warning(
+                    "task %s/%s: looking for a cancel or command during the turn failed (%s: %s); "
+                    "looking again",
+                    *self.key,
+                    type(exc).__name__,
+                    exc,
+                )
+                await asyncio.sleep(INTERRUPT_RETRY_SECONDS)
+                self.changed.set()
+
+    async def look_for_interrupts(
+        self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
+    ) -> bool:
+        """One look (see :meth:`watch_for_interrupts`); True when the turn was cut, or ended."""
+        snap = self.snapshot()
+        if snap is None:
+            cut.append("gone")
+            runner.cancel()
+            return True
+        facts = self.facts(snap)
+        for m in facts.pending:
+            if m.kind == "control" and decide_cut(snap, m):
+                cut.append("control")
+                runner.cancel()
+                return True
+        for m in facts.pending:
+            if m.kind == "command" and m.message_id not in host.acked:
+                async with host.interlude:
+                    if host.closed:
+                        return True  # the turn has ended: the next pass runs the command
+                    await self.command(snap, snap.message(m.message_id), host)
+                    host.acked.add(m.message_id)
+        if snap.rows != snap.status.sub_tasks:
+            await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
+        return False
 
 
 def decide_cut(snap: Snapshot, message: Pending) -> bool:
