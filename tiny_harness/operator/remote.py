@@ -446,8 +446,14 @@ async def _uncut(work: Awaitable[T]) -> T:
             "for the agent to name its task, so that it can be cancelled",
             RECORD_WAIT_SECONDS,
         )
-        with contextlib.suppress(Exception, asyncio.CancelledError):
-            await asyncio.wait_for(inner, RECORD_WAIT_SECONDS)
+        # The cut is repeated until the turn ends (worker.cut_turn): each repeat lands here
+        # and is let pass, so the wait keeps its one bound.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + RECORD_WAIT_SECONDS
+        while not inner.done() and (left := deadline - loop.time()) > 0:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({inner}, timeout=left)
+        inner.cancel()
         raise
 
 
@@ -481,7 +487,10 @@ class _Following:
         none."""
         view = self.view
         try:
-            event = await asyncio.wait_for(anext(events), quiet)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the event and
+            # drops a cut that lands as the event arrives, and the turn runs on, uncut.
+            async with asyncio.timeout(quiet):
+                event = await anext(events)
         except TimeoutError:
             raise RemoteCallError(
                 "RemoteNoAnswer",

@@ -417,7 +417,8 @@ class ToolServers:
             # the API away (or no CRD), later turns go on without tool servers at once.
             self._waited.add(namespace)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(listed.wait(), FIRST_LISTING_WAIT)
+                async with asyncio.timeout(FIRST_LISTING_WAIT):
+                    await listed.wait()
         defaults = sorted(
             s.name for s in self.servers.values() if s.namespace == namespace and s.default
         )
@@ -442,7 +443,8 @@ class ToolServers:
             with contextlib.suppress(Exception):
                 spec = server.obj.get("spec") or {}
                 timeout = float(spec.get("timeoutSeconds") or 30) + 5
-                await asyncio.wait_for(asyncio.shield(task), timeout)
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(task)
         return server.current()
 
 

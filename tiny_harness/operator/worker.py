@@ -162,6 +162,8 @@ RECORDS_GRACE_SECONDS: Final = 2.0
 #: Pause before a failed look for interrupts during a turn is made again (for as long as the
 #: turn runs, which its lease and deadline bound).
 INTERRUPT_RETRY_SECONDS: Final = 0.5
+#: How often a cut is repeated until the turn's task has ended (see :func:`cut_turn`).
+CUT_REPEAT_SECONDS: Final = 1.0
 
 
 def now_rfc3339() -> str:
@@ -1193,15 +1195,13 @@ class TaskWorker:
             await asyncio.sleep(max(holding.deadline - holding.clock(), 0.0) + 0.001)
             if holding.lost or holding.clock() >= holding.deadline:
                 holding.lost = True
-                cut.append("lease")
-                runner.cancel()
+                await cut_turn(runner, cut, "lease")
                 return
 
     async def cut_at_deadline(self, left: float, runner: asyncio.Task[Any], cut: list[str]) -> None:
         """Cut the running turn when the task's working time reaches its deadline."""
         await asyncio.sleep(max(left, 0.0))
-        cut.append("deadline")
-        runner.cancel()
+        await cut_turn(runner, cut, "deadline")
 
     async def watch_for_interrupts(
         self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
@@ -1233,14 +1233,12 @@ class TaskWorker:
         """One look (see :meth:`watch_for_interrupts`); True when the turn was cut, or ended."""
         snap = self.snapshot()
         if snap is None:
-            cut.append("gone")
-            runner.cancel()
+            await cut_turn(runner, cut, "gone")
             return True
         facts = self.facts(snap)
         for m in facts.pending:
             if m.kind == "control" and decide_cut(snap, m):
-                cut.append("control")
-                runner.cancel()
+                await cut_turn(runner, cut, "control")
                 return True
         for m in facts.pending:
             if m.kind == "command" and m.message_id not in host.acked:
@@ -1252,6 +1250,18 @@ class TaskWorker:
         if snap.rows != snap.status.sub_tasks:
             await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
         return False
+
+
+async def cut_turn(runner: asyncio.Task[Any], cut: list[str], reason: str) -> None:
+    """Cut the running turn for ``reason`` and see it end. The reason is written first (a
+    turn cancelled without one was cancelled from outside: see "A cut has a reason" in
+    docs/design/runtime.md); the cancellation is repeated every :data:`CUT_REPEAT_SECONDS`
+    until the turn's task is done, since code under the turn may drop one (``asyncio.wait_for``
+    on Python 3.11 does, when its awaitable finishes as the cancellation lands)."""
+    cut.append(reason)
+    while not runner.done():
+        runner.cancel()
+        await asyncio.wait({runner}, timeout=CUT_REPEAT_SECONDS)
 
 
 def decide_cut(snap: Snapshot, message: Pending) -> bool:
