@@ -18,36 +18,11 @@ from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.gateway_support import Replicas, Users, states
 from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
+from tests.integration.question_support import carol_is_asked
 
 pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
-
-ASK_CAROL = {
-    "type": "tool_calls",
-    "calls": [
-        {
-            "name": "create_task_for_participant",
-            "arguments": {"participant": "carol", "goal": "Approve the budget of 40k?"},
-        }
-    ],
-}
-
-
-async def asked(tasks: Tasks, parent: str) -> str:
-    """The participant task the parent's first turn created, once it waits for carol."""
-    await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED", turn=1)
-    [child] = await tasks.children(parent)
-    name = str(child["metadata"]["name"])
-    status = await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
-    assert status["lifecycle"] == "participant"
-    assert status["message"] == "Approve the budget of 40k?"
-    assert child["spec"]["participants"] == [
-        {"id": "carol", "role": "assignee"},
-        {"id": "alice", "role": "watcher"},
-        {"id": "bob", "role": "watcher"},
-    ]
-    return name
 
 
 def inputs(request: Any) -> str:
@@ -57,17 +32,9 @@ def inputs(request: Any) -> str:
 async def test_the_person_answers_with_kubectl_and_the_answer_wakes_the_parent(
     harness: Harness, tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
-    await model_server.control.script(
-        [
-            ASK_CAROL,
-            {"type": "text", "text": "I asked carol."},
-            {"type": "text", "text": "Carol approved: going ahead.", "when": "answered by carol"},
-        ]
+    child = await carol_is_asked(
+        model_server, operator, tasks, approved="Carol approved: going ahead."
     )
-    operator()
-    await tasks.create("release")
-    await tasks.send("release", "Get the budget approved.")
-    child = await asked(tasks, "release")
 
     listed = await harness.run("list", participant="carol")
     assert listed.returncode == 0, listed.stderr
@@ -92,11 +59,7 @@ async def test_the_person_answers_with_kubectl_and_the_answer_wakes_the_parent(
 async def test_a_watchers_answer_is_refused_and_the_task_waits_on_for_its_person(
     harness: Harness, tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
-    await model_server.control.script([ASK_CAROL, {"type": "text", "text": "I asked carol."}])
-    operator()
-    await tasks.create("release")
-    await tasks.send("release", "Get the budget approved.")
-    child = await asked(tasks, "release")
+    child = await carol_is_asked(model_server, operator, tasks, approved=None)
 
     refused = await harness.run("send", child, "I approve it myself.", "--wait")
 
@@ -113,11 +76,7 @@ async def test_a_watchers_answer_is_refused_and_the_task_waits_on_for_its_person
 async def test_the_person_answers_over_a2a_and_sees_the_task_in_their_list(
     gateway: Replicas, users: Users, tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
-    await model_server.control.script([ASK_CAROL, {"type": "text", "text": "I asked carol."}])
-    operator()
-    await tasks.create("release")
-    await tasks.send("release", "Get the budget approved.")
-    child = await asked(tasks, "release")
+    child = await carol_is_asked(model_server, operator, tasks, approved=None)
     carol = await users(gateway().url, "carol")
 
     page = await carol.list()

@@ -272,6 +272,25 @@ async def test_a_cancel_racing_the_brief_leaves_no_remote_task_at_work(
         await remote_state(remote, "TASK_STATE_CANCELED")
 
 
+#: A parent that asks agent ``echo`` to say hello, then says what echo said.
+ASK_ECHO: Final = [
+    spawn_on("echo", "Say hello"),
+    {"type": "text", "text": "Asked echo.", "when": "Spawned sub-task"},
+    {"type": "text", "text": "Echo said hello.", "when": "echo: Say hello"},
+]
+
+
+async def greeted(tasks: Tasks) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run :data:`ASK_ECHO` on task ``greet``: its sub-task's status once COMPLETED, and the
+    parent's once its second turn has read the result."""
+    await tasks.create("greet")
+    await tasks.send("greet", "Get a greeting.")
+    child = (await the_child(tasks, "greet"))["metadata"]["name"]
+    done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
+    parent = await tasks.wait("greet", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    return done, parent
+
+
 async def test_a_foreign_a2a_agent_does_the_sub_task(
     kubectl: Kubectl,
     tasks: Tasks,
@@ -279,25 +298,14 @@ async def test_a_foreign_a2a_agent_does_the_sub_task(
     model_server: ModelServer,
     foreign: ForeignAgent,
 ) -> None:
-    await model_server.control.script(
-        [
-            spawn_on("echo", "Say hello"),
-            {"type": "text", "text": "Asked echo.", "when": "Spawned sub-task"},
-            {"type": "text", "text": "Echo said hello.", "when": "echo: Say hello"},
-        ]
-    )
+    await model_server.control.script(ASK_ECHO)
     operator()
     agent = await declare(kubectl, "echo", foreign.card_url)
     assert agent["status"]["skills"] == [
         {"id": "echo", "name": "Echo", "description": "Says it back."}
     ]
     assert TASK_EXT_URI not in agent["status"].get("extensions", [])
-    await tasks.create("greet")
-    await tasks.send("greet", "Get a greeting.")
-
-    child = (await the_child(tasks, "greet"))["metadata"]["name"]
-    done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
-    parent = await tasks.wait("greet", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    done, parent = await greeted(tasks)
 
     assert done["message"] == "echo: Say hello"
     assert parent["message"] == "Echo said hello."
@@ -460,22 +468,11 @@ async def test_an_agent_that_does_not_stream_is_followed_by_polling(
     kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
     async with ForeignAgent(streaming=False).running() as polled:
-        await model_server.control.script(
-            [
-                spawn_on("echo", "Say hello"),
-                {"type": "text", "text": "Asked echo.", "when": "Spawned sub-task"},
-                {"type": "text", "text": "Echo said hello.", "when": "echo: Say hello"},
-            ]
-        )
+        await model_server.control.script(ASK_ECHO)
         operator()
         agent = await declare(kubectl, "echo", polled.card_url)
         assert agent["status"]["streaming"] is False
-        await tasks.create("greet")
-        await tasks.send("greet", "Get a greeting.")
-
-        child = (await the_child(tasks, "greet"))["metadata"]["name"]
-        done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
-        await tasks.wait("greet", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+        done, _ = await greeted(tasks)
 
     assert done["message"] == "echo: Say hello"
     assert polled.executor.received == ["Say hello"]
