@@ -475,7 +475,8 @@ async def _watch(session: Session, args: argparse.Namespace, _: str | None) -> i
     try:
         while True:
             try:
-                item = await asyncio.wait_for(events.get(), WATCH_REREAD_SECONDS)
+                async with asyncio.timeout(WATCH_REREAD_SECONDS):
+                    item = await events.get()
             except TimeoutError:
                 await follower.messages()
                 continue

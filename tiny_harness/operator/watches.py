@@ -233,7 +233,8 @@ class Watches:
             self._filled(instance)
             return
         try:
-            await asyncio.wait_for(instance.feed.filled.wait(), FILL_TIMEOUT)
+            async with asyncio.timeout(FILL_TIMEOUT):
+                await instance.feed.filled.wait()
         except TimeoutError:
             log.warning(
                 "kopf's indexes for shard %d were not filled within %.0fs; reading them anyway",
@@ -290,7 +291,8 @@ class Watches:
         instance.stop.set()
         task = instance.running
         try:
-            await asyncio.wait_for(asyncio.shield(task), STOP_TIMEOUT)
+            async with asyncio.timeout(STOP_TIMEOUT):
+                await asyncio.shield(task)
         except TimeoutError:
             log.warning("kopf for shard %s did not stop in time", instance.shard)
             task.cancel()

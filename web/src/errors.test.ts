@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { explain, GatewayRefusal, rereadAfter } from "./errors";
+import { explain, GatewayRefusal, rereadAfter, rereading } from "./errors";
 
 describe("errors as what to do", () => {
   it("says what to do about the gateway's HTTP refusals, not their codes", () => {
@@ -35,5 +35,6 @@ describe("errors as what to do", () => {
     expect(rereadAfter(new GatewayRefusal(429, "rate limited", 0))).toBe(1000);
     expect(rereadAfter(new GatewayRefusal(413, "too large"))).toBeNull();
     expect(rereadAfter(new TypeError("Failed to fetch"))).toBeNull();
+    expect(rereading(1000)).toBe("Too many requests: the list is read again in about 1 s.");
   });
 });

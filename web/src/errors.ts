@@ -63,6 +63,11 @@ export function rereadAfter(error: unknown): number | null {
   return Math.max(error.retryAfter ?? 5, 1) * 1000;
 }
 
+/** What a list refused for too many requests says while it waits ``ms`` to read again. */
+export function rereading(ms: number): string {
+  return `Too many requests: the list is read again in about ${ms / 1000} s.`;
+}
+
 function lower(text: string): string {
   return text.replace(/[.\s]+$/, "");
 }

@@ -93,27 +93,24 @@ export function Composer({
     setSending((n) => n + 1);
     let written = false;
     try {
-      for await (const item of events) {
-        written = true;
-        views.apply(taskId, (v) => take(v, item, Date.now()));
+      try {
+        for await (const item of events) {
+          written = true;
+          views.apply(taskId, (v) => take(v, item, Date.now()));
+        }
+      } catch (error) {
+        setProblem(explain(error));
+        if (!written) {
+          // Refused before anything was written: nothing was sent, so take it back.
+          views.apply(taskId, (v) => withoutMessage(v, message.messageId));
+          setText((now) => now || body);
+        }
+        return;
       }
-    } catch (error) {
-      setProblem(explain(error));
-      if (!written) {
-        // Refused before anything was written: nothing was sent, so take it back.
-        views.apply(taskId, (v) => withoutMessage(v, message.messageId));
-        setText((now) => now || body);
-      }
-      setSending((n) => n - 1);
-      return;
-    }
-    try {
       // The message went through; this read only settles the view. A failure of it (too
       // many requests, say) is not the message's: the task's own stream brings the rest.
-      const task = await client.task(taskId);
-      views.apply(taskId, (v) => takeTask(v, task, Date.now()));
-    } catch {
-      // the task page's stream carries on
+      const task = await client.task(taskId).catch(() => null);
+      if (task) views.apply(taskId, (v) => takeTask(v, task, Date.now()));
     } finally {
       setSending((n) => n - 1);
     }

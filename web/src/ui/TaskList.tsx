@@ -6,7 +6,7 @@
 import type { Task } from "@a2a-js/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 import type { HarnessClient } from "../client";
-import { explain, rereadAfter } from "../errors";
+import { explain, rereadAfter, rereading } from "../errors";
 import { onLinkClick } from "../location";
 import { filtered, nest, tree, type Branch, type StateFilter, type TaskRow } from "../tasks";
 import { shortState, STATE_NAMES } from "../wire";
@@ -50,7 +50,7 @@ export function useTaskList(client: HarnessClient): TaskListState {
               reread.current.timer = null;
               refresh();
             }, wait);
-            setError(`Too many requests: the list is read again in about ${wait / 1000} s.`);
+            setError(rereading(wait));
           } else {
             setError(explain(e));
           }
