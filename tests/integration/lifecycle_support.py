@@ -11,8 +11,8 @@ from typing import Any
 from tiny_harness.core.history import TranscriptMessage, transcript
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.kube.client import HarnessTasks
-from tiny_harness.kube.journal import TurnRecords
-from tiny_harness.kube.messages import HarnessMessages
+from tiny_harness.kube.journal import TurnRecord, TurnRecords
+from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 
 
 class Tasks:
@@ -55,14 +55,16 @@ class Tasks:
         await self.messages.send(
             MessageSpec(
                 task=task, message_id=message_id, sender=sender, parts=(MessagePart(text=text),)
-            )
+            ),
+            task=await self.tasks.get(task),
         )
         return message_id
 
     async def control(self, task: str, action: str, sender: str = "alice") -> str:
         message_id = f"c-{uuid.uuid4().hex[:8]}"
         await self.messages.send(
-            MessageSpec(task=task, message_id=message_id, sender=sender, control=action)  # type: ignore[arg-type]
+            MessageSpec(task=task, message_id=message_id, sender=sender, control=action),  # type: ignore[arg-type]
+            task=await self.tasks.get(task),
         )
         return message_id
 
@@ -95,8 +97,16 @@ class Tasks:
             await asyncio.sleep(0.05)
         raise AssertionError(f"{task} did not reach {state}/{sub_state} in {within}s: {last}")
 
+    async def records_of(self, task: str, turn: int | None = None) -> list[TurnRecord]:
+        """The turn records of the task of that name now."""
+        return await self.records.for_task(await self.tasks.get(task), turn)
+
+    async def messages_of(self, task: str) -> list[StoredMessage]:
+        """The messages of the task of that name now."""
+        return await self.messages.for_task(await self.tasks.get(task))
+
     async def transcript(self, task: str) -> list[TranscriptMessage]:
-        records = await self.records.for_task(task)
+        records = await self.records_of(task)
         return transcript(e for r in records for e in r.entries)
 
     async def wait_agent_message(

@@ -33,7 +33,7 @@ from tests.integration.chart_support import (
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.settings import Settings
 from tiny_harness.kube.admission import exempt_users, sender_policy
-from tiny_harness.kube.client import connect
+from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
@@ -188,12 +188,11 @@ def test_the_identity_policy_is_the_one_kube_admission_defines(
         if d["kind"] in ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
     ]
     name = f"tiny-harness-{namespace}-identity"
-    harness = [
-        f"system:serviceaccount:{namespace}:tiny-harness-gateway",
-        f"system:serviceaccount:{namespace}:tiny-harness-operator",
-    ]
     expected = sender_policy(
-        name, exempt_users(harness), namespace if configuration == "namespaced" else None
+        name,
+        gateway=exempt_users([f"system:serviceaccount:{namespace}:tiny-harness-gateway"]),
+        operator=exempt_users([f"system:serviceaccount:{namespace}:tiny-harness-operator"]),
+        namespace=namespace if configuration == "namespaced" else None,
     )
 
     for doc in rendered:
@@ -389,7 +388,8 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
                     message_id="m-chart-1",
                     sender="alice",
                     parts=(MessagePart(text="What do you do?"),),
-                )
+                ),
+                task=await HarnessTasks(api, namespace).get("hello-harness"),
             )
         finally:
             await api.close()

@@ -193,7 +193,7 @@ async def test_send_reads_a_message_of_several_lines_from_stdin(
     sent = await harness.run("send", "piped", "-", stdin="First line.\nSecond line.\n")
 
     assert sent.returncode == 0, sent.stderr
-    [message] = await tasks.messages.for_task("piped")
+    [message] = await tasks.messages_of("piped")
     assert message.spec.message_id == sent.stdout.strip()
     assert message.spec.text == "First line.\nSecond line.\n"
 
@@ -339,7 +339,7 @@ async def test_the_kubernetes_user_is_the_participant_unless_as_participant_is_g
     as_alice = await harness.run("get", "alices", "--history", "0", participant="alice")
 
     assert sent.returncode == 0, sent.stderr
-    [message] = await tasks.messages.for_task("admins")
+    [message] = await tasks.messages_of("admins")
     assert (message.spec.message_id, message.spec.sender) == (sent.stdout.strip(), ADMIN)
     assert hidden.returncode == 1
     assert hidden.stderr.strip() == not_found("alices")

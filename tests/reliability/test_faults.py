@@ -197,7 +197,7 @@ async def test_a_replica_stopped_by_sigterm_mid_turn_leaves_the_turn_to_the_next
     assert first.proc is not None
     assert first.proc.returncode == 143, first.log()[-2000:]
 
-    records = await tasks.records.for_task("steady")
+    records = await tasks.records_of("steady")
     assert not any(r.history is not None for r in records if r.turn == 1), records
     operator(identity="operator-b", lease_seconds=3)
     status = await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
@@ -214,7 +214,7 @@ async def eventually_requested(model_server: ModelServer, count: int) -> None:
 async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]:
     """The task's status version and every turn record's name and entry count."""
     obj = await tasks.tasks.get(name)
-    records = await tasks.records.for_task(name)
+    records = await tasks.records_of(name)
     return obj["metadata"]["resourceVersion"], [(r.name, len(r.entries)) for r in records]
 
 

@@ -81,7 +81,7 @@ async def test_a_command_sent_at_any_moment_of_a_turn_runs_exactly_once(
         reply = command_reply_id(command)
         await tasks.wait_agent_message(name, f"task {name}")
         await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED", turn=1)
-        entries = [e for r in await tasks.records.for_task(name) for e in r.entries]
+        entries = [e for r in await tasks.records_of(name) for e in r.entries]
         acks = [e for e in entries if isinstance(e, AckEntry) and e.message_id == command]
         replies = [e for e in entries if isinstance(e, NoticeEntry) and e.id == reply]
         assert (len(acks), len(replies)) == (1, 1), f"{name} at {moment}s: {entries}"
@@ -128,7 +128,7 @@ async def test_a_cancel_racing_the_deadline_cut_ends_the_task_once_either_way(
             assert "DeadlineExceeded" in reasons, status
             assert "activeDeadlineSeconds (1s)" in status["message"]
         for _ in range(200):
-            entries = [e for r in await tasks.records.for_task(name) for e in r.entries]
+            entries = [e for r in await tasks.records_of(name) for e in r.entries]
             if any(isinstance(e, AckEntry) and e.message_id == cancel for e in entries):
                 await asyncio.sleep(0.3)  # nothing changes after: it stays as it ended
                 assert (await tasks.status(name)).get("state") == state

@@ -77,9 +77,10 @@ from tiny_harness.core.errors import (
     TaskNotFoundError,
 )
 from tiny_harness.core.inbox import Control, MessageSpec, message_name
+from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
-from tiny_harness.kube.client import HarnessTasks, Obj, translate
-from tiny_harness.kube.journal import TurnRecords
+from tiny_harness.kube.client import HarnessTasks, Obj, child_metadata, translate
+from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import (
     API_VERSION,
@@ -90,6 +91,7 @@ from tiny_harness.kube.names import (
     VERSION,
     context_id_of,
 )
+from tiny_harness.kube.ownership import uid_of
 from tiny_harness.kube.participant_view import conversation, role_of
 from tiny_harness.kube.watching import read_for_watch
 
@@ -164,7 +166,7 @@ class KubeTaskStore(VersionedTaskStore):
         name = obj["metadata"]["name"]
         context_id = context_id_of(obj)
         records, sent = await asyncio.gather(
-            self._turns.for_task(name), self._messages.for_task(name)
+            self._turns.for_task(obj), self._messages.for_task(obj)
         )
         return [
             pending_message(name, context_id, said.sent)
@@ -173,24 +175,34 @@ class KubeTaskStore(VersionedTaskStore):
             for said in conversation(records, sent)
         ]
 
+    async def _records(self, task_id: str) -> list[TurnRecord]:
+        """The turn records of the task of that name now (none once it is gone): a record
+        of an older task of the same name is never read as this one's."""
+        try:
+            obj = await self._tasks.get(task_id)
+        except TaskNotFoundError:
+            return []
+        return await self._turns.for_task(obj)
+
     async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
         """:func:`tiny_harness.core.answers.answered_as_of` a status showing ``turn`` (running
         or not), with the records read now: they only grow, and the answer is as of that
         status."""
-        records = await self._turns.for_task(task_id)
+        records = await self._records(task_id)
         return answered_as_of(records, message_id, turn=turn, running=running)
 
     async def already_sent(self, task_id: str, message_id: str, sender: str) -> bool:
         """Whether ``sender`` already sent this message to the task (a retry)."""
         try:
-            stored = await self._messages.get(message_name(task_id, message_id))
+            obj = await self._tasks.get(task_id)
+            stored = await self._messages.get(message_name(task_id, uid_of(obj), message_id))
         except TaskNotFoundError:
             return False
-        return stored.spec.sender == sender and stored.spec.task == task_id
+        return stored.spec.sender == sender and stored.belongs_to(obj)
 
     async def fate(self, task_id: str, message_id: str) -> Fate:
         """What the journal says of the message now (:func:`.answers.fate_of`)."""
-        return fate_of(await self._turns.for_task(task_id), message_id)
+        return fate_of(await self._records(task_id), message_id)
 
     async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
         """The task's latest turn and whether it runs, read now (None: the task is gone)."""
@@ -293,16 +305,55 @@ class KubeTaskStore(VersionedTaskStore):
         messages = [
             message_spec(task.id, m, sender) for m in task.history if m.role == Role.ROLE_USER
         ]
-        created = await self._create_object(task.id, task.context_id, spec)
+        parent = await self._parent_for(spec.local_parent, sender) if spec.local_parent else None
+        created = await self._create_object(task.id, task.context_id, spec, parent)
         version = task_version(created)
         await self._send(messages, created)
         return version
 
-    async def _create_object(self, name: str, context_id: str, spec: TaskSpec) -> Obj:
+    async def _parent_for(self, parent: str, sender: str) -> Obj:
+        """The task a first message names as its parent, if ``sender`` may end it (assignee,
+        reporter or admin: the roles that may complete it, and so decide what work hangs
+        under it). Anyone else is refused, and nothing is written: a task not found and a
+        task the sender is not on read the same, as for every other call."""
+        try:
+            obj = await self._tasks.get(parent)
+        except TaskNotFoundError:
+            obj = None
+        spec = None
+        if obj is not None and _is_member(obj, sender):
+            try:
+                spec = TaskSpec.model_validate(obj["spec"])
+            except ValidationError:
+                spec = None
+        if obj is None or spec is None:
+            raise InvalidParamsError(
+                message=f"parent: task {parent!r} not found; a sub-task is attached only to a "
+                "task you are on as its assignee, reporter or admin"
+            )
+        refused = refuse_ending(spec, sender, "attach a sub-task to")
+        if refused is not None:
+            raise UnsupportedOperationError(
+                message=f"parent: {refused}; only its assignee, reporter or admin may attach "
+                "a sub-task to it"
+            )
+        return obj
+
+    async def _create_object(
+        self, name: str, context_id: str, spec: TaskSpec, parent: Obj | None = None
+    ) -> Obj:
+        metadata: dict[str, object] = {
+            "name": name,
+            "annotations": {CONTEXT_ID_ANNOTATION: context_id},
+        }
+        if parent is not None:
+            # The owner reference to the parent's uid is what makes it the parent's child
+            # (kube/ownership.py): only the harness writes one.
+            metadata |= child_metadata(parent)
         body = {
             "apiVersion": API_VERSION,
             "kind": KIND,
-            "metadata": {"name": name, "annotations": {CONTEXT_ID_ANNOTATION: context_id}},
+            "metadata": metadata,
             "spec": spec.model_dump(mode="json", by_alias=True, exclude_none=True),
         }
         try:

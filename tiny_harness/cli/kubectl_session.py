@@ -204,8 +204,9 @@ class Session:
 
     async def conversation(self, name: str) -> list[Said]:
         """The conversation as the participant sees it (:func:`.participant_view.conversation`)."""
+        obj = await self.tasks.get(name)
         records, sent = await asyncio.gather(
-            self.records.for_task(name), self.messages.for_task(name)
+            self.records.for_task(obj), self.messages.for_task(obj)
         )
         return conversation(records, sent)
 
@@ -264,8 +265,9 @@ class Session:
 
         async def probe() -> list[TranscriptMessage] | None:
             # The status first: a turn's journal is complete before the write that ends it.
-            status = status_of(await self.tasks.get(name))
-            records = await self.records.for_task(name)
+            obj = await self.tasks.get(name)
+            status = status_of(obj)
+            records = await self.records.for_task(obj)
             refused = refusal_of(records, message_id)
             if refused is not None:
                 raise HarnessError(refused)
@@ -285,7 +287,7 @@ class Session:
         """The agent's reply to the command sent as ``message_id``."""
 
         async def probe() -> TranscriptMessage | None:
-            records = await self.records.for_task(name)
+            records = await self.records.for_task(await self.tasks.get(name))
             refused = refusal_of(records, message_id)
             if refused is not None:
                 raise HarnessError(refused)
@@ -305,10 +307,11 @@ class Session:
         as an error when it refused the request."""
 
         async def probe() -> TaskState | None:
-            refused = refusal_of(await self.records.for_task(name), message_id)
+            obj = await self.tasks.get(name)
+            refused = refusal_of(await self.records.for_task(obj), message_id)
             if refused is not None:
                 raise NotPermittedError(refused)
-            state = state_of(await self.tasks.get(name))
+            state = state_of(obj)
             return state if state.is_terminal else None
 
         return await _poll(probe, within, "the operator to act on the request")

@@ -96,9 +96,11 @@ class MessageSpec(Model):
         return len(self.parts) == 1 and self.parts[0].text is not None
 
 
-def message_name(task: str, message_id: str) -> str:
-    """The object name of a message: stable for a (task, message id) pair, at most 253 chars."""
-    digest = hashlib.sha256(f"{task}\0{message_id}".encode()).hexdigest()[:16]
+def message_name(task: str, uid: str, message_id: str) -> str:
+    """The object name of a message: stable for a (task object, message id) pair, at most 253
+    chars. The task's uid is in it, so a task re-created under an old name, whose messages
+    reuse ids such as ``brief``, never finds the old task's message in its place."""
+    digest = hashlib.sha256(f"{task}\0{uid}\0{message_id}".encode()).hexdigest()[:16]
     return f"{task[: NAME_MAX - 20]}-m-{digest}"
 
 

@@ -14,8 +14,8 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
-from tiny_harness.kube.labels import shard_labels
-from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from tiny_harness.kube.labels import label_value, shard_labels
+from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PARENT_LABEL, PLURAL, VERSION
 
 Obj = dict[str, Any]
 
@@ -88,6 +88,26 @@ def translate(exc: ApiException, name: str | None = None) -> HarnessError:
     return KubeError(int(exc.status or 0), str(exc.reason or exc.body))
 
 
+def child_metadata(parent: Mapping[str, Any]) -> Obj:
+    """The metadata that makes a new task ``parent``'s child: the controller owner reference
+    to the parent's uid (what readers check, kube/ownership.py; it also deletes the child with
+    its parent), the parent label and the parent's shard label (one replica works a tree)."""
+    meta = parent["metadata"]
+    return {
+        "labels": {PARENT_LABEL: label_value(str(meta["name"])), **shard_labels(parent)},
+        "ownerReferences": [
+            {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
+    }
+
+
 class HarnessTasks:
     """The ``HarnessTask`` objects of one namespace."""
 
@@ -115,16 +135,7 @@ class HarnessTasks:
         if annotations:
             metadata["annotations"] = dict(annotations)
         if owner is not None:
-            metadata["ownerReferences"] = [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": KIND,
-                    "name": owner["metadata"]["name"],
-                    "uid": owner["metadata"]["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ]
+            metadata["ownerReferences"] = child_metadata(owner)["ownerReferences"]
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": dict(spec)}
         try:
             return cast(Obj, await self._api.create_namespaced_custom_object(*self._args(), body))

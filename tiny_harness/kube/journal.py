@@ -1,8 +1,12 @@
 """Turn records: where the operator checkpoints each turn, and where the history is read from.
 
-One ``HarnessTurn`` object per turn (``<task>-t<turn>``), split into numbered chunks
-(``-c1``, ``-c2`` ...) before it nears the API's object size limit. Appending is a JSON patch
-that adds to the entries list, so a checkpoint is one small write however long the turn is.
+One ``HarnessTurn`` object per turn (``<task>-<uid>-t<turn>``, with the first characters of the
+task's uid), split into numbered chunks (``-c1``, ``-c2`` ...) before it nears the API's object
+size limit. A record belongs to the task object whose uid its owner reference names
+(``kube/ownership.py``): a task re-created under an old name writes records of other names,
+and reads none of the old one's, even while the garbage collector is still deleting them.
+Appending is a JSON patch that adds to the entries list, so a checkpoint is one small write
+however long the turn is.
 
 **Fencing.** A record carries ``spec.lease``: the epoch of the runner lease (``status.runner``)
 whose holder may append to it. A turn's append is a JSON patch that first *tests* that epoch,
@@ -36,6 +40,7 @@ from tiny_harness.kube.names import (
     TURN_PLURAL,
     VERSION,
 )
+from tiny_harness.kube.ownership import owned_by, owner_uids, uid_of
 
 #: Start a new chunk before a record would pass this size (etcd refuses ~1.5 MiB).
 CHUNK_BYTES: Final = 768 * 1024
@@ -56,6 +61,8 @@ class TurnRecord:
     size: int
     lease: int | None = None
     resource_version: str = ""
+    #: The uids of the tasks its owner references name (the operator writes one).
+    owners: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, obj: Obj) -> TurnRecord:
@@ -73,6 +80,7 @@ class TurnRecord:
             size=len(json.dumps(spec)),
             lease=int(lease) if lease is not None else None,
             resource_version=str(obj["metadata"].get("resourceVersion", "")),
+            owners=owner_uids(obj),
         )
 
     @property
@@ -80,8 +88,13 @@ class TurnRecord:
         return self.history is not None
 
 
-def record_name(task: str, turn: int, chunk: int = 0) -> str:
-    suffix = f"-t{turn}" + (f"-c{chunk}" if chunk else "")
+#: How much of the task's uid a record's name carries: enough that two tasks of one name never
+#: share a record name; ownership itself is checked on the whole uid.
+UID_IN_NAME: Final = 8
+
+
+def record_name(task: str, uid: str, turn: int, chunk: int = 0) -> str:
+    suffix = f"-{uid[:UID_IN_NAME]}-t{turn}" + (f"-c{chunk}" if chunk else "")
     return task[: 253 - len(suffix)] + suffix
 
 
@@ -96,9 +109,11 @@ class TurnRecords:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
 
-    async def for_task(self, task: str, turn: int | None = None) -> list[TurnRecord]:
-        """A task's records (or one turn's), in order."""
-        selector = f"{TASK_LABEL}={label_value(task)}"
+    async def for_task(self, task: Obj, turn: int | None = None) -> list[TurnRecord]:
+        """The records (or one turn's) of the task object ``task``, in order: those its uid
+        owns, so an older task's of the same name are never among them."""
+        name = str(task["metadata"]["name"])
+        selector = f"{TASK_LABEL}={label_value(name)}"
         if turn is not None:
             selector += f",{TURN_LABEL}={turn}"
         try:
@@ -107,7 +122,11 @@ class TurnRecords:
             )
         except ApiException as exc:
             raise translate(exc) from None
-        records = [TurnRecord.of(o) for o in result["items"] if o["spec"].get("task") == task]
+        records = [
+            TurnRecord.of(o)
+            for o in result["items"]
+            if o["spec"].get("task") == name and owned_by(owner_uids(o), task)
+        ]
         return sorted(records, key=lambda r: (r.turn, r.chunk))
 
     async def append(
@@ -117,8 +136,8 @@ class TurnRecords:
         entries: tuple[RecordEntry, ...],
         *,
         last: TurnRecord | None,
+        owner: Obj,
         history: HistoryDelta | None = None,
-        owner: Obj | None = None,
         lease: int | None = None,
     ) -> TurnRecord:
         """Add entries (and, at the turn's end, the history delta) to the turn's last chunk,
@@ -181,10 +200,10 @@ class TurnRecords:
         chunk: int,
         entries: list[dict[str, Any]],
         history: HistoryDelta | None,
-        owner: Obj | None,
+        owner: Obj,
         lease: int | None,
     ) -> TurnRecord:
-        name = record_name(task, turn, chunk)
+        name = record_name(task, uid_of(owner), turn, chunk)
         metadata: dict[str, Any] = {
             "name": name,
             "labels": {
@@ -192,16 +211,11 @@ class TurnRecords:
                 TURN_LABEL: str(turn),
                 **shard_labels(owner),
             },
+            # Owned by its task: deleted with it, and read only for it.
+            "ownerReferences": [
+                {"apiVersion": API_VERSION, "kind": KIND, "name": task, "uid": uid_of(owner)}
+            ],
         }
-        if owner is not None:
-            metadata["ownerReferences"] = [
-                {
-                    "apiVersion": API_VERSION,
-                    "kind": KIND,
-                    "name": task,
-                    "uid": owner["metadata"]["uid"],
-                }
-            ]
         spec: dict[str, Any] = {"task": task, "turn": turn, "chunk": chunk, "entries": entries}
         if lease is not None:
             spec["lease"] = lease

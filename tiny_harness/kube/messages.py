@@ -1,8 +1,10 @@
 """Sending a message to a task: one immutable ``HarnessMessage`` object per message.
 
-Any writer (the gateway, ``kubectl harness``, a test) sends through :func:`send_message`; the
-operator lists a task's messages to find the ones its turn journals have not taken yet. See
-``docs/design/messages-and-history.md``.
+Any writer (the gateway, ``kubectl harness``, the operator) sends through
+:meth:`HarnessMessages.send`, with the task object it read: the message is owned by that task's
+uid and named from it, so a task re-created under an old name never shares a message with the
+old one (``kube/ownership.py``). The operator lists a task's messages to find the ones its turn
+journals have not taken yet. See ``docs/design/messages-and-history.md``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from tiny_harness.kube.names import (
     TASK_LABEL,
     VERSION,
 )
+from tiny_harness.kube.ownership import message_belongs, uid_of
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,12 @@ class StoredMessage:
             annotations=meta.get("annotations") or {},
         )
 
+    def belongs_to(self, task: Obj) -> bool:
+        """Is this a message of the task object ``task`` (:mod:`.ownership`)?"""
+        return self.spec.task == task["metadata"]["name"] and message_belongs(
+            self.owners, self.created, task
+        )
+
     @property
     def order(self) -> tuple[str, str, str]:
         """Sort key: the writer's clock (the API server's when the writer gave none, as with
@@ -78,28 +87,26 @@ class HarnessMessages:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
 
-    async def send(self, spec: MessageSpec, *, task: Obj | None = None) -> StoredMessage:
+    async def send(self, spec: MessageSpec, *, task: Obj) -> StoredMessage:
         """Create the message. Sending the same (task, message id) again returns the message
         already stored instead of creating a second one.
 
-        ``task`` is the stored task the message is for, when the sender has it: the message is
-        then owned by it and carries its shard label (see ``kube.labels.shard_labels``).
+        ``task`` is the stored task the message is for: the message is owned by its uid (and
+        deleted with it) and carries its shard label (see ``kube.labels.shard_labels``).
         """
         if spec.sent_at is None:
             spec = spec.model_copy(update={"sent_at": now_rfc3339_nanos()})
-        name = message_name(spec.task, spec.message_id)
+        name = message_name(spec.task, uid_of(task), spec.message_id)
         labels = {TASK_LABEL: label_value(spec.task), **shard_labels(task)}
         metadata: dict[str, Any] = {"name": name, "labels": labels}
         trace_context = carrier()
         if trace_context:
             # The sender's span, so the turn that takes the message continues its trace.
             metadata["annotations"] = trace_context
-        if task is not None:
-            # Owned by its task, so deleting the task deletes its messages.
-            uid = task["metadata"]["uid"]
-            metadata["ownerReferences"] = [
-                {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": uid}
-            ]
+        # Owned by its task, so deleting the task deletes its messages.
+        metadata["ownerReferences"] = [
+            {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": uid_of(task)}
+        ]
         body = {
             "apiVersion": API_VERSION,
             "kind": MESSAGE_KIND,
@@ -125,21 +132,26 @@ class HarnessMessages:
             raise translate(exc, name) from None
         return StoredMessage.of(cast(Obj, obj))
 
-    async def for_task(self, task: str) -> list[StoredMessage]:
-        """Every message of a task, oldest first."""
+    async def for_task(self, task: Obj) -> list[StoredMessage]:
+        """Every message of the task object ``task``, oldest first: those that belong to its
+        uid (:func:`.ownership.message_belongs`), never an older task's of the same name."""
+        name = str(task["metadata"]["name"])
         try:
             result = await self._api.list_namespaced_custom_object(
                 GROUP,
                 VERSION,
                 self.namespace,
                 MESSAGE_PLURAL,
-                label_selector=f"{TASK_LABEL}={label_value(task)}",
+                label_selector=f"{TASK_LABEL}={label_value(name)}",
             )
         except ApiException as exc:
             raise translate(exc) from None
         messages = [StoredMessage.of(o) for o in result["items"]]
         # The label may be a hash of a long name: keep only this task's messages.
-        return sorted((m for m in messages if m.spec.task == task), key=lambda m: m.order)
+        return sorted(
+            (m for m in messages if m.spec.task == name and m.belongs_to(task)),
+            key=lambda m: m.order,
+        )
 
     async def delete(self, name: str) -> None:
         """Delete one message; one already gone is no error."""

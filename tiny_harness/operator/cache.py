@@ -50,6 +50,7 @@ from tiny_harness.kube.names import (
     TURN_PLURAL,
     VERSION,
 )
+from tiny_harness.kube.ownership import is_child_of, is_stray_of, owned_by
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,11 @@ class Cache:
         return own.obj
 
     def records(self, namespace: str, task: str) -> list[TurnRecord]:
-        """The task's turn records, in turn and chunk order."""
+        """The task's turn records, in turn and chunk order: those owned by the uid of the
+        task of that name now (:mod:`tiny_harness.kube.ownership`)."""
+        current = self.task(namespace, task)
+        if current is None:
+            return []
         key = (namespace, task)
         stored: list[TurnRecord] = self._store(TURNS, key)
         own = self._records.get(key, {})
@@ -226,15 +231,21 @@ class Cache:
                 del own[name]
         if not own:
             self._records.pop(key, None)
-        return sorted(merged.values(), key=lambda r: (r.turn, r.chunk))
+        mine = (r for r in merged.values() if owned_by(r.owners, current))
+        return sorted(mine, key=lambda r: (r.turn, r.chunk))
 
     def messages(self, namespace: str, task: str) -> list[StoredMessage]:
-        """The task's messages, oldest first."""
+        """The task's messages, oldest first: those that belong to the task of that name now
+        (:func:`tiny_harness.kube.ownership.message_belongs`)."""
+        current = self.task(namespace, task)
+        if current is None:
+            return []
         stored: list[StoredMessage] = self._store(MESSAGES, (namespace, task))
-        return sorted(stored, key=lambda m: m.order)
+        return sorted((m for m in stored if m.belongs_to(current)), key=lambda m: m.order)
 
-    def children(self, namespace: str, parent: str) -> list[Obj]:
-        """The task's children as they are now (index and own writes, newest of each)."""
+    def _naming(self, namespace: str, parent: str) -> list[Obj]:
+        """Every task whose spec names ``parent`` as its parent, as it is now (index and own
+        writes, newest of each)."""
         by_name = {
             c["metadata"]["name"]: c for c in self._store(TASKS, (PARENT, namespace, parent))
         }
@@ -245,6 +256,22 @@ class Cache:
             if have is None or newer(own.resource_version, rv_of(have)):
                 by_name[name] = own.obj
         return list(by_name.values())
+
+    def children(self, namespace: str, parent: str) -> list[Obj]:
+        """The task's children: the tasks that name it as their parent *and* carry the owner
+        reference to its uid that only the harness writes. Anything else naming it is a stray
+        (:meth:`strays`), and counts for nothing here."""
+        current = self.task(namespace, parent)
+        if current is None:
+            return []
+        return [c for c in self._naming(namespace, parent) if is_child_of(c, current)]
+
+    def strays(self, namespace: str, parent: str) -> list[Obj]:
+        """The tasks that name ``parent`` as their parent without being its children."""
+        current = self.task(namespace, parent)
+        if current is None:
+            return []
+        return [c for c in self._naming(namespace, parent) if is_stray_of(c, current)]
 
     # -- the overlay ----------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import kopf
 
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
+from tiny_harness.kube.ownership import is_stray_of
 from tiny_harness.operator.cache import Feed, register_indexes
 from tiny_harness.operator.runtime import Runtime
 
@@ -54,7 +55,12 @@ def build_registry(
             rv = str(body.metadata.get("resourceVersion", ""))
             runtime.poke_unless_own("task", namespace, name, name, rv)
         if parent:
-            runtime.poke(namespace, parent)
+            above = runtime.cache.task(namespace, parent)
+            if above is not None and is_stray_of(body, above):
+                # Not the parent's child (kube/ownership.py): the parent takes no turn for it.
+                await runtime.report_stray(dict(body), above)
+            else:
+                runtime.poke(namespace, parent)
 
     @kopf.on.event(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id="message")
     async def on_message(

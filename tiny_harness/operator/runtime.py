@@ -36,6 +36,9 @@ from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
 
+#: How many stray tasks' uids are remembered as reported (one Event each, not one per event).
+_STRAYS_KEPT = 4096
+
 Key = tuple[str, str]
 
 
@@ -82,6 +85,7 @@ class Runtime:
         self.remotes: Remotes | None = None
         #: The tool servers tasks' turns are offered (operator/toolservers.py).
         self.tool_servers: ToolServers | NoToolServers = NoToolServers()
+        self._strays_reported: set[str] = set()
 
     def owns(self, namespace: str, name: str) -> bool:
         """Is this task this replica's to work? Always, unless sharded; a task whose shard is
@@ -202,6 +206,33 @@ class Runtime:
             (kopf.warn if warning else kopf.info)(body, reason=reason, message=message)
         except Exception:  # outside kopf's context, or the queue is gone at shutdown
             log.debug("could not post event %s for %s", reason, obj["metadata"]["name"])
+
+    async def report_stray(self, obj: dict[str, Any], parent: dict[str, Any]) -> None:
+        """Say once, on ``obj``, that it names ``parent`` as its parent without being its
+        child (no owner reference to the parent's uid, which only the harness writes): the
+        parent shows no row for it, takes no turn for it and counts none of its usage."""
+        uid = str(obj["metadata"].get("uid") or "")
+        if uid in self._strays_reported:
+            return
+        if len(self._strays_reported) >= _STRAYS_KEPT:
+            self._strays_reported.clear()
+        self._strays_reported.add(uid)
+        name = parent["metadata"]["name"]
+        log.warning(
+            "task %s/%s names %s as its parent but is not its sub-task; ignored",
+            obj["metadata"].get("namespace"),
+            obj["metadata"]["name"],
+            name,
+        )
+        await self.event(
+            obj,
+            "NotASubTask",
+            f"spec.parent names task {name}, but this task was not created by the harness as "
+            f"its sub-task (no owner reference to {name}'s uid): {name} does not count it as "
+            "a sub-task, shows no row for it and takes no turn for it. Ask a participant who "
+            f"may end {name} to start sub-tasks through /sub-task or the A2A gateway.",
+            warning=True,
+        )
 
     async def shutdown(self) -> None:
         tasks = [t for _, t in self._workers.values()]

@@ -116,6 +116,7 @@ from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
+from tiny_harness.kube.ownership import is_child_of
 from tiny_harness.models.errors import ModelCallError
 from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
@@ -580,7 +581,7 @@ class TaskWorker:
             return False
         self.awaiting_records_since = None
         turn = snap.status.turn
-        fresh = await self.records.for_task(self.name, turn)
+        fresh = await self.records.for_task(snap.obj, turn)
         for record in fresh:
             self.rt.cache.wrote_record(self.namespace, record)
         if not any(r.ended for r in fresh):
@@ -726,7 +727,9 @@ class TaskWorker:
         if not parent:
             return {}
         found = self.rt.cache.task(self.namespace, parent)
-        return dict((found or {}).get("status") or {})
+        if found is None or not is_child_of(obj, found):
+            return {}  # a task that only names a parent inherits nothing from it
+        return dict(found.get("status") or {})
 
     # -- records -----------------------------------------------------------------------------
 
@@ -862,7 +865,7 @@ class TaskWorker:
     async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]:
         """Read the turn's records from the API (a takeover must not trust a lagging view)
         and fence the last one with ``epoch``, so an earlier holder can append no more."""
-        records = await self.records.for_task(self.name, turn)
+        records = await self.records.for_task(snap.obj, turn)
         if records:
             try:
                 records[-1] = await self.records.fence(records[-1], epoch)

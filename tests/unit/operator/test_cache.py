@@ -18,6 +18,8 @@ from tiny_harness.operator.cache import Cache as _Cache
 from tiny_harness.operator.cache import Feed, Packed, newer, pack
 
 NS = "team-a"
+#: When the tasks here were created: the messages below were all written after.
+T0 = "2026-11-30T16:00:00Z"
 T1 = "2026-11-30T16:00:01Z"
 T2 = "2026-11-30T16:00:02Z"
 
@@ -29,23 +31,46 @@ def task(
     state: str = "TASK_STATE_WORKING",
     parent: str | None = None,
     namespace: str = NS,
+    uid: str | None = None,
+    owned: bool = True,
 ) -> dict[str, Any]:
+    """A task (uid ``uid-<name>`` unless given); with ``parent``, a child the harness made
+    (owned by the parent's uid), or with ``owned=False`` one that only names its parent."""
     spec: dict[str, Any] = {"goal": f"goal of {name}"}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "resourceVersion": rv,
+        "uid": uid or f"uid-{name}",
+        "creationTimestamp": T0,
+    }
     if parent:
         spec["parent"] = {"taskId": parent}
+        if owned:
+            meta["ownerReferences"] = [owner_ref(parent)]
     return {
         "apiVersion": "harness.example/v1alpha1",
         "kind": "HarnessTask",
-        "metadata": {"name": name, "namespace": namespace, "resourceVersion": rv},
+        "metadata": meta,
         "spec": spec,
         "status": {"state": state},
     }
 
 
-def record_obj(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> dict[str, Any]:
+def owner_ref(task_name: str, uid: str | None = None) -> dict[str, str]:
+    return {"kind": "HarnessTask", "name": task_name, "uid": uid or f"uid-{task_name}"}
+
+
+def record_obj(
+    task_name: str, turn: int, chunk: int, rv: str, *notes: str, uid: str | None = None
+) -> dict[str, Any]:
     suffix = f"-t{turn}" + (f"-c{chunk}" if chunk else "")
     return {
-        "metadata": {"name": task_name + suffix, "resourceVersion": rv},
+        "metadata": {
+            "name": task_name + suffix,
+            "resourceVersion": rv,
+            "ownerReferences": [owner_ref(task_name, uid)],
+        },
         "spec": {
             "task": task_name,
             "turn": turn,
@@ -59,7 +84,15 @@ def record(task_name: str, turn: int, chunk: int, rv: str, *notes: str) -> TurnR
     return TurnRecord.of(record_obj(task_name, turn, chunk, rv, *notes))
 
 
-def message(name: str, *, sent_at: str | None, created: str, text: str = "hello") -> dict[str, Any]:
+def message(
+    name: str,
+    *,
+    sent_at: str | None,
+    created: str,
+    text: str = "hello",
+    owner: str | None = None,
+) -> dict[str, Any]:
+    """A message to ``release``, written by hand (no owner) unless ``owner`` names a uid."""
     spec: dict[str, Any] = {
         "task": "release",
         "messageId": f"id-{name}",
@@ -68,10 +101,10 @@ def message(name: str, *, sent_at: str | None, created: str, text: str = "hello"
     }
     if sent_at is not None:
         spec["sentAt"] = sent_at
-    return {
-        "metadata": {"name": name, "creationTimestamp": created, "resourceVersion": "1"},
-        "spec": spec,
-    }
+    meta: dict[str, Any] = {"name": name, "creationTimestamp": created, "resourceVersion": "1"}
+    if owner is not None:
+        meta["ownerReferences"] = [owner_ref("release", owner)]
+    return {"metadata": meta, "spec": spec}
 
 
 Index = dict[tuple[str, ...], list[Packed]]
@@ -86,6 +119,16 @@ def indices(
     """kopf's indexes as the cache reads them (``indices[name][key] -> packed objects``), for
     tasks in namespace ``NS``, keyed as the index functions key them."""
     idx: dict[str, Index] = {"tasks": {}, "messages": {}, "turns": {}}
+    # Every task whose children, messages or records are given exists (its uid ``uid-<name>``)
+    # unless the test gives it.
+    named = {
+        *(children or {}),
+        *(m["spec"]["task"] for m in messages or []),
+        *(r["spec"]["task"] for r in turns or []),
+    }
+    given = {t["metadata"]["name"] for t in tasks or []}
+    for name in sorted(named - given):
+        put_task(idx, task(name, "1"))
     for t in tasks or []:
         put_task(idx, t)
     for parent, kids in (children or {}).items():
@@ -444,3 +487,74 @@ def test_a_packed_task_reads_back_as_the_object_it_was() -> None:
 
     assert cache.task(NS, "release") == obj
     assert cache.children(NS, "boss") == [obj]
+
+
+# -- what belongs to a task: its uid, not its name (kube/ownership.py) ---------------------------
+
+
+def test_a_task_recreated_under_an_old_name_reads_none_of_the_old_ones_records() -> None:
+    """The old task's records are still indexed (the garbage collector has not deleted them
+    yet); the new task of the same name sees only its own."""
+    cache = Cache(
+        indices(
+            tasks=[task("release", "50", uid="uid-new")],
+            turns=[
+                record_obj("release", 1, 0, "10", "old", uid="uid-old"),
+                record_obj("release", 1, 0, "51", "new", uid="uid-new"),
+            ],
+        )
+    )
+
+    records = cache.records(NS, "release")
+
+    assert [e.id for r in records for e in r.entries] == ["new"]
+
+
+def test_a_task_recreated_under_an_old_name_reads_none_of_the_old_ones_messages() -> None:
+    """An old message owned by the old uid, and one written by hand before the new task was
+    created, are not the new task's; one written by hand after it was, and one it owns, are."""
+    cache = Cache(
+        indices(
+            tasks=[task("release", "50", uid="uid-new")],
+            messages=[
+                message("owned-old", sent_at=None, created=T1, owner="uid-old"),
+                message("by-hand-before", sent_at=None, created="2026-11-30T15:59:59Z"),
+                message("by-hand-after", sent_at=None, created=T1),
+                message("owned-new", sent_at=None, created=T2, owner="uid-new"),
+            ],
+        )
+    )
+
+    assert [m.name for m in cache.messages(NS, "release")] == ["by-hand-after", "owned-new"]
+
+
+def test_a_task_that_only_names_a_parent_is_a_stray_and_not_a_child() -> None:
+    """Only the harness writes a child's owner reference; a task that merely names the parent
+    (written by hand, or the child of an older task of the same name) is no sub-task."""
+    child = task("release-docs", "10", parent="release")
+    stray = task("mallory-task", "11", parent="release", owned=False)
+    orphan = task("old-child", "12", parent="release", owned=False)
+    orphan["metadata"]["ownerReferences"] = [owner_ref("release", "uid-of-an-older-release")]
+    cache = Cache(
+        indices(tasks=[task("release", "1")], children={"release": [child, stray, orphan]})
+    )
+
+    assert [c["metadata"]["name"] for c in cache.children(NS, "release")] == ["release-docs"]
+    assert sorted(c["metadata"]["name"] for c in cache.strays(NS, "release")) == [
+        "mallory-task",
+        "old-child",
+    ]
+
+
+def test_a_gone_task_has_no_records_messages_or_children() -> None:
+    idx = indices(
+        turns=[record_obj("release", 1, 0, "10")],
+        messages=[message("m", sent_at=None, created=T1)],
+        children={"release": [task("release-docs", "10", parent="release")]},
+    )
+    drop_task(idx, "release")
+    cache = Cache(idx)
+
+    assert cache.records(NS, "release") == []
+    assert cache.messages(NS, "release") == []
+    assert cache.children(NS, "release") == []
