@@ -36,7 +36,7 @@ from tiny_harness.kube.admission import exempt_users, sender_policy
 from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
+from tiny_harness.kube.names import API_VERSION, KIND, MESSAGE_KIND, TURN_KIND
 from tiny_harness.models.config import parse_provider_settings
 
 EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
@@ -229,6 +229,23 @@ def test_settings_file_is_one_the_harness_accepts(helm: Helm, configuration: str
         )
     else:
         assert budget is None
+
+
+def test_token_audiences_and_the_failure_limit_reach_the_gateways_settings(helm: Helm) -> None:
+    values = {
+        "gateway.participantIdentity": "tokenreview",
+        "gateway.tokenAudiences": ["tiny-harness"],
+        "gateway.authFailuresPerMinute": 5,
+    }
+
+    scoped = Settings.parse(settings_file(helm.render("tiny-harness", values))).gateway
+    defaults = Settings.parse(settings_file(helm.render("tiny-harness", {}))).gateway
+    empty = helm.template("tiny-harness", {"gateway.tokenAudiences": [""]}, check=False)
+
+    assert (scoped.token_audiences, scoped.auth_failures_per_minute) == (("tiny-harness",), 5)
+    assert (defaults.token_audiences, defaults.auth_failures_per_minute) == ((), 20)
+    assert empty.returncode != 0
+    assert "/gateway/tokenAudiences/0" in empty.stderr
 
 
 def test_model_api_key_reaches_only_the_operator_and_only_from_the_existing_secret(
@@ -564,10 +581,13 @@ def test_the_installed_identity_policy_refuses_impersonation_on_the_real_authori
     Kubectl(kubeconfig, outsider).run("create", "serviceaccount", GATEWAY_SA)
     impostor = f"system:serviceaccount:{outsider}:{GATEWAY_SA}"
     ours = f"system:serviceaccount:{namespace}:{GATEWAY_SA}"
-    kubectl.run("create", "role", "speak", "--verb=create", "--resource=harnessmessages")
+    kubectl.run(
+        "create", "role", "speak", "--verb=create",
+        "--resource=harnessmessages,harnesstasks,harnessturns",
+    )  # fmt: skip
     kubectl.run(
         "create", "rolebinding", "speak", "--role=speak", "--user=alice",
-        f"--serviceaccount={outsider}:{GATEWAY_SA}",
+        f"--serviceaccount={outsider}:{GATEWAY_SA}", f"--serviceaccount={namespace}:{GATEWAY_SA}",
     )  # fmt: skip
     policy = f"{RELEASE}-{namespace}-identity"
 
@@ -594,6 +614,31 @@ def test_the_installed_identity_policy_refuses_impersonation_on_the_real_authori
     as_bob = send("alice", "bob")
     assert as_bob.returncode != 0
     assert "spec.sender is bob, but this message is written by alice" in as_bob.stderr
+
+    def create(user: str, kind: str, spec: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": kind,
+            "metadata": {"name": f"o-{uuid.uuid4().hex[:8]}"},
+            "spec": spec,
+        }
+        return kubectl.run(
+            "create", "--dry-run=server", "-f", "-", f"--as={user}",
+            stdin=json.dumps(body), check=False,
+        )  # fmt: skip
+
+    child = {"goal": "g", "parent": {"taskId": "release"},
+             "participants": [{"id": "alice", "role": "assignee"}]}  # fmt: skip
+    # Only the release's own gateway creates children (it checks the caller's role first).
+    assert policy in create(impostor, KIND, child).stderr
+    assert create(ours, KIND, child).returncode == 0
+    assert "spec.parent is set by the harness alone" in create("alice", KIND, child).stderr
+    # Nobody but the operator writes the journal, the release's gateway included (the local
+    # policy refuses it too, and either may be the one that answers).
+    record = {"task": "release", "turn": 1, "chunk": 0, "entries": []}
+    forged = create(ours, TURN_KIND, record)
+    assert forged.returncode != 0
+    assert "HarnessTurn records are the journal the operator keeps" in forged.stderr
 
 
 def test_the_grafana_dashboard_is_a_configmap_the_sidecar_finds_only_when_enabled(
