@@ -14,9 +14,9 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import pytest
 from opentelemetry import trace
@@ -145,8 +145,21 @@ async def model_server(model_server_process: ModelServer) -> ModelServer:
     return model_server_process
 
 
-def operator_config(path: Path, model_url: str, **operator: Any) -> Path:
-    """A settings file pointing the operator at the scripted model server."""
+#: What the tests' operators may connect to for tool servers, agents and cards: every test
+#: server listens on 127.0.0.1, which the destination policy refuses unless it is listed.
+LOOPBACK_DESTINATIONS: Final = {"allowed_cidrs": ["127.0.0.0/8", "::1/128"]}
+
+
+def operator_config(
+    path: Path,
+    model_url: str,
+    *,
+    destinations: Mapping[str, Any] = LOOPBACK_DESTINATIONS,
+    **operator: Any,
+) -> Path:
+    """A settings file pointing the operator at the scripted model server, allowed to reach
+    servers on loopback unless ``destinations`` (``[operator.destinations]``) says otherwise
+    (``{}``: the defaults, which refuse loopback)."""
     lines = [
         'provider = "openai"',
         "[openai]",
@@ -160,6 +173,8 @@ def operator_config(path: Path, model_url: str, **operator: Any) -> Path:
     ]
     operator.setdefault("lease_seconds", 6)
     lines += [f"{key} = {json.dumps(value)}" for key, value in operator.items()]
+    lines.append("[operator.destinations]")
+    lines += [f"{key} = {json.dumps(value)}" for key, value in destinations.items()]
     path.write_text("\n".join(lines) + "\n")
     return path
 

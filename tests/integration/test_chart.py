@@ -30,6 +30,7 @@ from tests.integration.chart_support import (
     service_account_kubeconfig,
     settings_file,
 )
+from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.settings import Settings
 from tiny_harness.kube.admission import exempt_users, sender_policy
@@ -656,3 +657,43 @@ def test_the_grafana_dashboard_is_a_configmap_the_sidecar_finds_only_when_enable
     assert "0 chart(s) failed" in helm.lint(values).stdout
     off = helm.render("team-a", {})
     assert not [d for d in off if d["metadata"]["name"].endswith("-dashboard")]
+
+
+def test_the_operator_reaches_only_the_destinations_the_values_name(helm: Helm) -> None:
+    default = Settings.parse(settings_file(helm.render("tiny-harness", {})))
+    assert default.operator.destinations == DestinationSettings()  # loopback and metadata: no
+    listed = {
+        "operator.destinations.allowedCidrs": ["10.20.0.0/16", "169.254.170.2/32"],
+        "operator.destinations.allowedHosts": ["vault.internal"],
+    }
+    chosen = Settings.parse(settings_file(helm.render("tiny-harness", listed)))
+    assert chosen.operator.destinations == DestinationSettings(
+        allowed_cidrs=("10.20.0.0/16", "169.254.170.2/32"), allowed_hosts=("vault.internal",)
+    )
+    wrong = helm.template(
+        "tiny-harness", {"operator.destinations.allowedCidrs": ["everywhere"]}, check=False
+    )
+    assert wrong.returncode != 0
+    assert "/operator/destinations/allowedCidrs/0" in wrong.stderr
+
+    tools = {"to": [{"ipBlock": {"cidr": "203.0.113.10/32"}}], "ports": [{"port": 443}]}
+    docs = helm.render(
+        "tiny-harness", {"networkPolicy.enabled": True, "networkPolicy.outbound": [tools]}
+    )
+    egress = find(docs, "NetworkPolicy", "-operator")["spec"]["egress"]
+    assert tools in egress
+    [api_server] = [rule for rule in egress if {"port": 6443, "protocol": "TCP"} in rule["ports"]]
+    v4 = ["169.254.0.0/16", "168.63.129.16/32", "100.100.100.200/32", "192.0.0.192/32"]
+    v6 = ["fe80::/10", "fd00:ec2::254/128", "fd00:ec2::23/128"]
+    assert api_server["to"] == [
+        {"ipBlock": {"cidr": "0.0.0.0/0", "except": v4}},
+        {"ipBlock": {"cidr": "::/0", "except": v6}},
+    ]
+    named = [{"ipBlock": {"cidr": "10.0.0.1/32"}}]
+    docs = helm.render(
+        "tiny-harness", {"networkPolicy.enabled": True, "networkPolicy.apiServerTo": named}
+    )
+    for component in ("-operator", "-gateway"):
+        rules = find(docs, "NetworkPolicy", component)["spec"]["egress"]
+        [api_server] = [r for r in rules if {"port": 6443, "protocol": "TCP"} in r["ports"]]
+        assert api_server["to"] == named

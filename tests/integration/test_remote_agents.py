@@ -33,6 +33,7 @@ from tests.integration.remote_support import (
     wait_ready,
 )
 from tiny_harness.core.extensions import TASK_EXT_URI
+from tiny_harness.core.secret_destinations import origin_of
 
 pytestmark = pytest.mark.controlplane
 
@@ -341,7 +342,7 @@ async def test_an_agent_that_refuses_the_harnesss_credentials_fails_the_sub_task
             "annotate",
             "secret",
             "echo-token",
-            "tiny-harness.madarauchiha-314.github.io/agents=echo",
+            f"tiny-harness.madarauchiha-314.github.io/agents=echo@{origin_of(guarded.card_url)}",
         )
         operator()
         await declare(
@@ -388,8 +389,8 @@ async def test_a_secret_that_does_not_name_the_agent_is_not_sent_and_the_agent_i
     condition = ready_condition(agent)
     assert condition["reason"] == "SecretNotAllowed"
     assert (
-        "add echo to its annotation tiny-harness.madarauchiha-314.github.io/agents"
-        in (condition["message"])
+        f"add echo@{origin_of(foreign.card_url)} to its annotation "
+        "tiny-harness.madarauchiha-314.github.io/agents" in condition["message"]
     )
 
 

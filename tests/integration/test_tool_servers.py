@@ -23,6 +23,7 @@ from tests.integration.toolserver_support import (
     tool_outputs,
     wait_ready,
 )
+from tiny_harness.core.secret_destinations import origin_of
 from tiny_harness.core.tool_server import SECRET_ANNOTATION
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.mcp_server import McpServerThread
@@ -239,7 +240,8 @@ async def test_headers_come_from_a_secret_that_allows_the_server_and_are_never_s
 
     refused = wait_ready(kubectl, "weather", "False")
     assert "SecretNotAllowed" in json.dumps(refused)
-    secret["metadata"]["annotations"] = {SECRET_ANNOTATION: "other, weather"}
+    where = origin_of(mcp.url)
+    secret["metadata"]["annotations"] = {SECRET_ANNOTATION: f"other, weather@{where}"}
     assert kubectl.apply(json.dumps(secret)).returncode == 0
     # A new generation is discovered at once (without it, the retry's backoff gets there).
     kubectl.run(
@@ -278,7 +280,7 @@ async def test_the_example_manifests_declare_a_server_whose_tool_the_task_calls(
         ("user", "I am off to Oslo. What should I pack?"),
         ("agent", "Sunny in Oslo: pack light."),
     ]
-    (record,) = await tasks.records.for_task("trip-planner")
+    (record,) = await tasks.records_of("trip-planner")
     (called,) = [e for e in record.entries if getattr(e, "kind", "") == "tool"]
     assert (called.name, called.content) == ("weather__weather", "Sunny in Oslo.")
     assert [c.request_id for c in mcp.served("weather")] == [called.id]

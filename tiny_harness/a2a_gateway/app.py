@@ -3,7 +3,8 @@
 :func:`build_app` puts together the SDK's routes (agent card, JSON-RPC, HTTP+JSON with SSE)
 over :class:`~tiny_harness.a2a_gateway.handler.GatewayRequestHandler`, and in front of them, in
 this order: the request's trace span, metrics, the body size limit, authentication, the
-participant requirement and the rate limit. Nothing after the limits runs for a refused request.
+participant requirement and the rate limit. Nothing after the limits runs for a refused request,
+and the public paths are never authenticated (so they cost no TokenReview).
 The web UI's files (:mod:`.web`) are served beside them at ``/ui/``, public like the card.
 
 :func:`serve_gateway` runs it with uvicorn until cancelled; ``tiny-harness gateway`` calls it.
@@ -25,7 +26,6 @@ from kubernetes_asyncio import client
 from starlette.applications import Starlette
 from starlette.authentication import AuthenticationBackend
 from starlette.middleware import Middleware
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -38,18 +38,14 @@ from tiny_harness.a2a_gateway.card import (
     registered_commands,
 )
 from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
-from tiny_harness.a2a_gateway.identity import (
-    RequireParticipant,
-    identity_backend,
-    refuse_credentials,
-)
+from tiny_harness.a2a_gateway.identity import Authenticate, RequireParticipant, identity_backend
 from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit, QueryNumbers
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
 from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
 from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
-from tiny_harness.a2a_gateway.web import is_ui_path, ui_routes
+from tiny_harness.a2a_gateway.web import WHOAMI_PATH, is_ui_path, ui_routes
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.schemas import generated_files
 from tiny_harness.core.settings import GatewaySettings, Settings
@@ -74,6 +70,18 @@ class _PublicPaths(frozenset[str]):
 PUBLIC_PATHS: Final = _PublicPaths(
     {AGENT_CARD_WELL_KNOWN_PATH, HEALTH_PATH, METRICS_PATH, *_SCHEMAS}
 )
+
+
+class _Anonymous(_PublicPaths):
+    """The public paths but the UI's sign-in check, which says who the caller is."""
+
+    def __contains__(self, path: object) -> bool:
+        return path != WHOAMI_PATH and super().__contains__(path)
+
+
+#: Paths whose credentials are never read: whatever Authorization header a request there
+#: carries, it costs no TokenReview and is never refused for it.
+ANONYMOUS_PATHS: Final = _Anonymous(PUBLIC_PATHS)
 
 
 async def _schema(request: Request) -> Response:
@@ -129,12 +137,15 @@ def build_app(
         Middleware(BodySizeLimit, max_bytes=settings.max_request_bytes, public_paths=PUBLIC_PATHS),
         Middleware(QueryNumbers, public_paths=PUBLIC_PATHS),
         Middleware(
-            AuthenticationMiddleware,
+            Authenticate,
             backend=identity or identity_backend(settings, api),
-            on_error=refuse_credentials,
+            public_paths=ANONYMOUS_PATHS,
         ),
         Middleware(
-            RequireParticipant, mode=settings.participant_identity, public_paths=PUBLIC_PATHS
+            RequireParticipant,
+            mode=settings.participant_identity,
+            public_paths=PUBLIC_PATHS,
+            audiences=settings.token_audiences,
         ),
         Middleware(
             ParticipantRateLimit,
@@ -191,6 +202,10 @@ async def serve_gateway(
                 # Longer than the idle timeout of the load balancers in front of a Service, so
                 # the gateway never closes a kept-alive connection a client is about to reuse.
                 timeout_keep_alive=75,
+                # The peer is the client: X-Forwarded-For is not believed (uvicorn would from
+                # loopback), since any caller could then pick the address that token review's
+                # failure limit counts against.
+                proxy_headers=False,
             )
         )
         log.info(

@@ -9,12 +9,17 @@ from and written nothing to the cluster:
   requests, refilled evenly over a minute) and answers 429 with ``Retry-After`` when it is
   empty. The buckets are this replica's: behind a Service with N replicas a participant can
   reach N times the limit, unless the Service pins clients to one replica (session affinity).
+
+The buckets are :class:`TokenBuckets`, the one rate mechanism of the gateway: token review
+keeps another table of them, of refused tokens per client address (``identity.py``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -31,12 +36,93 @@ _MAX_BUCKETS: Final = 10_000
 RAW_BODY_KEY: Final = "raw_body"
 
 
-def _refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
+def refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
+    """The gateway's own refusal, in the shape every one of them has."""
     return JSONResponse(
         {"error": {"code": code, "status": status, "message": message}},
         status_code=code,
         headers=headers or None,
     )
+
+
+def retry_after(wait: float) -> int:
+    """Whole seconds for ``Retry-After``: never 0, which would invite a retry at once."""
+    return max(1, math.ceil(wait))
+
+
+class TokenBuckets:
+    """A token bucket per key: ``per_minute`` takes, refilled evenly over a minute.
+
+    At most ``max_keys`` buckets are kept, the least recently taken from forgotten first, so
+    the table's memory is bounded whoever calls. Forgetting a bucket refills it; a bucket
+    untouched for a minute is full anyway, so only a caller spreading over more than
+    ``max_keys`` keys a minute gains from it.
+    """
+
+    def __init__(
+        self,
+        per_minute: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = _MAX_BUCKETS,
+    ) -> None:
+        self.per_minute = per_minute
+        self._capacity = float(per_minute)
+        self._per_second = per_minute / 60.0
+        self._clock = clock
+        self._max_keys = max_keys
+        # key -> (tokens left, when counted); oldest take first.
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def _tokens(self, key: str, now: float) -> float:
+        tokens, then = self._buckets.get(key, (self._capacity, now))
+        return min(self._capacity, tokens + (now - then) * self._per_second)
+
+    def _wait(self, tokens: float) -> float:
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self._per_second
+
+    def wait(self, key: str) -> float:
+        """Seconds until ``key`` may take one (0: now); takes nothing."""
+        return self._wait(self._tokens(key, self._clock()))
+
+    def take(self, key: str) -> float:
+        """Take one from ``key``'s bucket: 0 when there was one, else the seconds to wait
+        (and nothing is taken)."""
+        now = self._clock()
+        tokens = self._tokens(key, now)
+        if tokens < 1.0:
+            return self._wait(tokens)
+        self._buckets[key] = (tokens - 1.0, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > self._max_keys:
+            self._buckets.popitem(last=False)
+        return 0.0
+
+    def give_back(self, key: str) -> None:
+        """Return one :meth:`take` took, for a take that turned out not to count."""
+        if key in self._buckets:
+            now = self._clock()
+            self._buckets[key] = (min(self._capacity, self._tokens(key, now) + 1.0), now)
+
+
+def address_key(host: str | None) -> str:
+    """The key of a client address in a per-address table: the address itself for IPv4, its
+    /64 for IPv6 (one host is usually given a whole /64, so a key per address would let it
+    spread over 2^64 of them), ``unknown`` when the server was told none."""
+    if not host:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host  # a Unix socket's path, or a name a test transport made up
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network((address, 64), strict=False))
+    return str(address)
 
 
 class BodySizeLimit:
@@ -48,7 +134,7 @@ class BodySizeLimit:
         self.public_paths = public_paths
 
     def _too_large(self, size: str) -> JSONResponse:
-        return _refusal(
+        return refusal(
             413,
             "PAYLOAD_TOO_LARGE",
             f"the request body is {size}; this gateway accepts at most {self.max_bytes} bytes "
@@ -105,30 +191,8 @@ class ParticipantRateLimit:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app = app
-        self.capacity = float(per_minute)
-        self.per_second = per_minute / 60.0
         self.public_paths = public_paths
-        self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
-
-    def take(self, who: str) -> float:
-        """Take one request from ``who``'s bucket: 0 when allowed, else seconds to wait."""
-        now = self.clock()
-        tokens, then = self._buckets.get(who, (self.capacity, now))
-        tokens = min(self.capacity, tokens + (now - then) * self.per_second)
-        if tokens < 1.0:
-            self._buckets[who] = (tokens, now)
-            return (1.0 - tokens) / self.per_second
-        self._buckets[who] = (tokens - 1.0, now)
-        if len(self._buckets) > _MAX_BUCKETS:
-            self._forget_full(now)
-        return 0.0
-
-    def _forget_full(self, now: float) -> None:
-        # A full bucket is the same as no bucket: drop those to bound memory.
-        for who, (tokens, then) in list(self._buckets.items()):
-            if tokens + (now - then) * self.per_second >= self.capacity:
-                del self._buckets[who]
+        self.buckets = TokenBuckets(per_minute, clock=clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         user = scope.get("user")
@@ -140,14 +204,14 @@ class ParticipantRateLimit:
         ):
             await self.app(scope, receive, send)
             return
-        wait = self.take(user.display_name)
+        wait = self.buckets.take(user.display_name)
         if wait:
             note(scope.setdefault("state", {}), **{OUTCOME_KEY: "rate_limited"})
-            seconds = max(1, math.ceil(wait))
-            response = _refusal(
+            seconds = retry_after(wait)
+            response = refusal(
                 429,
                 "RESOURCE_EXHAUSTED",
-                f"rate limit exceeded: at most {int(self.capacity)} requests per minute per "
+                f"rate limit exceeded: at most {self.buckets.per_minute} requests per minute per "
                 f"participant (gateway.rate_limit_per_minute); retry in {seconds}s",
                 **{"Retry-After": str(seconds)},
             )
@@ -176,11 +240,11 @@ class QueryNumbers:
                 value = query.get(name)
                 if value is not None and not value.lstrip("-").isdigit():
                     note(scope.setdefault("state", {}), **{OUTCOME_KEY: "invalid"})
-                    refusal = _refusal(
+                    refused = refusal(
                         400,
                         "INVALID_ARGUMENT",
                         f"{name}: {value!r} is not a whole number",
                     )
-                    await refusal(scope, receive, send)
+                    await refused(scope, receive, send)
                     return
         await self.app(scope, receive, send)

@@ -30,6 +30,8 @@ from tiny_harness.a2a_gateway.identity import PARTICIPANT_HEADER, Participant, R
 from tiny_harness.core.settings import GatewaySettings
 
 UI_PATH: Final = "/ui"
+#: Who the gateway takes the caller for: under the public UI path, yet authenticated.
+WHOAMI_PATH: Final = f"{UI_PATH}/whoami"
 #: Where ``make web`` (vite) writes the built UI; package data, not in git.
 ASSETS: Final = Path(__file__).with_name("webui")
 #: Vite names every file under assets/ by its content hash, so those never change.
@@ -128,11 +130,14 @@ def ui_routes(settings: GatewaySettings, assets: Path = ASSETS) -> list[BaseRout
     # The UI's paths are public (the files must load before anyone signs in), so this one
     # asks for a participant itself, with the same answer as an A2A call that names none.
     identified = RequireParticipant(
-        request_response(whoami), settings.participant_identity, public_paths=frozenset()
+        request_response(whoami),
+        settings.participant_identity,
+        public_paths=frozenset(),
+        audiences=settings.token_audiences,
     )
     return [
         Route(UI_PATH, to_index, methods=["GET", "HEAD"]),
         Route(f"{UI_PATH}/config.json", config, methods=["GET"]),
-        Route(f"{UI_PATH}/whoami", identified, methods=["GET"]),
+        Route(WHOAMI_PATH, identified, methods=["GET"]),
         Mount(UI_PATH, app=_UI(assets)),
     ]

@@ -160,6 +160,13 @@ bind = "127.0.0.1:8080"
 base_url = "http://127.0.0.1:8080"
 namespace = "default"
 
+# Where the operator may connect for MCP tool servers and remote agents. The
+# local cluster allows this machine (loopback) unless this section is set;
+# loopback, link-local and cloud metadata addresses are refused unless listed.
+# [operator.destinations]
+# allowed_cidrs = ["127.0.0.0/8", "::1/128"]
+# allowed_hosts = []
+
 # Where the TUI connects: a gateway, and who you are to it.
 [client]
 # gateway_url = "http://127.0.0.1:8080"   # default: the local gateway above

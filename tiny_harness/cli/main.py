@@ -301,6 +301,22 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr)
 
 
+def _local_destinations(settings: Settings, say: Callable[[str], None]) -> Settings:
+    """On a laptop, tool servers and agents run on the same machine: unless the settings say
+    otherwise, the local operator may reach loopback (the policy refuses it by default)."""
+    from tiny_harness.core.destinations import LOCAL_DEVELOPMENT
+
+    if "destinations" in settings.operator.model_fields_set:
+        return settings
+    say(
+        "Tool servers and agents on this machine may be reached: [operator.destinations] "
+        f"allowed_cidrs = {list(LOCAL_DEVELOPMENT.allowed_cidrs)} (set [operator.destinations] "
+        "to change it)."
+    )
+    operator = settings.operator.model_copy(update={"destinations": LOCAL_DEVELOPMENT})
+    return settings.model_copy(update={"operator": operator})
+
+
 async def _serve_all(
     settings: Settings,
     kubeconfig: Path,
@@ -314,6 +330,7 @@ async def _serve_all(
     from tiny_harness.models.demo import KEY_ENV, DemoModel
     from tiny_harness.operator.runner import run_operator
 
+    settings = _local_destinations(settings, say)
     demo: DemoModel | None = None
     if settings.provider == "openai" and settings.openai is None:
         if os.environ.get("OPENAI_API_KEY"):

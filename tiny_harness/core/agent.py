@@ -7,7 +7,8 @@ admin), and so ``kubectl get``, GitOps and the chart work on agents as on anythi
 generated from them (``kube/crd.py``), as the task's is.
 
 A spec names where the agent's card is and how to reach the agent (headers, their values from
-Secrets); the operator reads the card and records in the status what the model is told about
+Secrets, and the origins besides the card's where the card may put the agent's endpoint); the
+operator reads the card and records in the status what the model is told about
 the agent (its name, description and skills) and what the harness needs to talk to it (its
 endpoint, protocol, whether it streams, the extensions it supports), with a ``Ready``
 condition. Only a ready agent is offered to the model.
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated, Final
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from tiny_harness.core.secret_destinations import OriginError, origin_of, parse_origin
 from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Condition, Model, ShortText
 from tiny_harness.core.tool_server import HeaderSource
 
@@ -29,8 +31,10 @@ MAX_RETRIES_DEFAULT: Final = 4
 
 _HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$"
 
-#: The annotation a Secret carries to say which agents may send its values: a comma-separated
-#: list of HarnessAgent names in the Secret's namespace (as tool servers have theirs).
+#: The annotation a Secret carries to say which agents may send its values, and where: a
+#: comma-separated list of ``<HarnessAgent name>@<origin>`` entries (the card's origin, and any
+#: other origin the agent's endpoint is on), as tool servers have theirs
+#: (core/secret_destinations.py).
 SECRET_ANNOTATION: Final = "tiny-harness.madarauchiha-314.github.io/agents"
 
 
@@ -59,7 +63,8 @@ class AgentHeader(Model):
     value_from: HeaderSource | None = Field(
         default=None,
         description="The value from a Secret key (for credentials); the Secret must carry the "
-        f"annotation {SECRET_ANNOTATION} listing this agent's name.",
+        f"annotation {SECRET_ANNOTATION} with an entry <agent name>@<origin> for the card's "
+        "origin (and for the endpoint's, when that is another).",
     )
 
     @model_validator(mode="after")
@@ -95,6 +100,15 @@ class AgentSpec(Model):
         max_length=16,
         description="Headers sent with every request to the agent, the card's included.",
     )
+    allowed_origins: tuple[
+        Annotated[str, Field(max_length=2048, pattern=r"^https?://[^/\s?#@]+/?$")], ...
+    ] = Field(
+        default=(),
+        max_length=16,
+        description="Origins (scheme://host[:port]) besides the card's own where the card may "
+        "put the agent's endpoint; a card whose endpoint is on any other origin is refused. A "
+        "header from a Secret goes there only if the Secret names that origin as well.",
+    )
     skills: tuple[ShortText, ...] = Field(
         default=(),
         max_length=64,
@@ -124,7 +138,20 @@ class AgentSpec(Model):
     def _http_url(self) -> AgentSpec:
         if not self.card_url.startswith(("http://", "https://")):
             raise ValueError("spec.cardUrl: the agent card's URL must be http:// or https://")
+        try:
+            origin_of(self.card_url)
+        except OriginError as exc:
+            raise ValueError(f"spec.cardUrl: {exc}") from None
         return self
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Normalised once, so a check compares like with like (HTTPS://A:443 is https://a).
+        try:
+            return tuple(parse_origin(o) for o in value)
+        except OriginError as exc:
+            raise ValueError(f"spec.allowedOrigins: {exc}") from None
 
     @property
     def well_known_url(self) -> tuple[str, str]:

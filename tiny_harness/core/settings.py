@@ -19,6 +19,8 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``, or the CLI's configuration 
     base_url = "http://127.0.0.1:8080"
     namespace = "default"
     participant_identity = "header"   # or "tokenreview"
+    token_audiences = ["tiny-harness"]   # token review: only tokens made for the gateway
+    auth_failures_per_minute = 20  # token review: refused tokens per client address
     max_request_bytes = 1048576
     rate_limit_per_minute = 120
     send_take_seconds = 60         # a send not taken by a turn this long ends with a note
@@ -30,6 +32,10 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``, or the CLI's configuration 
     shards = 16                    # split tasks between replicas (0: one replica does all)
     ttl_seconds_after_finished = 604800   # delete finished tasks a week after they end
     metrics_bind = "127.0.0.1:9090"
+
+    [operator.destinations]        # what tool servers, agents and cards may be reached at
+    allowed_cidrs = []             # lift the refusal of loopback / link-local / metadata ranges
+    allowed_hosts = []             # names trusted with whatever they resolve to
 
     [operator.budget]              # a task whose spec sets no budget gets this one
     max_tokens = 2000000
@@ -53,10 +59,11 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.task import Budget
 
@@ -82,6 +89,18 @@ class GatewaySettings(_Section):
     )
     namespace: str = "default"
     participant_identity: Literal["header", "tokenreview"] = "header"
+    token_audiences: tuple[Annotated[str, Field(min_length=1)], ...] = Field(
+        default=(),
+        description="Token review: ask for these audiences, so only a token made for the "
+        "gateway (kubectl create token NAME --audience AUD) is accepted; empty: tokens for "
+        "the API server itself.",
+    )
+    auth_failures_per_minute: int = Field(
+        default=20,
+        ge=1,
+        description="Token review: refused tokens per minute per client address before the "
+        "gateway answers 429 to any new token from it, without asking the API server.",
+    )
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
     rate_limit_per_minute: int = Field(default=120, ge=1)
     send_take_seconds: float = Field(
@@ -150,6 +169,12 @@ class OperatorSettings(_Section):
     )
     plugin_dirs: tuple[str, ...] = Field(
         default=(), description="Plugin folders (hooks.json, commands.json) to load at start."
+    )
+    destinations: DestinationSettings = Field(
+        default=DestinationSettings(),
+        description="Where tool servers, remote agents and cards may be reached "
+        "([operator.destinations]: allowed_cidrs, allowed_hosts): loopback, link-local and "
+        "cloud metadata addresses are refused unless listed (core/destinations.py).",
     )
 
     @property

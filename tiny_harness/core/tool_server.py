@@ -41,10 +41,12 @@ RESERVED_HEADERS: Final = frozenset(
     }
 )
 
-#: The annotation a Secret carries to say which tool servers may send its values: a
-#: comma-separated list of HarnessToolServer names in the Secret's namespace. Without it the
-#: operator refuses to use the Secret, so whoever may create a tool server cannot send any
-#: Secret they can name to a URL of their choosing.
+#: The annotation a Secret carries to say which tool servers may send its values, and where: a
+#: comma-separated list of ``<HarnessToolServer name>@<origin>`` entries, such as
+#: ``search@https://search.example.com`` (core/secret_destinations.py). Without an entry for
+#: the server and the origin of its spec.url the operator refuses to use the Secret, so
+#: whoever may create a tool server, or re-aim one, cannot send any Secret they can name to a
+#: URL of their choosing.
 SECRET_ANNOTATION: Final = "tiny-harness.madarauchiha-314.github.io/tool-servers"
 
 
@@ -104,7 +106,8 @@ class ToolServerSpec(Model):
         default=(),
         max_length=32,
         description="Headers sent with every request, each value from a Secret key. The Secret "
-        f"must carry the annotation {SECRET_ANNOTATION} listing this server's name.",
+        f"must carry the annotation {SECRET_ANNOTATION} with an entry <server name>@<origin of "
+        "spec.url>, such as search@https://search.example.com.",
     )
     tools: tuple[ShortText, ...] | None = Field(
         default=None,

@@ -4,8 +4,8 @@ status, and reading the Secret keys their headers name.
 The operator reads a Secret only by name (``get``: it can neither list nor watch them), only
 in the tool server's own namespace, and only when the Secret says, by its
 :data:`~tiny_harness.core.tool_server.SECRET_ANNOTATION` annotation, that this server may send
-its values. The values go into the operator's memory and the server's requests, never into a
-log, a status or an error message.
+its values to the origin of its ``spec.url`` (``<name>@<origin>``). The values go into the
+operator's memory and the server's requests, never into a log, a status or an error message.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, cast
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.secret_destinations import BoundHeader
 from tiny_harness.core.tool_server import SECRET_ANNOTATION, HeaderFromSecret
 from tiny_harness.kube.client import Obj, translate
 from tiny_harness.kube.names import GROUP, TOOL_SERVER_PLURAL, VERSION
@@ -52,10 +53,16 @@ async def patch_tool_server_status(
 
 
 async def header_values(
-    api: client.ApiClient, namespace: str, server: str, headers: tuple[HeaderFromSecret, ...]
-) -> dict[str, str]:
-    """The headers' values, each read from its Secret key (:func:`.secrets.header_values`):
-    a Secret is used only when its :data:`SECRET_ANNOTATION` lists ``server``."""
+    api: client.ApiClient,
+    namespace: str,
+    server: str,
+    headers: tuple[HeaderFromSecret, ...],
+    *,
+    origin: str,
+) -> tuple[BoundHeader, ...]:
+    """The headers' values, each read from its Secret key (:func:`.secrets.secret_values`):
+    a Secret is used only when its :data:`SECRET_ANNOTATION` lets ``server`` send to
+    ``origin``, its spec.url's."""
     return await secret_values(
         api,
         namespace,
@@ -63,4 +70,6 @@ async def header_values(
         user="tool server",
         name=server,
         annotation=SECRET_ANNOTATION,
+        destination=origin,
+        where="the origin of spec.url",
     )

@@ -23,7 +23,15 @@ The rules:
   it runs on the event loop's one thread. A sub-task that asks for an agent while its card is
   being read for the first time sees it as not ready yet (reason ``Resolving``).
 - **Secrets** are read with the operator's identity, held in memory only, never logged and
-  never written to a status or an event.
+  never written to a status or an event. A Secret is used only when its annotation lets this
+  agent send to the card's origin (``<name>@<origin>``, kube/secrets.py), and its header is
+  attached only to requests for an origin the Secret names (tiny_harness.outbound).
+- **Where the harness talks.** The card names the agent's endpoint; one on another origin than
+  the card's is refused (``InterfaceOriginNotAllowed``) unless ``spec.allowedOrigins`` lists
+  it, and then a Secret header goes there only if its Secret names that origin too
+  (``SecretDestinationNotAllowed`` otherwise). The A2A client is made from the card reduced
+  to the interface that was checked, so it cannot pick another. Every connection goes
+  through the destination policy (``DestinationRefused``).
 """
 
 from __future__ import annotations
@@ -52,13 +60,22 @@ from tiny_harness.core.agent import (
     AgentSpec,
     AgentStatus,
 )
+from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.retention import rfc3339
+from tiny_harness.core.secret_destinations import (
+    BoundHeader,
+    OriginError,
+    not_granted,
+    origin_of,
+)
 from tiny_harness.core.task import Condition, invalid_task_error
 from tiny_harness.kube.client import KubeError, Obj, translate
 from tiny_harness.kube.names import AGENT_PLURAL, GROUP, RESOLVE_ANNOTATION, VERSION
 from tiny_harness.kube.secrets import SecretUnusableError, secret_values
 from tiny_harness.kube.watching import watch_collection
+from tiny_harness.outbound.clients import agent_client
+from tiny_harness.outbound.guard import refusal_in
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +126,8 @@ class Agent:
     resolve_mark: str = ""
     card: AgentCard | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
+    #: The headers from Secrets, each with the origins its Secret lets it go to.
+    bound: tuple[BoundHeader, ...] = field(default=(), repr=False)
     http: httpx.AsyncClient | None = field(default=None, repr=False)
     attempts: int = 0
 
@@ -165,9 +184,20 @@ def chosen_interface(card: AgentCard) -> AgentInterface | None:
     return None
 
 
-def status_of_card(spec: AgentSpec, card: AgentCard, generation: int) -> AgentStatus:
-    """What the status says of an agent whose card was read: its name, description, endpoint
-    and skills (those of the allow-list, when there is one), Ready."""
+def only_interface(card: AgentCard, interface: AgentInterface) -> AgentCard:
+    """The card with ``interface`` as its only one: what the A2A client is made from, so it
+    talks to the interface that was checked and no other."""
+    reduced = AgentCard()
+    reduced.CopyFrom(card)
+    del reduced.supported_interfaces[:]
+    reduced.supported_interfaces.append(interface)
+    return reduced
+
+
+def checked_interface(spec: AgentSpec, card: AgentCard) -> AgentInterface:
+    """The interface the harness will talk to (:func:`chosen_interface`), refused when the
+    card offers none it speaks, or puts it on another origin than the card's that
+    ``spec.allowedOrigins`` does not list."""
     interface = chosen_interface(card)
     if interface is None:
         offered = ", ".join(
@@ -179,6 +209,29 @@ def status_of_card(spec: AgentSpec, card: AgentCard, generation: int) -> AgentSt
             f"offers: {offered or 'none'}",
             lasting=True,
         )
+    home = origin_of(spec.card_url)
+    try:
+        there = origin_of(interface.url)
+    except OriginError as exc:
+        raise ResolveError(
+            "InterfaceOriginNotAllowed", f"the card's interface is not usable: {exc}", lasting=True
+        ) from None
+    if there != home and there not in spec.allowed_origins:
+        raise ResolveError(
+            "InterfaceOriginNotAllowed",
+            f"the card at {spec.card_url} names its endpoint {interface.url}, on {there}, not "
+            f"on the card's origin {home}: the harness talks to another origin only when "
+            f"spec.allowedOrigins lists it (add {there} there if the agent is really served "
+            "from it)",
+            lasting=True,
+        )
+    return interface
+
+
+def status_of_card(spec: AgentSpec, card: AgentCard, generation: int) -> AgentStatus:
+    """What the status says of an agent whose card was read: its name, description, endpoint
+    and skills (those of the allow-list, when there is one), Ready."""
+    interface = checked_interface(spec, card)
     skills = tuple(
         AgentSkill(id=s.id, name=s.name, description=s.description[:4096])
         for s in card.skills
@@ -232,8 +285,16 @@ def _same(a: AgentStatus, b: AgentStatus) -> bool:
 class AgentDirectory:
     """The HarnessAgents of the watched namespaces (None: the whole cluster)."""
 
-    def __init__(self, api: client.ApiClient, namespaces: Collection[str]) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        namespaces: Collection[str],
+        *,
+        destinations: DestinationSettings | None = None,
+    ) -> None:
         self.api = api
+        #: What every connection to an agent or its card is checked against.
+        self.destinations = destinations or DestinationSettings()
         self.objects = client.CustomObjectsApi(api)
         self.namespaces: list[str | None] = [*namespaces] or [None]
         self.agents: dict[Key, Agent] = {}
@@ -377,17 +438,28 @@ class AgentDirectory:
         )
 
     async def _read_card(self, agent: Agent, spec: AgentSpec) -> AgentStatus:
-        headers = await self._headers(agent, spec)
-        http = httpx.AsyncClient(
+        headers, bound = await self._headers(agent, spec)
+        http = agent_client(
+            self.destinations,
             headers=headers,
+            bound=bound,
             timeout=httpx.Timeout(REQUEST_SECONDS, connect=CONNECT_SECONDS),
         )
         base, path = spec.well_known_url
         try:
             card = await A2ACardResolver(http, base).get_agent_card(relative_card_path=path)
+            interface = checked_interface(spec, card)
+            self._check_bound(agent, bound, interface.url)
             status = status_of_card(spec, card, agent.generation)
         except AgentCardResolutionError as exc:
             await http.aclose()
+            refused = refusal_in(exc)
+            if refused is not None:
+                raise ResolveError(
+                    "DestinationRefused",
+                    f"the card at {spec.card_url} was not read: {refused}",
+                    lasting=True,
+                ) from None
             code = exc.status_code
             if code in (401, 403):
                 raise ResolveError(
@@ -400,27 +472,50 @@ class AgentDirectory:
         except BaseException:
             await http.aclose()
             raise
-        agent.card, agent.headers, agent.http = card, headers, http
+        agent.card = only_interface(card, interface)
+        agent.headers, agent.bound, agent.http = headers, bound, http
         return status
 
-    async def _headers(self, agent: Agent, spec: AgentSpec) -> dict[str, str]:
-        """The headers' values: plain ones as they are, the others from their Secrets (used
-        only when the Secret's annotation lists this agent, kube/secrets.py)."""
-        out = {h.name: h.value for h in spec.headers if h.value is not None}
-        try:
-            out.update(
-                await secret_values(
-                    self.api,
-                    agent.namespace,
-                    (
-                        (h.name, h.value_from.secret_key_ref)
-                        for h in spec.headers
-                        if h.value_from is not None
+    def _check_bound(self, agent: Agent, bound: tuple[BoundHeader, ...], url: str) -> None:
+        """Refuse an endpoint that a Secret header may not go to (one on another origin that
+        spec.allowedOrigins lists, but the Secret does not)."""
+        for header in bound:
+            if not header.may_go_to(url):
+                raise ResolveError(
+                    "SecretDestinationNotAllowed",
+                    not_granted(
+                        secret=header.secret,
+                        annotation=SECRET_ANNOTATION,
+                        user="agent",
+                        name=agent.name,
+                        origin=origin_of(url),
+                        where="the origin of the endpoint its card names",
+                        granted=header.origins,
                     ),
-                    user="agent",
-                    name=agent.name,
-                    annotation=SECRET_ANNOTATION,
+                    lasting=True,
                 )
+
+    async def _headers(
+        self, agent: Agent, spec: AgentSpec
+    ) -> tuple[dict[str, str], tuple[BoundHeader, ...]]:
+        """The headers' values: plain ones as they are, the others from their Secrets (used
+        only when the Secret's annotation lets this agent send to the card's origin,
+        kube/secrets.py), bound to the origins their Secrets name."""
+        plain = {h.name: h.value for h in spec.headers if h.value is not None}
+        try:
+            bound = await secret_values(
+                self.api,
+                agent.namespace,
+                (
+                    (h.name, h.value_from.secret_key_ref)
+                    for h in spec.headers
+                    if h.value_from is not None
+                ),
+                user="agent",
+                name=agent.name,
+                annotation=SECRET_ANNOTATION,
+                destination=origin_of(spec.card_url),
+                where="the origin of spec.cardUrl",
             )
         except SecretUnusableError as exc:
             # A Secret still to be created may come: tried again; a refusal will not change.
@@ -428,7 +523,7 @@ class AgentDirectory:
             raise ResolveError(exc.reason, str(exc), lasting=lasting) from None
         except KubeError as exc:
             raise ResolveError("SecretUnreadable", str(exc)) from None
-        return out
+        return plain, bound
 
     async def _write(self, agent: Agent, obj: Obj, status: AgentStatus) -> Obj:
         """Record ``status`` unless the object already says the same; returns the object as

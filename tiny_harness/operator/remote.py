@@ -24,7 +24,8 @@ stream that breaks) is tried again after 0.5, 1, 2 ... seconds, ``spec.maxRetrie
 remote task that shows no visible change for ``spec.answerTimeoutSeconds`` is given up on. Every
 failure ends the sub-task in FAILED with a reason and a message naming what to look at
 (:class:`RemoteCallError`): ``RemoteAgentNotReady``, ``RemoteUnauthorized``,
-``RemoteUnavailable``, ``RemoteNoAnswer``, ``RemoteRefused``, ``RemoteTaskGone``.
+``RemoteUnavailable``, ``RemoteNoAnswer``, ``RemoteRefused``, ``RemoteTaskGone``, and
+``RemoteDestinationRefused`` when the destination policy refuses the address (never retried).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from tiny_harness.core.turn import (
     TurnRef,
 )
 from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
+from tiny_harness.outbound.guard import refusal_in
 
 if TYPE_CHECKING:
     from tiny_harness.operator.host import OperatorTurnHost
@@ -107,6 +109,11 @@ def classify(agent: str, exc: BaseException) -> RemoteCallError:
     """What a failed call to ``agent`` means for the sub-task."""
     if isinstance(exc, RemoteCallError):
         return exc
+    refused = refusal_in(exc)
+    if refused is not None:
+        return RemoteCallError(
+            "RemoteDestinationRefused", f"agent {agent} was not called: {refused}"
+        )
     cause = exc.__cause__
     if isinstance(exc, A2AClientTimeoutError) or isinstance(cause, httpx.TimeoutException):
         return RemoteCallError(

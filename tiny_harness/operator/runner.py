@@ -105,10 +105,13 @@ async def run_operator(
         on_signal=on_signal,
     )
     background: list[asyncio.Task[None]] = []
-    directory = AgentDirectory(api, watched)
+    destinations = settings.operator.destinations
+    directory = AgentDirectory(api, watched, destinations=destinations)
     runtime.remotes = Remotes(directory)
     background.append(asyncio.create_task(directory.run(), name="agents"))
-    runtime.tool_servers = ToolServers(api, metrics, namespaces=watched, taken=loop.registry.names)
+    runtime.tool_servers = ToolServers(
+        api, metrics, namespaces=watched, taken=loop.registry.names, destinations=destinations
+    )
     background.append(asyncio.create_task(runtime.tool_servers.run(), name="tool servers"))
     if settings.operator.shards:
         runtime.shards = ShardManager(

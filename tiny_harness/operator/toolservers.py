@@ -6,7 +6,8 @@ to each turn of the tasks that may use them.
 its namespace's servers whatever shard it is in, so they are not part of the sharded kopf
 instances (whose watches only see objects labelled with this replica's shards).
 
-**Discovery**, per server and generation: read the header Secrets, list the tools
+**Discovery**, per server and generation: read the header Secrets (each used only when its
+annotation lets this server send to the origin of its ``spec.url``), list the tools
 (``tools/list``), apply the allow-list, and write what was found into the server's status with
 a ``Ready`` condition. A replica that finds the status already describing this generation as
 ready (another replica's discovery, or its own before a restart) takes the tools from it
@@ -16,6 +17,9 @@ doubling), :data:`DISCOVERY_ATTEMPTS` times; then a turn that wants the server a
 (rate-limited), and a change of its spec does at once; a call that finds the server
 unreachable, refusing or answering garbage asks for a new discovery (which reads the Secrets
 again), so a server that went away stops being offered and a rotated Secret is picked up.
+Every connection goes through the destination policy (``[operator.destinations]``,
+:mod:`tiny_harness.outbound`): a refused address is ``Ready=False`` with reason
+``DestinationRefused``, its message naming the address, the rule and the setting to change.
 
 **Offering.** At the start of each turn :meth:`ToolServers.offer` picks the servers the task
 names (``spec.toolServers``) and those marked ``default`` in its namespace. A ready server's
@@ -40,6 +44,8 @@ from typing import Any, Final, Literal
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
+from tiny_harness.core.destinations import DestinationSettings
+from tiny_harness.core.secret_destinations import OriginError, origin_of
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tool_server import DiscoveredTool, ToolServerSpec, ToolServerStatus
 from tiny_harness.core.tools import Tool
@@ -80,6 +86,7 @@ _REASONS: Final = {
     "unreachable": "Unreachable",
     "refused": "Refused",
     "invalid": "InvalidResponse",
+    "blocked": "DestinationRefused",
 }
 
 
@@ -150,9 +157,12 @@ class ToolServers:
         *,
         namespaces: Collection[str] = (),
         taken: Iterable[str] = (),
+        destinations: DestinationSettings | None = None,
     ) -> None:
         self.api = api
         self.metrics = metrics
+        #: What every connection to a server is checked against.
+        self.destinations = destinations or DestinationSettings()
         self.namespaces: tuple[str | None, ...] = tuple(namespaces) or (None,)
         #: Names the loop's own tools use; a server's tool may not shadow one.
         self.taken = frozenset(taken)
@@ -297,13 +307,23 @@ class ToolServers:
         except ValidationError as exc:
             raise _NotReadyError("InvalidSpec", f"the spec is not valid: {exc}") from None
         try:
-            headers = await header_values(self.api, server.namespace, server.name, spec.headers)
+            origin = origin_of(spec.url)
+        except OriginError as exc:
+            raise _NotReadyError("InvalidSpec", f"spec.url: {exc}") from None
+        try:
+            headers = await header_values(
+                self.api, server.namespace, server.name, spec.headers, origin=origin
+            )
         except SecretUnusableError as exc:
             raise _NotReadyError(exc.reason, str(exc)) from None
         except KubeError as exc:
             raise _NotReadyError("SecretUnreadable", str(exc)) from None
         endpoint = Endpoint(
-            server=server.name, url=spec.url, headers=headers, timeout=spec.timeout_seconds
+            server=server.name,
+            url=spec.url,
+            headers=headers,
+            timeout=spec.timeout_seconds,
+            destinations=self.destinations,
         )
         status = server.status
         ready = status.ready()

@@ -12,7 +12,9 @@ bounded by the endpoint's timeout, and nothing here retries: a retried tool call
 side effect twice, and the model can decide to call again.
 
 Header values come from Secrets: :class:`Endpoint` keeps them out of its ``repr``, and no
-message here includes them.
+message here includes them. The HTTP client is the guarded one (:mod:`tiny_harness.outbound`):
+each connection is checked against the destination policy, and each Secret header goes only
+to an origin its Secret names; a refused destination is the outcome ``blocked``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import HarnessError
+from tiny_harness.core.secret_destinations import BoundHeader
+from tiny_harness.outbound.clients import tool_server_client
+from tiny_harness.outbound.guard import refusal_in
 from tiny_harness.toolservers.keyed import KeyedDispatcher, request_id
 
 #: Who we say we are to the server.
@@ -38,17 +44,20 @@ CLIENT_INFO: Final = mcp_types.Implementation(name="tiny-harness", version="0.1.
 #: The most pages of ``tools/list`` followed: a server that pages forever is not waited on.
 MAX_LIST_PAGES: Final = 20
 
-Outcome = Literal["timeout", "unreachable", "refused", "invalid"]
+Outcome = Literal["timeout", "unreachable", "refused", "invalid", "blocked"]
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One MCP server as the client needs it. ``headers`` hold Secret values: never shown."""
+    """One MCP server as the client needs it. ``headers`` hold Secret values (never shown),
+    each with the origins its Secret lets it go to; ``destinations`` is the policy every
+    connection is checked against."""
 
     server: str
     url: str
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    headers: tuple[BoundHeader, ...] = field(default=(), repr=False)
     timeout: float = 30.0
+    destinations: DestinationSettings = field(default_factory=DestinationSettings)
 
 
 class ToolServerError(HarnessError):
@@ -95,9 +104,11 @@ async def call_tool(
 
 @asynccontextmanager
 async def _session(endpoint: Endpoint) -> AsyncIterator[ClientSession]:
-    timeout = httpx2.Timeout(endpoint.timeout)
+    http_client = tool_server_client(
+        endpoint.destinations, bound=endpoint.headers, timeout=endpoint.timeout
+    )
     async with (
-        httpx2.AsyncClient(headers=dict(endpoint.headers), timeout=timeout) as http,
+        http_client as http,
         streamable_http_client(endpoint.url, http_client=http) as (read, write),
         ClientSession(dispatcher=KeyedDispatcher(read, write), client_info=CLIENT_INFO) as session,
     ):
@@ -129,6 +140,9 @@ async def _guarded(endpoint: Endpoint, doing: str) -> AsyncIterator[None]:
             "timeout", f"{where} did not finish {doing} within {endpoint.timeout:g}s"
         ) from None
     except Exception as exc:
+        refused = refusal_in(exc)
+        if refused is not None:
+            raise ToolServerError("blocked", f"{where} was not called: {refused}") from None
         raise _translate(_leaf(exc), where, doing) from None
 
 

@@ -44,6 +44,8 @@ ADVICE: Final[dict[Outcome, str]] = {
     "refused": "Check the arguments against the tool's description, or go on without it",
     "invalid": "Go on without this tool, and tell the participant the tool server is "
     "answering in a way the harness cannot read",
+    "blocked": "Go on without this tool, and tell the participant the operator may not "
+    "connect to this tool server's address",
 }
 
 _DESCRIPTION_MAX: Final = 8192

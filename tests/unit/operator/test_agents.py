@@ -13,10 +13,18 @@ from pydantic import ValidationError
 
 from tiny_harness.core.agent import AgentChoice, AgentSpec
 from tiny_harness.core.agent import AgentSkill as Skill
+from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.task import TaskSpec, spec_from_envelope
 from tiny_harness.core.turn import DrainEntry, InboundMessage
-from tiny_harness.operator.agents import ResolveError, chosen_interface, status_of_card
+from tiny_harness.operator.agents import (
+    ResolveError,
+    checked_interface,
+    chosen_interface,
+    only_interface,
+    status_of_card,
+)
 from tiny_harness.operator.remote import AGENT_SELF, classify, envelope, relayed
+from tiny_harness.outbound.guard import DestinationRefusedError
 
 
 def card(*interfaces: tuple[str, str, str], skills: tuple[str, ...] = ("echo",)) -> AgentCard:
@@ -133,6 +141,61 @@ def test_a_failed_call_is_classified_for_what_the_sub_task_shows(
     failure = classify("echo", error)
     assert (failure.reason, failure.transient) == (reason, transient)
     assert "echo" in str(failure)
+
+
+def test_a_refused_destination_fails_the_sub_task_at_once_naming_it() -> None:
+    refusal = DestinationSettings().refuse_address("169.254.169.254")
+    assert refusal is not None
+    wrapped = httpx.ConnectError(str(refusal.message))
+    wrapped.__cause__ = DestinationRefusedError(refusal)
+    sdk = A2AClientError("network")
+    sdk.__cause__ = wrapped
+
+    failure = classify("echo", sdk)
+
+    assert (failure.reason, failure.transient) == ("RemoteDestinationRefused", False)
+    assert "agent echo was not called: the operator refuses to connect to 169.254.169.254" in (
+        str(failure)
+    )
+
+
+def test_a_card_may_put_its_endpoint_on_another_origin_only_when_the_spec_allows_it() -> None:
+    elsewhere = card(("https://api.example.test:8443/a2a", "JSONRPC", "1.0"))
+    plain = AgentSpec(card_url="https://agent.example.test/.well-known/agent-card.json")
+
+    with pytest.raises(ResolveError) as refused:
+        checked_interface(plain, elsewhere)
+
+    assert refused.value.reason == "InterfaceOriginNotAllowed"
+    assert refused.value.lasting
+    assert (
+        "names its endpoint https://api.example.test:8443/a2a, on "
+        "https://api.example.test:8443, not on the card's origin https://agent.example.test"
+    ) in str(refused.value)
+    allowing = AgentSpec(
+        card_url="https://agent.example.test/", allowed_origins=("https://API.example.test:8443/",)
+    )
+    assert allowing.allowed_origins == ("https://api.example.test:8443",)
+    assert checked_interface(allowing, elsewhere).url == "https://api.example.test:8443/a2a"
+    same = card(("https://agent.example.test:443/a2a", "JSONRPC", "1.0"))
+    assert checked_interface(plain, same).url == "https://agent.example.test:443/a2a"
+
+
+def test_the_client_is_made_from_the_checked_interface_alone() -> None:
+    offered = card(("http://x/", "JSONRPC", "1.0"), ("http://elsewhere/rest", "HTTP+JSON", "1.0"))
+
+    reduced = only_interface(offered, offered.supported_interfaces[0])
+
+    assert [i.url for i in reduced.supported_interfaces] == ["http://x/"]
+    assert len(offered.supported_interfaces) == 2  # the card read is left as it was
+    assert reduced.name == offered.name
+
+
+def test_allowed_origins_must_be_origins() -> None:
+    with pytest.raises(ValidationError, match=r"allowed_origins"):
+        AgentSpec(card_url="https://a.example/", allowed_origins=("https://b.example/path",))
+    with pytest.raises(ValidationError, match=r"spec\.allowedOrigins: .*valid port"):
+        AgentSpec(card_url="https://a.example/", allowed_origins=("https://b.example:99999",))
 
 
 def test_a_bug_is_not_mistaken_for_the_agents_failure() -> None:

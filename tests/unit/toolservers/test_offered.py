@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tiny_harness.core.destinations import LOCAL_DEVELOPMENT
 from tiny_harness.core.llm import ToolCall
 from tiny_harness.core.tools import ToolContext, ToolInvoker, ToolRegistry
 from tiny_harness.testing.mcp_server import McpServerThread, free_port
@@ -23,6 +24,12 @@ def server() -> Iterator[McpServerThread]:
 
 
 Observed = list[tuple[str, str]]
+
+
+def endpoint(server: str, url: str, timeout: float = 30.0) -> Endpoint:
+    """The test server as an endpoint: it is on loopback, which the destination policy
+    refuses unless it is listed (as ``tiny-harness up`` lists it)."""
+    return Endpoint(server, url, timeout=timeout, destinations=LOCAL_DEVELOPMENT)
 
 
 async def invoker_for(
@@ -51,7 +58,7 @@ def context(key: str) -> ToolContext:
 
 
 async def test_the_allow_list_chooses_and_names_the_tools(server: McpServerThread) -> None:
-    listing = await list_tools(Endpoint("weather", server.url))
+    listing = await list_tools(endpoint("weather", server.url))
 
     discovered, problems = select_tools("weather", listing.tools, ["weather", "missing"])
 
@@ -64,7 +71,7 @@ async def test_a_call_returns_the_servers_text_under_the_journal_key(
     server: McpServerThread,
 ) -> None:
     observed: Observed = []
-    invoker = await invoker_for(Endpoint("weather", server.url), observed)
+    invoker = await invoker_for(endpoint("weather", server.url), observed)
 
     result = await invoker.invoke(
         call("weather__weather", '{"city": "Oslo"}'), context("t1/turn-0/tool-0-c1")
@@ -78,7 +85,7 @@ async def test_a_call_returns_the_servers_text_under_the_journal_key(
 
 async def test_a_schema_violation_never_reaches_the_server(server: McpServerThread) -> None:
     observed: Observed = []
-    invoker = await invoker_for(Endpoint("weather", server.url), observed)
+    invoker = await invoker_for(endpoint("weather", server.url), observed)
     before = len(server.served("weather"))
 
     result = await invoker.invoke(call("weather__weather", '{"town": 3}'), context("k-bad"))
@@ -92,7 +99,7 @@ async def test_a_schema_violation_never_reaches_the_server(server: McpServerThre
 
 async def test_a_slow_tool_times_out_with_advice(server: McpServerThread) -> None:
     observed: Observed = []
-    invoker = await invoker_for(Endpoint("slowpoke", server.url, timeout=1), observed)
+    invoker = await invoker_for(endpoint("slowpoke", server.url, timeout=1), observed)
 
     result = await invoker.invoke(call("slowpoke__slow", '{"seconds": 5}'), context("k-slow"))
 
@@ -104,7 +111,7 @@ async def test_a_slow_tool_times_out_with_advice(server: McpServerThread) -> Non
 
 async def test_a_servers_error_result_is_an_error_result(server: McpServerThread) -> None:
     observed: Observed = []
-    invoker = await invoker_for(Endpoint("tools", server.url), observed)
+    invoker = await invoker_for(endpoint("tools", server.url), observed)
 
     result = await invoker.invoke(call("tools__broken", "{}"), context("k-broken"))
 
@@ -115,7 +122,7 @@ async def test_a_servers_error_result_is_an_error_result(server: McpServerThread
 
 async def test_a_large_result_is_cut_to_the_limit(server: McpServerThread) -> None:
     observed: Observed = []
-    invoker = await invoker_for(Endpoint("tools", server.url), observed, limit=1000)
+    invoker = await invoker_for(endpoint("tools", server.url), observed, limit=1000)
 
     result = await invoker.invoke(call("tools__big", '{"size": 5000}'), context("k-big"))
 
@@ -126,9 +133,9 @@ async def test_a_large_result_is_cut_to_the_limit(server: McpServerThread) -> No
 
 async def test_a_server_that_went_away_is_an_error_result(server: McpServerThread) -> None:
     observed: Observed = []
-    gone = Endpoint("gone", f"http://127.0.0.1:{free_port()}/mcp", timeout=2)
+    gone = endpoint("gone", f"http://127.0.0.1:{free_port()}/mcp", timeout=2)
     registry = ToolRegistry()
-    listing = await list_tools(Endpoint("gone", server.url))
+    listing = await list_tools(endpoint("gone", server.url))
     discovered, _ = select_tools("gone", listing.tools, ["weather"])
     for tool in build_tools(
         gone, discovered, max_result_bytes=100, observe=lambda s, o, _: observed.append((s, o))
@@ -143,3 +150,29 @@ async def test_a_server_that_went_away_is_an_error_result(server: McpServerThrea
     assert "tool server 'gone' could not be reached" in result.content
     assert "Go on without this tool" in result.content
     assert observed == [("gone", "unreachable")]
+
+
+async def test_a_call_the_destination_policy_refuses_is_an_error_result_naming_why(
+    server: McpServerThread,
+) -> None:
+    observed: Observed = []
+    listing = await list_tools(endpoint("weather", server.url))
+    discovered, _ = select_tools("weather", listing.tools, ["weather"])
+    refusing = Endpoint("weather", server.url)  # the default policy: loopback is refused
+    registry = ToolRegistry()
+    for tool in build_tools(
+        refusing, discovered, max_result_bytes=100, observe=lambda s, o, _: observed.append((s, o))
+    ):
+        registry.include(tool)
+
+    result = await ToolInvoker(registry).invoke(
+        call("weather__weather", '{"city": "Oslo"}'), context("k-blocked")
+    )
+
+    assert result.is_error
+    assert "tool server 'weather' was not called: the operator refuses to connect to " in (
+        result.content
+    )
+    assert result.content.endswith("may not connect to this tool server's address.")
+    assert observed == [("weather", "blocked")]
+    assert "k-blocked" not in [c.request_id for c in server.served("weather")]
