@@ -24,8 +24,8 @@ from tests.unit.commands.support import (
 )
 from tiny_harness.core.commands.context import CommandResult, SpawnRequest
 from tiny_harness.core.commands.parse import parse_command
+from tiny_harness.core.commands.plugins import ComponentKind
 from tiny_harness.core.commands.setup import build_command_registry
-from tiny_harness.core.plugins import ComponentKind
 from tiny_harness.core.turn import TaskSettings
 
 REGISTRY = registry()

@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import stamped
@@ -58,10 +58,9 @@ from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.initialise import initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
+from tiny_harness.operator.ports import TurnIO
+from tiny_harness.operator.snapshot import Snapshot
 from tiny_harness.operator.status_writes import failed_status
-
-if TYPE_CHECKING:
-    from tiny_harness.operator.worker import Snapshot, TaskWorker
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class OperatorTurnHost:
 
     def __init__(
         self,
-        worker: TaskWorker,
+        worker: TurnIO,
         snap: Snapshot,
         turn: int,
         history: tuple[ChatMessage, ...],
@@ -302,7 +301,7 @@ def child_participants(parent: TaskSpec, intent: SpawnIntent) -> tuple[Participa
 
 
 async def create_child(
-    worker: TaskWorker,
+    worker: TurnIO,
     parent: dict[str, Any],
     name: str,
     spec: TaskSpec,

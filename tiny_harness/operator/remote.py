@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import Final, TypeVar
 
 import httpx
 from a2a.client import Client
@@ -77,10 +77,8 @@ from tiny_harness.core.turn import (
     TurnRef,
 )
 from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
+from tiny_harness.operator.ports import JournalHost
 from tiny_harness.outbound.guard import refusal_in
-
-if TYPE_CHECKING:
-    from tiny_harness.operator.host import OperatorTurnHost
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +275,7 @@ class RemoteLoop:
         self.namespace = namespace
 
     async def run_turn(
-        self, host: OperatorTurnHost, turn: TurnInput, tools: TurnTools | None = None
+        self, host: JournalHost, turn: TurnInput, tools: TurnTools | None = None
     ) -> TurnOutcome:
         """Relay what the turn takes and follow the remote task until it answers (``tools``
         are the model's: the remote agent has its own)."""
@@ -406,7 +404,7 @@ class RemoteLoop:
 
     async def end(
         self,
-        host: OperatorTurnHost,
+        host: JournalHost,
         turn: TurnInput,
         view: RemoteView,
         taken: tuple[InboundMessage, ...] = (),
@@ -470,7 +468,7 @@ class _Following:
 
     def __init__(
         self,
-        host: OperatorTurnHost,
+        host: JournalHost,
         ref: TurnRef,
         drain: DrainEntry,
         view: RemoteView,

@@ -14,9 +14,9 @@ import signal
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.errors import ConfigError
-from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.loop import CoreLoop, LoopConfig
 from tiny_harness.core.settings import Settings
 from tiny_harness.core.tools import Tool, ToolRegistry

@@ -29,14 +29,15 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final
 
 import aiohttp
 from pydantic import ValidationError
 
 from tiny_harness.core.answering import AnsweringLoop
-from tiny_harness.core.answers import command_reply_id, refusal_id
+from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.commands.context import TaskSnapshot
+from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.commands.parse import CommandCall, parse_command
 from tiny_harness.core.commands.run import run_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
@@ -68,14 +69,11 @@ from tiny_harness.core.history import (
     AckEntry,
     NoticeEntry,
     RecordEntry,
-    acknowledged,
-    apply_delta,
     history_delta,
     replay_history,
 )
-from tiny_harness.core.hooks import completion_override
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.llm import ChatMessage, RetryNotice, retry_observer
+from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.loop import CompletionVerdict, decide_completion
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.retention import expires_in, rfc3339
@@ -87,15 +85,11 @@ from tiny_harness.core.task import (
     Participant,
     Role,
     Runner,
-    SubTaskRow,
-    TaskExtension,
     TaskLink,
     TaskSpec,
-    TaskStatus,
     TaskUsage,
     local_parent_of,
 )
-from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.tracing import (
     command_span,
     context_of,
@@ -107,10 +101,8 @@ from tiny_harness.core.tracing import (
     enabled as tracing_enabled,
 )
 from tiny_harness.core.turn import (
-    JournalEntry,
     TaskSettings,
     TurnInput,
-    TurnOutcome,
 )
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
@@ -120,28 +112,25 @@ from tiny_harness.kube.ownership import is_child_of
 from tiny_harness.models.errors import ModelCallError
 from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
-from tiny_harness.operator.children import pending_news, rows_of
+from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
 from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
+from tiny_harness.operator.ports import OperatorRuntime, TurnLoop
 from tiny_harness.operator.remote import RemoteCallError
+from tiny_harness.operator.snapshot import (
+    Snapshot,
+    ack_entry,
+    history_before,
+    refusal_entries,
+    rows_json,
+    unique_entries,
+)
 from tiny_harness.operator.status_writes import (
     failed_status,
     own_message_id,
     resumed_conditions,
 )
-
-if TYPE_CHECKING:
-    from tiny_harness.operator.runtime import Runtime
-
-
-class TurnLoop(Protocol):
-    """Whatever runs one turn through its host: the core loop, or one of its stand-ins."""
-
-    async def run_turn(
-        self, host: OperatorTurnHost, turn: TurnInput, tools: TurnTools | None = None
-    ) -> TurnOutcome: ...
-
 
 #: The turns of participant tasks take their person's answer; no model is called.
 ANSWERING: Final = AnsweringLoop()
@@ -182,63 +171,11 @@ def jittered(seconds: float) -> float:
     return seconds * (0.5 + random.random() / 2)
 
 
-class Snapshot:
-    """What one pass knows about the task, read from the cache."""
-
-    def __init__(
-        self,
-        obj: Obj,
-        records: list[TurnRecord],
-        messages: list[StoredMessage],
-        children: list[Obj],
-    ) -> None:
-        self.obj = obj
-        self.spec = TaskSpec.model_validate(obj["spec"])
-        self.status = TaskStatus.model_validate(obj.get("status") or {})
-        self.records = records
-        self.entries: list[RecordEntry] = unique_entries(records)
-        self.acked = acknowledged(self.entries)
-        self.pending = [m for m in messages if m.spec.message_id not in self.acked]
-        self.children = children
-        self.rows = rows_of(children, self.acked)
-
-    @property
-    def rv(self) -> str:
-        return rv_of(self.obj)
-
-    @property
-    def lifecycle(self) -> Lifecycle:
-        return self.status.lifecycle or self.spec.default_lifecycle
-
-    def message(self, message_id: str) -> StoredMessage:
-        return next(m for m in self.pending if m.spec.message_id == message_id)
-
-    def extension(self, rows: tuple[SubTaskRow, ...] | None = None) -> TaskExtension:
-        status = self.status.model_copy(update={"sub_tasks": self.rows if rows is None else rows})
-        return TaskExtension.of(self.spec, status)
-
-    def last_record(self, turn: int) -> TurnRecord | None:
-        return next((r for r in reversed(self.records) if r.turn == turn), None)
-
-
-def unique_entries(records: list[TurnRecord]) -> list[RecordEntry]:
-    """Every entry once, in record order. Two replicas may both record the same notice (a
-    command run twice in a race); entry ids are deterministic, so the first copy stands."""
-    seen: set[str] = set()
-    out: list[RecordEntry] = []
-    for record in records:
-        for entry in record.entries:
-            if entry.id not in seen:
-                seen.add(entry.id)
-                out.append(entry)
-    return out
-
-
 class TaskWorker:
     """Works one task until nothing is left to do, then exits; a poke starts it again."""
 
     def __init__(
-        self, runtime: Runtime, namespace: str, name: str, ticket: Ticket | None = None
+        self, runtime: OperatorRuntime, namespace: str, name: str, ticket: Ticket | None = None
     ) -> None:
         self.rt = runtime
         self.namespace = namespace
@@ -551,7 +488,7 @@ class TaskWorker:
             case Refuse(message_id=mid, reason=reason):
                 await self.refuse(snap, snap.message(mid), reason)
             case Acknowledge(message_id=mid):
-                await self.append_notices(snap, (_ack(snap.message(mid)),))
+                await self.append_notices(snap, (ack_entry(snap.message(mid)),))
             case ApplyControl(message_id=mid):
                 await self.control(snap, snap.message(mid))
             case RunCommand(message_id=mid):
@@ -566,7 +503,7 @@ class TaskWorker:
                     }
                 )
             case SyncRows():
-                await self.write_status({"subTasks": _rows_json(snap.rows)})
+                await self.write_status({"subTasks": rows_json(snap.rows)})
         return True
 
     async def await_records(self, snap: Snapshot) -> bool:
@@ -749,7 +686,7 @@ class TaskWorker:
     async def refuse(self, snap: Snapshot, message: StoredMessage, reason: str) -> None:
         """Take the message without acting on it; its sender sees the reason against it."""
         log.info("task %s/%s: message %s %s", *self.key, message.spec.message_id, reason)
-        await self.append_notices(snap, _refusal(message, reason))
+        await self.append_notices(snap, refusal_entries(message, reason))
 
     # -- control: complete and cancel ----------------------------------------------------
 
@@ -772,7 +709,7 @@ class TaskWorker:
                 }
             )
             await self.cancel_children(snap)
-            await self.append_notices(snap, (_ack(message),))
+            await self.append_notices(snap, (ack_entry(message),))
             await self.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
             return
         decision = decide_completion(
@@ -801,13 +738,13 @@ class TaskWorker:
                     "runner": None,
                     "message": f"completed by {sender}",
                     "messageId": own_message_id(),
-                    "subTasks": _rows_json(snap.rows),
+                    "subTasks": rows_json(snap.rows),
                 }
             )
-            await self.append_notices(snap, (_ack(message),))
+            await self.append_notices(snap, (ack_entry(message),))
             await self.rt.event(snap.obj, "Completed", f"completed by {sender}")
             return
-        await self.append_notices(snap, _refusal(message, decision.reason))
+        await self.append_notices(snap, refusal_entries(message, decision.reason))
         await self.write_status(
             {
                 "state": TaskState.INPUT_REQUIRED.value,
@@ -815,8 +752,8 @@ class TaskWorker:
                 "runner": None,
                 "message": decision.reason,
                 # The refusal notice in the history says the same: one message, one id.
-                "messageId": _refusal(message, decision.reason)[1].id,
-                "subTasks": _rows_json(snap.rows),
+                "messageId": refusal_entries(message, decision.reason)[1].id,
+                "subTasks": rows_json(snap.rows),
             }
         )
 
@@ -963,7 +900,7 @@ class TaskWorker:
             metadata["task_ref"] = child
         reply_id = command_reply_id(spec.message_id)
         entries: tuple[RecordEntry, ...] = (
-            _ack(message),
+            ack_entry(message),
             NoticeEntry(id=reply_id, text=reply, metadata=metadata),
         )
         if host is not None:
@@ -999,7 +936,7 @@ class TaskWorker:
             "state": TaskState.WORKING.value,
             "subState": None,
             "turn": number,
-            "subTasks": _rows_json(snap.rows),
+            "subTasks": rows_json(snap.rows),
         }
         raw_status = snap.obj.get("status") or {}
         if not (resume and raw_status.get("turnStartTime")):
@@ -1251,7 +1188,7 @@ class TaskWorker:
                     await self.command(snap, snap.message(m.message_id), host)
                     host.acked.add(m.message_id)
         if snap.rows != snap.status.sub_tasks:
-            await self.write_status({"subTasks": _rows_json(snap.rows)}, leased=True)
+            await self.write_status({"subTasks": rows_json(snap.rows)}, leased=True)
         return False
 
 
@@ -1284,45 +1221,3 @@ def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
         else ""
     )
     return f"The model call failed: {exc}.{then}"
-
-
-def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, ...]:
-    """The model history at the start of ``turn``: each earlier turn's delta applied in order,
-    or, for a turn that was cut before it ended, its journal replayed."""
-    history: tuple[ChatMessage, ...] = ()
-    by_turn: dict[int, list[TurnRecord]] = {}
-    for r in records:
-        if r.turn < turn:
-            by_turn.setdefault(r.turn, []).append(r)
-    for number in sorted(by_turn):
-        chunks = by_turn[number]
-        delta = next((c.history for c in chunks if c.history is not None), None)
-        if delta is not None:
-            history = apply_delta(history, delta)
-        else:
-            loop_entries: list[JournalEntry] = [
-                e for e in unique_entries(chunks) if not isinstance(e, (NoticeEntry, AckEntry))
-            ]
-            if loop_entries:
-                history = replay_history(history, loop_entries)
-    return history
-
-
-def _ack(message: StoredMessage) -> AckEntry:
-    spec = message.spec
-    text = spec.text if spec.control is None else f"/{spec.control}"
-    return AckEntry(
-        id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
-    )
-
-
-def _refusal(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:
-    mid = message.spec.message_id
-    return (
-        _ack(message),
-        NoticeEntry(id=refusal_id(mid), text=reason, metadata={"refused": mid}),
-    )
-
-
-def _rows_json(rows: tuple[SubTaskRow, ...]) -> list[dict[str, Any]]:
-    return [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows]

@@ -14,15 +14,7 @@ from tiny_harness.core.commands.context import (
     CommandResult,
 )
 from tiny_harness.core.commands.errors import HookAbort, HookError
-from tiny_harness.core.commands.parse import CommandCall
-from tiny_harness.core.commands.registry import (
-    COMMAND_INVOKED_IN,
-    COMMAND_INVOKED_POST,
-    COMMAND_INVOKED_PRE,
-    CommandRegistry,
-)
-from tiny_harness.core.commands.run import run_command
-from tiny_harness.core.hooks import (
+from tiny_harness.core.commands.hooks import (
     HOOK_POINT_NAMES,
     TASK_COMPLETE_IN,
     TASK_COMPLETE_POST,
@@ -36,6 +28,14 @@ from tiny_harness.core.hooks import (
     TaskCompletePre,
     completion_override,
 )
+from tiny_harness.core.commands.parse import CommandCall
+from tiny_harness.core.commands.registry import (
+    COMMAND_INVOKED_IN,
+    COMMAND_INVOKED_POST,
+    COMMAND_INVOKED_PRE,
+    CommandRegistry,
+)
+from tiny_harness.core.commands.run import run_command
 from tiny_harness.core.loop import CompletionVerdict, decide_completion
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Role, SubTaskRow, TaskExtension

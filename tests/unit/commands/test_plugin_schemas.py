@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from tiny_harness.core.commands import plugin_schemas
-from tiny_harness.core.hooks import HOOK_POINT_NAMES
-from tiny_harness.core.plugins import HookPointName
+from tiny_harness.core.commands.hooks import HOOK_POINT_NAMES
+from tiny_harness.core.commands.plugins import HookPointName
 
 PLUGINS_DIR = Path(__file__).resolve().parents[3] / "docs" / "plugins"
 

@@ -2,13 +2,14 @@
 
 A participant's message whose only part is ``/<name> <arguments>`` with a registered name is a
 command. The operator answers it without calling the model: the command runs through the
-``command.invoked`` hook operation (pre, in, post chains of :mod:`tiny_harness.core.hooks`), and
-its handler returns *intents* (a reply, new task settings, a sub-task to spawn) that the operator
+``command.invoked`` hook operation (pre, in, post chains of :mod:`.hooks`), and its handler
+returns *intents* (a reply, new task settings, a sub-task to spawn) that the operator
 applies itself. A handler never holds a client or a store, so it can do no more than its result
 says.
 
-The package is split by idea, and this file imports nothing so that :mod:`tiny_harness.core.hooks`
-can use :mod:`.errors` without an import cycle:
+The package is split by idea (hooks and plugins are in it too, so that nothing outside it
+imports into it and back), and this file imports nothing so that :mod:`.hooks` can use
+:mod:`.errors` without an import cycle:
 
 - :mod:`.errors`: ``CommandError``, ``HookAbort``, ``HookError``, ``PluginError``;
 - :mod:`.context`: what a handler sees (``TaskSnapshot``, the ``command.invoked`` contexts) and

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tiny_harness.core.hooks import HookContext
+from tiny_harness.core.commands.hooks import HookContext
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import TEXT_MAX, Budget, Role, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import TaskSettings

@@ -2,8 +2,8 @@
 
 Plugin authors (and their editors) validate ``hooks.json`` and ``commands.json`` against
 ``docs/plugins/{hooks,commands}.json``. Those files are never edited by hand: they are cut from
-:class:`~tiny_harness.core.plugins.HooksFile` and :class:`~tiny_harness.core.plugins.CommandsFile`,
-and a unit test fails when a committed file differs from what this module generates. Regenerate
+:class:`~tiny_harness.core.commands.plugins.HooksFile` and
+:class:`~tiny_harness.core.commands.plugins.CommandsFile`, and a unit test fails when a committed file differs from what this module generates. Regenerate
 them with::
 
     python -m tiny_harness.core.commands.plugin_schemas --write
@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from tiny_harness.core.commands.plugins import COMMANDS_FILE, HOOKS_FILE, CommandsFile, HooksFile
 from tiny_harness.core.generated import GeneratedSet
-from tiny_harness.core.plugins import COMMANDS_FILE, HOOKS_FILE, CommandsFile, HooksFile
 from tiny_harness.core.schemas import JSON_SCHEMA_DIALECT, render
 
 #: Where the schemas are published; a plugin file may name one in its ``$schema``.

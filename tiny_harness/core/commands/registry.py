@@ -21,8 +21,14 @@ from pydantic import ValidationError
 from tiny_harness.core.command_spec import COMMAND_NAME_MAX, COMMAND_NAME_PATTERN, CommandSpec
 from tiny_harness.core.commands.context import CommandInvokedIn, CommandResult
 from tiny_harness.core.commands.errors import CommandError, HookError
+from tiny_harness.core.commands.hooks import (
+    DEFAULT_PRIORITY,
+    HookPoint,
+    HookRunner,
+    Operation,
+    Phase,
+)
 from tiny_harness.core.commands.roles import ROLE_CHECK_PRIORITY, role_check
-from tiny_harness.core.hooks import DEFAULT_PRIORITY, HookPoint, HookRunner, Operation, Phase
 
 #: The priority of a command body registered without one; a lower-priority ``in`` executor
 #: runs first, so it can answer a built-in command instead.

@@ -25,6 +25,7 @@ from tiny_harness.core.commands.context import (
     TaskSnapshot,
 )
 from tiny_harness.core.commands.errors import CommandError, HookAbort
+from tiny_harness.core.commands.hooks import HookRunner, promote
 from tiny_harness.core.commands.parse import CommandCall
 from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_IN,
@@ -32,7 +33,6 @@ from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_PRE,
 )
 from tiny_harness.core.commands.roles import BUDGET_ROLES
-from tiny_harness.core.hooks import HookRunner, promote
 from tiny_harness.core.task import Role
 
 log = logging.getLogger(__name__)

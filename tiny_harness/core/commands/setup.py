@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.builtins import register_builtins
+from tiny_harness.core.commands.hooks import HookRunner
+from tiny_harness.core.commands.plugins import LoadReport, load_plugins
 from tiny_harness.core.commands.registry import CommandRegistry
-from tiny_harness.core.hooks import HookRunner
-from tiny_harness.core.plugins import LoadReport, load_plugins
 
 
 class BuiltCommands(NamedTuple):

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.commands.errors import CommandError, HookError, PluginError
+from tiny_harness.core.commands.hooks import DEFAULT_PRIORITY, HookPoint, is_async
 from tiny_harness.core.commands.registry import COMMAND_INVOKED_IN, CommandRegistry
-from tiny_harness.core.hooks import DEFAULT_PRIORITY, HookPoint, is_async
 
 HOOKS_FILE: Final = "hooks.json"
 COMMANDS_FILE: Final = "commands.json"

@@ -1,0 +1,151 @@
+"""The narrow interfaces between the operator's parts, so that each part depends on what it
+uses and never on the part that uses it.
+
+Without them the runtime, the worker, the turn host and the remote follower imported each
+other (a cycle hidden behind ``TYPE_CHECKING``): the host took the whole worker and reached
+through it to the runtime's cache, metrics and records. Now:
+
+- a worker runs inside an :class:`OperatorRuntime` (the process: its cache, settings, metrics,
+  the lease observer, the wake-up clock, Events), which the runtime satisfies;
+- a turn's host writes through a :class:`TurnIO` (the task's name and namespace, its records,
+  its objects, the one status writer), which the worker satisfies;
+- the remote follower checkpoints through a :class:`JournalHost` (drain, checkpoint, flush,
+  end the turn), which the host satisfies.
+
+An import-linter contract (``acyclic_siblings`` in pyproject.toml) keeps the package free of
+import cycles, so a new reach across these lines fails CI instead of growing a cycle again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from kubernetes_asyncio import client
+
+from tiny_harness.core.agent import AgentChoice
+from tiny_harness.core.catalog import ModelCatalog
+from tiny_harness.core.commands.setup import BuiltCommands
+from tiny_harness.core.loop import CoreLoop
+from tiny_harness.core.settings import OperatorSettings
+from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.tools import TurnTools
+from tiny_harness.core.turn import (
+    InboundMessage,
+    JournalEntry,
+    RemoteRef,
+    TurnHost,
+    TurnInput,
+    TurnOutcome,
+)
+from tiny_harness.kube.client import HarnessTasks, Obj
+from tiny_harness.kube.journal import TurnRecord, TurnRecords
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.lease import LeaseObserver
+from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.tool_offers import Offer
+
+
+class JournalHost(Protocol):
+    """What the remote follower needs of the turn it runs in: the messages to relay, and the
+    journal to checkpoint each step in before the next side effect."""
+
+    async def drain(self) -> Sequence[InboundMessage]: ...
+
+    async def checkpoint(self, entry: JournalEntry) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def end_turn(self, outcome: TurnOutcome) -> None: ...
+
+
+class OperatorHost(TurnHost, JournalHost, Protocol):
+    """A turn's host as the operator gives it to every loop: the core loop's host and the
+    remote follower's journal in one."""
+
+
+class TurnLoop(Protocol):
+    """Whatever runs one turn through its host: the core loop, the remote follower, the loop
+    that takes a person's answer."""
+
+    async def run_turn(
+        self, host: OperatorHost, turn: TurnInput, tools: TurnTools | None = None
+    ) -> TurnOutcome: ...
+
+
+class ToolOffers(Protocol):
+    """The tool servers a task's turn is offered (operator/toolservers.py)."""
+
+    async def offer(self, namespace: str, spec: TaskSpec) -> Offer: ...
+
+
+class AgentOffers(Protocol):
+    def offered(self, namespace: str) -> tuple[AgentChoice, ...]: ...
+
+
+class RemoteAgents(Protocol):
+    """The remote agents sub-tasks run on (operator/remote.py)."""
+
+    @property
+    def directory(self) -> AgentOffers: ...
+
+    def loop(self, namespace: str) -> TurnLoop: ...
+
+    async def cancel(self, namespace: str, name: str, ref: RemoteRef | None) -> str | None: ...
+
+    async def complete(self, namespace: str, name: str, ref: RemoteRef | None) -> str | None: ...
+
+
+class OperatorRuntime(Protocol):
+    """What a task's worker needs of the operator process it runs in."""
+
+    api: client.ApiClient
+    loop: CoreLoop
+    catalog: ModelCatalog
+    settings: OperatorSettings
+    metrics: OperatorMetrics
+    cache: Cache
+    identity: str
+    leases: LeaseObserver
+    commands: BuiltCommands
+
+    @property
+    def remotes(self) -> RemoteAgents | None: ...
+
+    @property
+    def tool_servers(self) -> ToolOffers: ...
+
+    def owns(self, namespace: str, name: str) -> bool: ...
+
+    def wake_later(self, namespace: str, name: str, delay: float) -> None: ...
+
+    def written(self, namespace: str, name: str, resource_version: str) -> None: ...
+
+    def written_record(self, namespace: str, record: TurnRecord) -> None: ...
+
+    async def event(
+        self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
+    ) -> None: ...
+
+
+class TurnIO(Protocol):
+    """What a turn's host writes through: the task it hosts a turn of, and its writers."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def rt(self) -> OperatorRuntime: ...
+
+    @property
+    def tasks(self) -> HarnessTasks: ...
+
+    @property
+    def records(self) -> TurnRecords: ...
+
+    async def write_status(
+        self, patch: Mapping[str, Any], *, leased: bool = False, renewal: bool = False
+    ) -> Obj | None: ...

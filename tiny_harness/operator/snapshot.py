@@ -1,0 +1,124 @@
+"""What one pass of a task's worker knows about the task, and the journal entries the worker
+writes outside a turn.
+
+A :class:`Snapshot` is read from the cache once per pass: the task object, its turn records,
+its messages and its children, with what follows from them (the entries once each, what was
+acknowledged, the messages still pending, the sub-task rows). Everything that decides reads it;
+nothing in it is fetched from the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tiny_harness.core.answers import refusal_id
+from tiny_harness.core.history import (
+    AckEntry,
+    NoticeEntry,
+    RecordEntry,
+    acknowledged,
+    apply_delta,
+    replay_history,
+)
+from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskSpec, TaskStatus
+from tiny_harness.core.turn import JournalEntry
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.operator.cache import rv_of
+from tiny_harness.operator.children import rows_of
+
+
+class Snapshot:
+    """What one pass knows about the task, read from the cache."""
+
+    def __init__(
+        self,
+        obj: Obj,
+        records: list[TurnRecord],
+        messages: list[StoredMessage],
+        children: list[Obj],
+    ) -> None:
+        self.obj = obj
+        self.spec = TaskSpec.model_validate(obj["spec"])
+        self.status = TaskStatus.model_validate(obj.get("status") or {})
+        self.records = records
+        self.entries: list[RecordEntry] = unique_entries(records)
+        self.acked = acknowledged(self.entries)
+        self.pending = [m for m in messages if m.spec.message_id not in self.acked]
+        self.children = children
+        self.rows = rows_of(children, self.acked)
+
+    @property
+    def rv(self) -> str:
+        return rv_of(self.obj)
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        return self.status.lifecycle or self.spec.default_lifecycle
+
+    def message(self, message_id: str) -> StoredMessage:
+        return next(m for m in self.pending if m.spec.message_id == message_id)
+
+    def extension(self, rows: tuple[SubTaskRow, ...] | None = None) -> TaskExtension:
+        status = self.status.model_copy(update={"sub_tasks": self.rows if rows is None else rows})
+        return TaskExtension.of(self.spec, status)
+
+    def last_record(self, turn: int) -> TurnRecord | None:
+        return next((r for r in reversed(self.records) if r.turn == turn), None)
+
+
+def unique_entries(records: list[TurnRecord]) -> list[RecordEntry]:
+    """Every entry once, in record order. Two replicas may both record the same notice (a
+    command run twice in a race); entry ids are deterministic, so the first copy stands."""
+    seen: set[str] = set()
+    out: list[RecordEntry] = []
+    for record in records:
+        for entry in record.entries:
+            if entry.id not in seen:
+                seen.add(entry.id)
+                out.append(entry)
+    return out
+
+
+def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, ...]:
+    """The model history at the start of ``turn``: each earlier turn's delta applied in order,
+    or, for a turn that was cut before it ended, its journal replayed."""
+    history: tuple[ChatMessage, ...] = ()
+    by_turn: dict[int, list[TurnRecord]] = {}
+    for r in records:
+        if r.turn < turn:
+            by_turn.setdefault(r.turn, []).append(r)
+    for number in sorted(by_turn):
+        chunks = by_turn[number]
+        delta = next((c.history for c in chunks if c.history is not None), None)
+        if delta is not None:
+            history = apply_delta(history, delta)
+        else:
+            loop_entries: list[JournalEntry] = [
+                e for e in unique_entries(chunks) if not isinstance(e, (NoticeEntry, AckEntry))
+            ]
+            if loop_entries:
+                history = replay_history(history, loop_entries)
+    return history
+
+
+def ack_entry(message: StoredMessage) -> AckEntry:
+    spec = message.spec
+    text = spec.text if spec.control is None else f"/{spec.control}"
+    return AckEntry(
+        id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
+    )
+
+
+def refusal_entries(message: StoredMessage, reason: str) -> tuple[RecordEntry, ...]:
+    mid = message.spec.message_id
+    return (
+        ack_entry(message),
+        NoticeEntry(id=refusal_id(mid), text=reason, metadata={"refused": mid}),
+    )
+
+
+def rows_json(rows: tuple[SubTaskRow, ...]) -> list[dict[str, Any]]:
+    return [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows]
