@@ -41,6 +41,25 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
 A failed *conversation* is resumable: a participant's next message starts a new turn (row 10),
 and a participant may still complete or cancel it. Every other ended task only answers messages
 with a refusal.
+
+**While a turn runs**, each change of the task is looked at by :func:`decide_during_turn`,
+the second table (first match wins; ``docs/design/runtime.md``, "While a turn runs"):
+
+====  ===============================================  =========================================
+ #    when                                             action
+====  ===============================================  =========================================
+ T1   the task is gone (deleted, or going)             :class:`CutTurn` (``GONE``)
+ T2   a control from someone who may end the task      :class:`CutTurn` (``CONTROL``); the next
+                                                       pass applies it (row 7)
+ T3   the turn has closed                              :class:`KeepGoing`: the next pass runs
+                                                       what is left
+ T4   a command not yet run in this turn               :class:`RunCommandNow`
+ T5   the sub-task rows differ from the children       :class:`SyncRowsNow`
+ T6   otherwise                                        :class:`KeepGoing`
+====  ===============================================  =========================================
+
+The lease watchdog and the deadline cut with their own reasons (``LEASE``, ``DEADLINE``); the
+first reason given is the one the turn ends with (:class:`CutReason`).
 """
 
 from __future__ import annotations
@@ -315,3 +334,83 @@ def _at_rest(facts: Facts) -> Action:
     if facts.expires_in is not None and facts.expires_in <= 0:
         return Collect()
     return WaitToCollect(facts.expires_in or 0.0)
+
+
+# -- while a turn runs -----------------------------------------------------------------------------
+
+
+class CutReason(StrEnum):
+    """Why a running turn is cut. The first reason given wins; later ones change nothing."""
+
+    #: This replica can no longer be sure it holds the runner lease: another may run the turn.
+    LEASE = "lease"
+    #: The task has worked its whole activeDeadlineSeconds.
+    DEADLINE = "deadline"
+    #: A participant's (or the parent's) complete or cancel, to be applied by the next pass.
+    CONTROL = "control"
+    #: The task was deleted: nothing of the turn is to be written.
+    GONE = "gone"
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What :func:`decide_during_turn` may look at: the task as it is now, while its turn runs."""
+
+    present: bool
+    spec: TaskSpec | None = None
+    pending: tuple[Pending, ...] = ()
+    #: The commands this turn has already run (their acks are on their way to the journal).
+    commands_run: frozenset[str] = frozenset()
+    rows_stale: bool = False
+    #: The turn has ended and takes nothing more (its host is closed).
+    closed: bool = False
+
+
+@dataclass(frozen=True)
+class CutTurn:
+    reason: CutReason
+
+
+@dataclass(frozen=True)
+class RunCommandNow:
+    """Run the command beside the turn, under its fence; the turn's model call goes on."""
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class SyncRowsNow:
+    """Write the sub-task rows as the children now are, under the turn's lease."""
+
+
+@dataclass(frozen=True)
+class KeepGoing:
+    """Nothing for the running turn to do until something changes."""
+
+
+DuringTurn = CutTurn | RunCommandNow | SyncRowsNow | KeepGoing
+
+
+def may_cut(spec: TaskSpec, message: Pending) -> bool:
+    """Does this control cut the running turn? Only one its sender may give."""
+    return (
+        refuse_speaker(spec, message.sender, message.message_id) is None
+        and refuse_ending(spec, message.sender, message.control or "end") is None
+    )
+
+
+def decide_during_turn(facts: TurnFacts) -> DuringTurn:
+    """The one next action while a turn runs (see the second table in the module docstring)."""
+    if not facts.present or facts.spec is None:
+        return CutTurn(CutReason.GONE)
+    for m in facts.pending:
+        if m.kind == "control" and may_cut(facts.spec, m):
+            return CutTurn(CutReason.CONTROL)
+    if facts.closed:
+        return KeepGoing()
+    for m in facts.pending:
+        if m.kind == "command" and m.message_id not in facts.commands_run:
+            return RunCommandNow(m.message_id)
+    if facts.rows_stale:
+        return SyncRowsNow()
+    return KeepGoing()

@@ -18,6 +18,7 @@ import cycles, so a new reach across these lines fails CI instead of growing a c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -26,23 +27,29 @@ from kubernetes_asyncio import client
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.setup import BuiltCommands
+from tiny_harness.core.decide import Facts
+from tiny_harness.core.history import RecordEntry
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
-from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.task import Budget, TaskSpec
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import (
     InboundMessage,
     JournalEntry,
     RemoteRef,
+    TaskSettings,
     TurnHost,
     TurnInput,
     TurnOutcome,
 )
 from tiny_harness.kube.client import HarnessTasks, Obj
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import Cache
-from tiny_harness.operator.lease import LeaseObserver
+from tiny_harness.operator.lease import Holding, LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.snapshot import Snapshot
 from tiny_harness.operator.tool_offers import Offer
 
 
@@ -149,3 +156,38 @@ class TurnIO(Protocol):
     async def write_status(
         self, patch: Mapping[str, Any], *, leased: bool = False, renewal: bool = False
     ) -> Obj | None: ...
+
+
+class CommandHost(Protocol):
+    """The running turn a command is run beside: its settings (a /model takes effect for the
+    turn's next model call) and its journal (the reply is written under the turn's fence)."""
+
+    task_settings: TaskSettings
+
+    async def record_notices(self, entries: Sequence[RecordEntry]) -> None: ...
+
+
+class SupervisedWorker(TurnIO, Protocol):
+    """What a turn's supervisor (operator/supervisor.py) needs of the worker whose turn it
+    runs: the lease, the one status writer, the task as the cache has it now, and the
+    commands a participant sends while the turn runs."""
+
+    ticket: Ticket | None
+    holding: Holding | None
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    async def take_lease(self, snap: Snapshot, extra: Mapping[str, Any]) -> Holding: ...
+
+    async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]: ...
+
+    def budget_of(self, snap: Snapshot) -> Budget | None: ...
+
+    def snapshot(self) -> Snapshot | None: ...
+
+    def facts(self, snap: Snapshot) -> Facts: ...
+
+    async def command(
+        self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
+    ) -> None: ...

@@ -23,7 +23,6 @@ for with capped backoff, since nothing can be written until it is back.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
@@ -34,7 +33,6 @@ from typing import Any, Final
 import aiohttp
 from pydantic import ValidationError
 
-from tiny_harness.core.answering import AnsweringLoop
 from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.hooks import completion_override
@@ -66,17 +64,15 @@ from tiny_harness.core.decide import (
 )
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
-    AckEntry,
     NoticeEntry,
     RecordEntry,
     history_delta,
     replay_history,
 )
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.loop import CompletionVerdict, decide_completion
 from tiny_harness.core.remote_view import remote_ref_of
-from tiny_harness.core.retention import expires_in, rfc3339
+from tiny_harness.core.retention import expires_in
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
@@ -93,30 +89,22 @@ from tiny_harness.core.task import (
 from tiny_harness.core.tracing import (
     command_span,
     context_of,
-    end_turn,
-    parent_and_links,
-    turn_span,
-)
-from tiny_harness.core.tracing import (
-    enabled as tracing_enabled,
 )
 from tiny_harness.core.turn import (
     TaskSettings,
-    TurnInput,
 )
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.kube.ownership import is_child_of
-from tiny_harness.models.errors import ModelCallError
 from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news
-from tiny_harness.operator.host import OperatorTurnHost, child_name, create_child
+from tiny_harness.operator.host import child_name, create_child
 from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
-from tiny_harness.operator.ports import OperatorRuntime, TurnLoop
+from tiny_harness.operator.ports import CommandHost, OperatorRuntime
 from tiny_harness.operator.remote import RemoteCallError
 from tiny_harness.operator.snapshot import (
     Snapshot,
@@ -124,16 +112,12 @@ from tiny_harness.operator.snapshot import (
     history_before,
     refusal_entries,
     rows_json,
-    unique_entries,
 )
 from tiny_harness.operator.status_writes import (
     failed_status,
     own_message_id,
-    resumed_conditions,
 )
-
-#: The turns of participant tasks take their person's answer; no model is called.
-ANSWERING: Final = AnsweringLoop()
+from tiny_harness.operator.supervisor import TurnSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -149,11 +133,6 @@ ERROR_BACKOFF_CAP: Final = 30.0
 UNREACHABLE_BACKOFF_CAP: Final = 5.0
 #: How long a view whose last turn record is missing is trusted to catch up by itself.
 RECORDS_GRACE_SECONDS: Final = 2.0
-#: Pause before a failed look for interrupts during a turn is made again (for as long as the
-#: turn runs, which its lease and deadline bound).
-INTERRUPT_RETRY_SECONDS: Final = 0.5
-#: How often a cut is repeated until the turn's task has ended (see :func:`cut_turn`).
-CUT_REPEAT_SECONDS: Final = 1.0
 
 
 def now_rfc3339() -> str:
@@ -828,7 +807,7 @@ class TaskWorker:
     # -- commands ----------------------------------------------------------------------------
 
     async def command(
-        self, snap: Snapshot, message: StoredMessage, host: OperatorTurnHost | None = None
+        self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
     ) -> None:
         """Run a participant's command: no model call and no state change. Its intents are
         applied here, in order: settings, then the spawn, then the reply."""
@@ -846,7 +825,7 @@ class TaskWorker:
         snap: Snapshot,
         message: StoredMessage,
         call: CommandCall,
-        host: OperatorTurnHost | None,
+        host: CommandHost | None,
     ) -> None:
         spec = message.spec
         result = await run_command(
@@ -931,293 +910,6 @@ class TaskWorker:
     # -- turns -------------------------------------------------------------------------------
 
     async def turn(self, snap: Snapshot, number: int, *, resume: bool) -> bool:
-        """Run (or resume) a turn under a freshly taken lease. True: look again after it."""
-        start: dict[str, Any] = {
-            "state": TaskState.WORKING.value,
-            "subState": None,
-            "turn": number,
-            "subTasks": rows_json(snap.rows),
-        }
-        raw_status = snap.obj.get("status") or {}
-        if not (resume and raw_status.get("turnStartTime")):
-            # A resumed turn keeps its start: the time the replica that ran it was away counts.
-            start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
-        conditions = resumed_conditions(snap.status.conditions)
-        # The task's tool servers: this turn's tools, and its ToolServersReady condition.
-        offer = await self.rt.tool_servers.offer(self.namespace, snap.spec)
-        conditions = offer.conditions(snap.status.conditions, conditions)
-        if conditions is not None:
-            start["conditions"] = conditions
-        holding = await self.take_lease(snap, start)
-        records = snap.records
-        if resume:
-            fenced = await self.fence_turn(snap, number, holding.epoch)
-            records = [r for r in snap.records if r.turn != number] + fenced
-        if self.ticket is not None:
-            # From here the turn waits on its model, for as long as that takes: other tasks'
-            # passes must not wait with it (see operator/admission.py).
-            self.ticket.release()
-        history = history_before(records, number)
-        own = [r for r in records if r.turn == number]
-        journal = tuple(
-            e for e in unique_entries(own) if not isinstance(e, (NoticeEntry, AckEntry))
-        )
-        host = OperatorTurnHost(self, snap, number, history, own, holding)
-        turn_input = TurnInput(
-            task_id=self.name,
-            turn=number,
-            task=snap.extension(),
-            history=history,
-            journal=journal,
-            budget=self.budget_of(snap),
-            used=total(snap.status.usage, snap.status.sub_task_usage),
-            agents=self.rt.remotes.directory.offered(self.namespace) if self.rt.remotes else (),
-            remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
-            if snap.spec.agent
-            else None,
-        )
-        # The turn continues the trace of the first message it is about to take (the others
-        # are linked): see core/tracing.py.
-        parent, links = (
-            parent_and_links([m.annotations for m in host.waiting_messages()])
-            if tracing_enabled()
-            else (None, [])
-        )
-        with turn_span(
-            self.name, self.namespace, number, resumed=resume, parent=parent, links=links
-        ) as span:
-
-            def finished(kind: str, *, failed: bool = False) -> None:
-                self.rt.metrics.turns_finished.labels(outcome=kind).inc()
-                end_turn(span, kind, failed=failed)
-
-            self.rt.metrics.turns_started.inc()
-            started = time.perf_counter()
-            cut: list[str] = []
-            token = retry_observer.set(self.retry_notice_writer())
-            try:
-                runner = asyncio.create_task(
-                    self.loop_for(snap).run_turn(host, turn_input, offer.tools)
-                )
-            finally:
-                retry_observer.reset(token)
-            guards = [
-                asyncio.create_task(self.renew_lease(holding, number)),
-                asyncio.create_task(self.watch_lease(holding, runner, cut)),
-                asyncio.create_task(self.watch_for_interrupts(host, runner, cut)),
-            ]
-            # The status as the lease write left it: running, with the turn's start time.
-            running = (self.rt.cache.task(*self.key) or {}).get("status") or {}
-            now = dt.datetime.now(dt.UTC)
-            left = deadline_left(snap.spec.active_deadline_seconds, running, now)
-            if left is not None:
-                guards.append(asyncio.create_task(self.cut_at_deadline(left, runner, cut)))
-            try:
-                try:
-                    outcome = await runner
-                finally:
-                    # However the turn ended, a command running beside it finishes first.
-                    await host.quiesce()
-            except asyncio.CancelledError:
-                if not runner.cancelled() or not (cut or holding.lost):
-                    # This worker was cancelled (the operator stopping), not its turn cut:
-                    # the cancellation is the worker's to end with, not a cut to act on.
-                    raise
-                if "lease" in cut or holding.lost:
-                    finished("lease_lost", failed=True)
-                    raise LeaseLostError("the lease ran out during the turn") from None
-                if "gone" in cut:
-                    return False
-                if cut[:1] == ["deadline"]:  # the first reason to cut the turn wins
-                    await host.close_cut_turn()
-                    holding.closing = True
-                    spent = snap.spec.active_deadline_seconds
-                    text = (
-                        f"the task has worked for its whole activeDeadlineSeconds ({spent}s): the "
-                        "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
-                        "more time"
-                    )
-                    await self.write_status(
-                        failed_status(snap.status, "DeadlineExceeded", text), leased=True
-                    )
-                    finished("deadline", failed=True)
-                    await self.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
-                    return True
-                # Cut by a participant's complete or cancel: close the turn from its journal,
-                # then the next pass applies the control message.
-                await host.close_cut_turn()
-                finished("cut")
-                return True
-            except (ModelCallError, RemoteCallError) as exc:
-                await host.close_cut_turn()
-                holding.closing = True
-                text = (
-                    failure_text(exc, snap.lifecycle)
-                    if isinstance(exc, ModelCallError)
-                    else f"The remote agent failed this sub-task: {exc}."
-                )
-                await self.write_status(failed_status(snap.status, exc.reason, text), leased=True)
-                finished("failed", failed=True)
-                await self.rt.event(snap.obj, exc.reason, str(exc), warning=True)
-                return True
-            finally:
-                for guard in guards:
-                    guard.cancel()
-                for guard in guards:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await guard
-                self.holding = None
-                self.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
-            finished(outcome.kind.value)
-            return outcome.kind.value == "waiting_for_subtasks"
-
-    def loop_for(self, snap: Snapshot) -> TurnLoop:
-        """What runs this task's turns: the model's core loop; for a participant task, the
-        loop that takes its person's answer; for a task on a remote agent, the exchange with
-        that agent's task."""
-        if snap.lifecycle is Lifecycle.PARTICIPANT:
-            return ANSWERING
-        if snap.spec.agent:
-            if self.rt.remotes is None:
-                raise RemoteCallError(
-                    "RemoteAgentNotReady", "this operator was started without remote agents"
-                )
-            return self.rt.remotes.loop(self.namespace)
-        return self.rt.loop
-
-    def retry_notice_writer(self) -> Any:
-        async def write(notice: RetryNotice) -> None:
-            await self.write_status(
-                {
-                    "message": f"retrying ({notice.attempt} of {notice.budget}): {notice.reason}",
-                    "messageId": own_message_id(),
-                },
-                leased=True,
-            )
-
-        return write
-
-    async def renew_lease(self, holding: Holding, turn: int) -> None:
-        period = self.rt.settings.lease_seconds / 3
-        while True:
-            await asyncio.sleep(period)
-            sent = time.monotonic()
-            # The renewal carries what the running turn has used so far (its journaled calls):
-            # a long turn's progress, at no write of its own. It stays out of status.usage
-            # until the turn ends, so a turn resumed from its journal is not counted twice.
-            records = self.rt.cache.records(self.namespace, self.name)
-            used = usage_of(r for r in records if r.turn == turn)
-            try:
-                await self.write_status(
-                    {
-                        "runner": {
-                            "holder": self.rt.identity,
-                            "renewTime": now_rfc3339(),
-                            "epoch": holding.epoch,
-                        },
-                        "turnUsage": used.model_dump(by_alias=True),
-                    },
-                    leased=True,
-                    renewal=True,
-                )
-            except LeaseLostError:
-                return
-            except Exception as exc:  # the watchdog decides when it is too late
-                log.warning("task %s/%s: lease renewal failed: %s", *self.key, exc)
-                continue
-            holding.renewed(sent)
-
-    async def watch_lease(
-        self, holding: Holding, runner: asyncio.Task[Any], cut: list[str]
-    ) -> None:
-        """Cut the turn the moment this replica can no longer be sure it holds the lease."""
-        while True:
-            await asyncio.sleep(max(holding.deadline - holding.clock(), 0.0) + 0.001)
-            if holding.lost or holding.clock() >= holding.deadline:
-                holding.lost = True
-                await cut_turn(runner, cut, "lease")
-                return
-
-    async def cut_at_deadline(self, left: float, runner: asyncio.Task[Any], cut: list[str]) -> None:
-        """Cut the running turn when the task's working time reaches its deadline."""
-        await asyncio.sleep(max(left, 0.0))
-        await cut_turn(runner, cut, "deadline")
-
-    async def watch_for_interrupts(
-        self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
-    ) -> None:
-        """While a turn runs: a participant's complete or cancel cuts it, a command runs at
-        once, and a child's change shows in this task's rows. A look that fails (a write of the
-        rows refused, say) is logged and made again, never the end of the watch: a turn must not
-        run on deaf to a cancel."""
-        while True:
-            await self.changed.wait()
-            self.changed.clear()
-            try:
-                if await self.look_for_interrupts(host, runner, cut):
-                    return
-            except Exception as exc:
-                log.warning(
-                    "task %s/%s: looking for a cancel or command during the turn failed (%s: %s); "
-                    "looking again",
-                    *self.key,
-                    type(exc).__name__,
-                    exc,
-                )
-                await asyncio.sleep(INTERRUPT_RETRY_SECONDS)
-                self.changed.set()
-
-    async def look_for_interrupts(
-        self, host: OperatorTurnHost, runner: asyncio.Task[Any], cut: list[str]
-    ) -> bool:
-        """One look (see :meth:`watch_for_interrupts`); True when the turn was cut, or ended."""
-        snap = self.snapshot()
-        if snap is None:
-            await cut_turn(runner, cut, "gone")
-            return True
-        facts = self.facts(snap)
-        for m in facts.pending:
-            if m.kind == "control" and decide_cut(snap, m):
-                await cut_turn(runner, cut, "control")
-                return True
-        for m in facts.pending:
-            if m.kind == "command" and m.message_id not in host.acked:
-                async with host.interlude:
-                    if host.closed:
-                        return True  # the turn has ended: the next pass runs the command
-                    await self.command(snap, snap.message(m.message_id), host)
-                    host.acked.add(m.message_id)
-        if snap.rows != snap.status.sub_tasks:
-            await self.write_status({"subTasks": rows_json(snap.rows)}, leased=True)
-        return False
-
-
-async def cut_turn(runner: asyncio.Task[Any], cut: list[str], reason: str) -> None:
-    """Cut the running turn for ``reason`` and see it end. The reason is written first (a
-    turn cancelled without one was cancelled from outside: see "A cut has a reason" in
-    docs/design/runtime.md); the cancellation is repeated every :data:`CUT_REPEAT_SECONDS`
-    until the turn's task is done, since code under the turn may drop one (``asyncio.wait_for``
-    on Python 3.11 does, when its awaitable finishes as the cancellation lands)."""
-    cut.append(reason)
-    while not runner.done():
-        runner.cancel()
-        await asyncio.wait({runner}, timeout=CUT_REPEAT_SECONDS)
-
-
-def decide_cut(snap: Snapshot, message: Pending) -> bool:
-    """Does this control cut the running turn? Only one its sender may give."""
-    from tiny_harness.core.speakers import refuse_ending, refuse_speaker
-
-    return (
-        refuse_speaker(snap.spec, message.sender, message.message_id) is None
-        and refuse_ending(snap.spec, message.sender, message.control or "end") is None
-    )
-
-
-def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
-    then = (
-        " Send a message to try again once it is fixed."
-        if lifecycle is Lifecycle.CONVERSATION
-        else ""
-    )
-    return f"The model call failed: {exc}.{then}"
+        """Run (or resume) a turn under a freshly taken lease, with its guards
+        (:mod:`tiny_harness.operator.supervisor`). True: look again after it."""
+        return await TurnSupervisor(self, snap, number, resume).run()

@@ -771,3 +771,69 @@ def test_a_participant_task_starts_a_new_turn_only_for_its_assignees_answer_or_n
         assert not any(
             m.kind == "ordinary" and m.sender != "bob" and may_speak(f, m) for m in f.pending
         )
+
+
+# -- while a turn runs: decide_during_turn ---------------------------------------------------------
+
+from tiny_harness.core.decide import (  # noqa: E402  (the second table's names, kept with it)
+    CutReason,
+    CutTurn,
+    KeepGoing,
+    RunCommandNow,
+    SyncRowsNow,
+    TurnFacts,
+    decide_during_turn,
+)
+
+_TEAM = TaskSpec.model_validate(
+    {
+        "goal": "ship it",
+        "participants": [
+            {"id": "alice", "role": "assignee"},
+            {"id": "bob", "role": "watcher"},
+        ],
+    }
+)
+_CANCEL_BY_ALICE = Pending("c1", "alice", "control", "cancel")
+_CANCEL_BY_BOB = Pending("c2", "bob", "control", "cancel")
+_CANCEL_BY_MALLORY = Pending("c3", "mallory", "control", "cancel")
+_STATUS = Pending("s1", "bob", "command")
+_HELLO = Pending("m1", "alice", "ordinary")
+
+
+@pytest.mark.parametrize(
+    ("facts", "expected"),
+    [
+        # T1: the task is gone
+        (TurnFacts(present=False), CutTurn(CutReason.GONE)),
+        # T2: a control from someone who may end the task cuts, whatever else is pending
+        (
+            TurnFacts(present=True, spec=_TEAM, pending=(_STATUS, _CANCEL_BY_ALICE)),
+            CutTurn(CutReason.CONTROL),
+        ),
+        (
+            TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_ALICE,), closed=True),
+            CutTurn(CutReason.CONTROL),
+        ),
+        # a watcher's or a stranger's control does not cut (the next pass refuses it)
+        (TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_BOB,)), KeepGoing()),
+        (TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_MALLORY,)), KeepGoing()),
+        # T3: a closed turn takes nothing more
+        (
+            TurnFacts(present=True, spec=_TEAM, pending=(_STATUS,), closed=True, rows_stale=True),
+            KeepGoing(),
+        ),
+        # T4: a command not yet run runs now; one already run does not run twice
+        (TurnFacts(present=True, spec=_TEAM, pending=(_HELLO, _STATUS)), RunCommandNow("s1")),
+        (
+            TurnFacts(present=True, spec=_TEAM, pending=(_STATUS,), commands_run=frozenset({"s1"})),
+            KeepGoing(),
+        ),
+        # T5: stale rows are written
+        (TurnFacts(present=True, spec=_TEAM, pending=(_HELLO,), rows_stale=True), SyncRowsNow()),
+        # T6: an ordinary message is the running turn's to take at its next drain
+        (TurnFacts(present=True, spec=_TEAM, pending=(_HELLO,)), KeepGoing()),
+    ],
+)
+def test_what_happens_while_a_turn_runs(facts: TurnFacts, expected: object) -> None:
+    assert decide_during_turn(facts) == expected

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tiny_harness.core.decide import Pending
+from tiny_harness.core.decide import Pending, may_cut
 from tiny_harness.core.history import AckEntry, HistoryDelta, NoticeEntry, RecordEntry
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ToolCall
 from tiny_harness.core.states import TaskState
@@ -21,14 +21,9 @@ from tiny_harness.core.task import Condition, Lifecycle, Runner, TaskStatus
 from tiny_harness.core.turn import DrainEntry, InboundMessage, ModelEntry, ToolEntry
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.models.errors import ModelUnavailableError
+from tiny_harness.operator.snapshot import Snapshot, history_before, unique_entries
 from tiny_harness.operator.status_writes import failed_status, resumed_conditions
-from tiny_harness.operator.worker import (
-    Snapshot,
-    decide_cut,
-    failure_text,
-    history_before,
-    unique_entries,
-)
+from tiny_harness.operator.supervisor import failure_text
 
 USER_HELLO = ChatMessage(role="user", content="hello")
 AGENT_HI = ChatMessage(role="assistant", content="hi, what shall I do?")
@@ -310,7 +305,7 @@ def test_a_failed_conversation_tells_its_participants_how_to_go_on() -> None:
     assert failure_text(exc, Lifecycle.DELEGATED) == "The model call failed: openai: HTTP 503."
 
 
-# -- decide_cut -----------------------------------------------------------------------------------
+# -- may_cut (row T2 of decide_during_turn) --------------------------------------------------
 
 
 def snapshot() -> Snapshot:
@@ -335,4 +330,4 @@ def snapshot() -> Snapshot:
     [("alice", True), ("carol", True), ("task:release", True), ("bob", False), ("mallory", False)],
 )
 def test_only_a_control_its_sender_may_give_cuts_a_running_turn(sender: str, cuts: bool) -> None:
-    assert decide_cut(snapshot(), Pending("c1", sender, "control", "cancel")) is cuts
+    assert may_cut(snapshot().spec, Pending("c1", sender, "control", "cancel")) is cuts

@@ -3,8 +3,8 @@
 Plugin authors (and their editors) validate ``hooks.json`` and ``commands.json`` against
 ``docs/plugins/{hooks,commands}.json``. Those files are never edited by hand: they are cut from
 :class:`~tiny_harness.core.commands.plugins.HooksFile` and
-:class:`~tiny_harness.core.commands.plugins.CommandsFile`, and a unit test fails when a committed file differs from what this module generates. Regenerate
-them with::
+:class:`~tiny_harness.core.commands.plugins.CommandsFile`, and a unit test fails when a
+committed file differs from what this module generates. Regenerate them with::
 
     python -m tiny_harness.core.commands.plugin_schemas --write
 
