@@ -15,11 +15,12 @@ WEB_UI := tiny_harness/a2a_gateway/webui/index.html
 WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: help install controlplane web webtest run test lint typecheck imports pytest generate bench clean
+.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate bench clean
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
 	@echo "make test       ruff, mypy --strict, import contracts, the web UI's unit tests and the whole pytest suite"
+	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
@@ -62,6 +63,10 @@ imports: install
 
 pytest: install controlplane web
 	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
+
+# The unit suite needs no control plane: every layer tested against plain fakes.
+unit: install
+	$(BIN)/pytest -q -n $(WORKERS) tests/unit
 
 test: lint typecheck imports webtest pytest
 

@@ -44,11 +44,11 @@ from tiny_harness.core.turn import (
 )
 from tiny_harness.kube.client import HarnessTasks, Obj
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
-from tiny_harness.kube.messages import StoredMessage
-from tiny_harness.operator.admission import Ticket
+from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.lease import Holding, LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
+from tiny_harness.operator.slots import Ticket
 from tiny_harness.operator.snapshot import Snapshot
 from tiny_harness.operator.tool_offers import Offer
 
@@ -191,3 +191,22 @@ class SupervisedWorker(TurnIO, Protocol):
     async def command(
         self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
     ) -> None: ...
+
+
+class Acting(TurnIO, Protocol):
+    """What a pass's actions outside a turn (operator/controls.py) write through: the task's
+    objects and the worker's one status writer and journal."""
+
+    @property
+    def key(self) -> tuple[str, str]: ...
+
+    @property
+    def messages(self) -> HarnessMessages: ...
+
+    async def append_notices(self, snap: Snapshot, entries: tuple[RecordEntry, ...]) -> None: ...
+
+    async def close_open_turn(self, snap: Snapshot) -> None: ...
+
+    async def fail_task(self, reason: str, message: str) -> None: ...
+
+    def budget_of(self, snap: Snapshot) -> Budget | None: ...

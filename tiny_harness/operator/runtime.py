@@ -22,7 +22,6 @@ from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.task import Runner
 from tiny_harness.kube.journal import TurnRecord
-from tiny_harness.operator.admission import Admission, Ticket
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.lease import LeaseObserver
@@ -30,6 +29,7 @@ from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.sharding import ShardManager
 from tiny_harness.operator.shards import shard_named
+from tiny_harness.operator.slots import Ticket, WorkerSlots
 from tiny_harness.operator.tool_offers import NoToolServers
 from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.worker import TaskWorker
@@ -47,7 +47,7 @@ class Runtime:
 
     The runtime is the only place a worker is started. A poke for a task with a running worker
     raises that worker's generation (it will look again before it exits); otherwise it asks for
-    one, which starts at once or, in a burst, when a slot is free (:mod:`.admission`). Both
+    one, which starts at once or, in a burst, when a slot is free (:mod:`.slots`). Both
     happen on the event loop's thread, so a poke can never fall between a worker's last look
     and its exit: once its coroutine has returned, its asyncio task is done and the next poke
     asks for a new worker.
@@ -72,7 +72,7 @@ class Runtime:
         self.cache = cache
         self.identity = settings.replica_identity
         self.leases = LeaseObserver(self.identity, settings.lease_seconds)
-        self.admission: Admission[Key] = Admission(self._start)
+        self.slots: WorkerSlots[Key] = WorkerSlots(self._start)
         self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
         self._written: dict[tuple[str, str, str], deque[str]] = {}
@@ -145,7 +145,7 @@ class Runtime:
         if running is not None and not running[1].done():
             running[0].poke()
             return
-        self.admission.ask(key)
+        self.slots.ask(key)
 
     def _start(self, key: Key, ticket: Ticket) -> None:
         """Admitted: start the task's worker, which gives the slot back when it exits."""
@@ -190,7 +190,7 @@ class Runtime:
     def forget(self, namespace: str, name: str) -> None:
         """The task is gone: drop what was kept about it."""
         self._written.pop(("task", namespace, name), None)
-        self.admission.drop((namespace, name))
+        self.slots.drop((namespace, name))
         self.cache.forget(namespace, name)
         self.leases.forget((namespace, name))
 

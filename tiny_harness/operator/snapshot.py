@@ -9,6 +9,7 @@ nothing in it is fetched from the API.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from tiny_harness.core.answers import refusal_id
@@ -21,8 +22,18 @@ from tiny_harness.core.history import (
     replay_history,
 )
 from tiny_harness.core.llm import ChatMessage
-from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskSpec, TaskStatus
+from tiny_harness.core.retention import expires_in
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.task import (
+    Budget,
+    Lifecycle,
+    SubTaskRow,
+    TaskExtension,
+    TaskSpec,
+    TaskStatus,
+)
 from tiny_harness.core.turn import JournalEntry
+from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
@@ -122,3 +133,26 @@ def refusal_entries(message: StoredMessage, reason: str) -> tuple[RecordEntry, .
 
 def rows_json(rows: tuple[SubTaskRow, ...]) -> list[dict[str, Any]]:
     return [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows]
+
+
+def budget_freed(snap: Snapshot, budget: Budget | None) -> bool:
+    """The task waits for its budget (awaiting-budget), and ``budget`` now leaves it room."""
+    status = snap.status
+    if status.sub_state != SubState.AWAITING_BUDGET.value:
+        return False
+    used = total(status.usage, status.sub_task_usage)
+    return budget is None or budget.exceeded_by(used) is None
+
+
+def expires_in_of(obj: Obj, default_ttl: int | None) -> float | None:
+    """Seconds until the ended task is to be deleted (:mod:`tiny_harness.core.retention`),
+    read from the object as it is, so a spec that does not parse has one too."""
+    status = obj.get("status") or {}
+    ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if not isinstance(ttl, int) or isinstance(ttl, bool):
+        ttl = default_ttl
+    try:
+        state = TaskState(str(status.get("state") or ""))
+    except ValueError:
+        return None
+    return expires_in(state, status.get("completionTime"), ttl, dt.datetime.now(dt.UTC))

@@ -152,7 +152,7 @@ class TurnSupervisor:
             records = [r for r in snap.records if r.turn != number] + fenced
         if w.ticket is not None:
             # From here the turn waits on its model, for as long as that takes: other tasks'
-            # passes must not wait with it (see operator/admission.py).
+            # passes must not wait with it (see operator/slots.py).
             w.ticket.release()
         history = history_before(records, number)
         own = [r for r in records if r.turn == number]

@@ -33,11 +33,7 @@ from typing import Any, Final
 import aiohttp
 from pydantic import ValidationError
 
-from tiny_harness.core.answers import command_reply_id
-from tiny_harness.core.commands.context import TaskSnapshot
-from tiny_harness.core.commands.hooks import completion_override
-from tiny_harness.core.commands.parse import CommandCall, parse_command
-from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
@@ -64,65 +60,42 @@ from tiny_harness.core.decide import (
 )
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
-    NoticeEntry,
     RecordEntry,
     history_delta,
     replay_history,
 )
-from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.loop import CompletionVerdict, decide_completion
-from tiny_harness.core.remote_view import remote_ref_of
-from tiny_harness.core.retention import expires_in
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
-    TEXT_MAX,
     Budget,
-    Lifecycle,
-    Participant,
-    Role,
     Runner,
-    TaskLink,
-    TaskSpec,
     TaskUsage,
-    local_parent_of,
-)
-from tiny_harness.core.tracing import (
-    command_span,
-    context_of,
-)
-from tiny_harness.core.turn import (
-    TaskSettings,
 )
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
 from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
-from tiny_harness.kube.ownership import is_child_of
-from tiny_harness.operator.admission import Ticket
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news
-from tiny_harness.operator.host import child_name, create_child
-from tiny_harness.operator.initialise import created_lifecycle, initialise
+from tiny_harness.operator.controls import Controls
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import CommandHost, OperatorRuntime
-from tiny_harness.operator.remote import RemoteCallError
+from tiny_harness.operator.slots import Ticket
 from tiny_harness.operator.snapshot import (
     Snapshot,
     ack_entry,
+    budget_freed,
+    expires_in_of,
     history_before,
     refusal_entries,
     rows_json,
 )
 from tiny_harness.operator.status_writes import (
     failed_status,
-    own_message_id,
 )
 from tiny_harness.operator.supervisor import TurnSupervisor
 
 log = logging.getLogger(__name__)
 
-#: The agent's own participant id, as the assignee of a participant's /sub-task.
-AGENT_ID = "tiny-harness"
 
 #: Unexpected errors in a row before the task is failed with ``OperatorError``.
 ERROR_BUDGET: Final = 5
@@ -168,13 +141,14 @@ class TaskWorker:
         self.lock = asyncio.Lock()
         self.rv: str | None = None
         self.holding: Holding | None = None
-        #: This worker's admission slot (operator/admission.py), given back when it exits or
+        #: This worker's worker slot (operator/slots.py), given back when it exits or
         #: a turn starts waiting on its model.
         self.ticket = ticket
         self.errors = 0
         self.conflicts = 0
         self.unreachable = 0
         self.awaiting_records_since: float | None = None
+        self.controls = Controls(self)
 
     def poke(self) -> None:
         """Something about the task changed: look again, now or after the current pass."""
@@ -310,26 +284,10 @@ class TaskWorker:
         )
 
     def budget_freed(self, snap: Snapshot) -> bool:
-        """The task waits for its budget (awaiting-budget), and it now has room."""
-        status = snap.status
-        if status.sub_state != SubState.AWAITING_BUDGET.value:
-            return False
-        budget = self.budget_of(snap)
-        used = total(status.usage, status.sub_task_usage)
-        return budget is None or budget.exceeded_by(used) is None
+        return budget_freed(snap, self.budget_of(snap))
 
     def expires_in(self, obj: Obj) -> float | None:
-        """Seconds until the ended task is to be deleted (:mod:`tiny_harness.core.retention`),
-        read from the object as it is, so a spec that does not parse has one too."""
-        status = obj.get("status") or {}
-        ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
-        if not isinstance(ttl, int) or isinstance(ttl, bool):
-            ttl = self.rt.settings.ttl_seconds_after_finished
-        try:
-            state = TaskState(str(status.get("state") or ""))
-        except ValueError:
-            return None
-        return expires_in(state, status.get("completionTime"), ttl, dt.datetime.now(dt.UTC))
+        return expires_in_of(obj, self.rt.settings.ttl_seconds_after_finished)
 
     def records_current(self, snap: Snapshot) -> bool:
         """Every ended turn leaves its record ended before the runner is cleared, so a view
@@ -355,17 +313,20 @@ class TaskWorker:
             self.rt.metrics.task_state(self.namespace, self.name, None)
             return False
         state = (obj.get("status") or {}).get("state")
-        if not state:
+        if not state or state == TaskState.REJECTED.value:
+            # Rows 1 and 2: a spec not yet accepted (or rejected) may not even parse, so these
+            # are decided from the object alone, before a snapshot is read.
             self.rv = rv_of(obj)
-            await self.initialise(obj)
-            return True
-        if state == TaskState.REJECTED.value:
-            # A rejected spec may not even parse: nothing to do but delete it in time.
-            self.rv = rv_of(obj)
-            rejected = Facts(
-                initialised=True, state=TaskState.REJECTED, expires_in=self.expires_in(obj)
+            early = Facts(
+                initialised=bool(state),
+                state=TaskState(state) if state else None,
+                expires_in=self.expires_in(obj),
             )
-            return await self.at_rest(obj, decide(rejected))
+            action = decide(early)
+            if isinstance(action, Initialise):
+                await self.controls.initialise(obj)
+                return True
+            return await self.at_rest(obj, action)
         try:
             snap = self.snapshot()
         except ValidationError as exc:
@@ -382,63 +343,10 @@ class TaskWorker:
         its time to live: delete it, or look again when that time comes."""
         match action:
             case Collect():
-                await self.collect(obj)
+                await self.controls.collect(obj)
             case WaitToCollect(seconds=seconds):
                 self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
         return False
-
-    async def collect(self, obj: Obj) -> None:
-        """Delete the ended task whose time to live has passed, as it was read (a task changed
-        or re-created meanwhile is a conflict, and the pass starts again). Its turn records,
-        sub-tasks and owned messages follow through the garbage collector; messages written
-        without an owner reference are deleted here, or nothing would."""
-        meta = obj["metadata"]
-        uid = str(meta["uid"])
-        orphans = [m for m in self.rt.cache.messages(*self.key) if uid not in m.owners]
-        status = obj.get("status") or {}
-        log.info(
-            "task %s/%s: deleting it, %s after it ended (%s)",
-            *self.key,
-            "its time to live",
-            status.get("state"),
-        )
-        await self.rt.event(
-            obj,
-            "Expired",
-            f"deleted: ended ({status.get('state')}) at {status.get('completionTime')}, and "
-            "its time to live after the end has passed",
-        )
-        await self.tasks.delete(self.name, uid=uid, resource_version=rv_of(obj))
-        for message in orphans:
-            await self.messages.delete(message.name)
-        self.rt.metrics.task_state(self.namespace, self.name, None)
-
-    async def input_timed_out(self, snap: Snapshot, *, complete: bool) -> None:
-        """No participant answered within inputTimeoutSeconds: complete the task if asked to
-        and no sub-task holds it open, otherwise fail it (InputTimeout)."""
-        waited = snap.spec.input_timeout_seconds
-        if complete:
-            decision = decide_completion(snap.extension())
-            if decision.complete:
-                text = f"completed: no participant answered within {waited}s (onTimeout)"
-                await self.write_status(
-                    {
-                        "state": TaskState.COMPLETED.value,
-                        "subState": None,
-                        "message": text,
-                        "messageId": own_message_id(),
-                    }
-                )
-                await self.rt.event(snap.obj, "InputTimeout", text)
-                return
-            why = f"; it could not complete: {decision.reason}"
-        else:
-            why = ""
-        await self.fail_task(
-            "InputTimeout",
-            f"no participant answered within inputTimeoutSeconds ({waited}s){why}; raise "
-            "spec.inputTimeoutSeconds to wait longer",
-        )
 
     async def act(self, snap: Snapshot, action: Action) -> bool:
         match action:
@@ -453,7 +361,7 @@ class TaskWorker:
                     "spec.activeDeadlineSeconds to give a new task more time",
                 )
             case InputTimedOut(complete=complete):
-                await self.input_timed_out(snap, complete=complete)
+                await self.controls.input_timed_out(snap, complete=complete)
             case WaitForInput(seconds=seconds):
                 self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
                 return False
@@ -469,7 +377,7 @@ class TaskWorker:
             case Acknowledge(message_id=mid):
                 await self.append_notices(snap, (ack_entry(snap.message(mid)),))
             case ApplyControl(message_id=mid):
-                await self.control(snap, snap.message(mid))
+                await self.controls.control(snap, snap.message(mid))
             case RunCommand(message_id=mid):
                 await self.command(snap, snap.message(mid))
             case RunTurn(turn=turn, resume=resume):
@@ -601,54 +509,6 @@ class TaskWorker:
         self.holding = holding
         return holding
 
-    async def initialise(self, obj: Obj) -> None:
-        meta = obj["metadata"]
-        result = initialise(
-            obj["spec"],
-            meta.get("generation"),
-            created_lifecycle(meta.get("annotations")),
-            name=self.name,
-        )
-        status = dict(result.status)
-        if result.accepted:
-            parent = self.parent_status(obj)
-            catalog = self.rt.catalog
-            model = parent.get("model") or catalog.default
-            effort = parent.get("reasoningEffort") or catalog.default_effort
-            status["model"] = model
-            if effort:
-                status["reasoningEffort"] = effort
-        await self.write_status(status)
-        await self.rt.event(obj, result.reason, result.message, warning=not result.accepted)
-        spec = TaskSpec.model_validate(obj["spec"]) if result.accepted else None
-        remote_parent = spec is not None and spec.parent is not None and bool(spec.parent.agent)
-        if spec is not None and status.get("lifecycle") == Lifecycle.DELEGATED.value:
-            if remote_parent:
-                return  # delegated over A2A: the first message, already here, is the brief
-            # A delegated task's first turn starts from its brief, as a spawned child's does.
-            brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
-            sender = f"task:{spec.parent.task_id}" if spec.parent else "system"
-            await self.messages.send(
-                MessageSpec(
-                    task=self.name,
-                    message_id="brief",
-                    sender=sender,
-                    parts=(MessagePart(text=brief),),
-                ),
-                task=obj,
-            )
-
-    def parent_status(self, obj: Obj) -> dict[str, Any]:
-        parent = local_parent_of(obj.get("spec"))
-        if not parent:
-            return {}
-        found = self.rt.cache.task(self.namespace, parent)
-        if found is None or not is_child_of(obj, found):
-            return {}  # a task that only names a parent inherits nothing from it
-        return dict(found.get("status") or {})
-
-    # -- records -----------------------------------------------------------------------------
-
     async def append_notices(self, snap: Snapshot, entries: tuple[RecordEntry, ...]) -> None:
         """Notices and acks outside a turn go to the latest turn's record, unfenced: no turn
         runs (the decision waited for any lease), and their ids make a repeat harmless."""
@@ -666,96 +526,6 @@ class TaskWorker:
         """Take the message without acting on it; its sender sees the reason against it."""
         log.info("task %s/%s: message %s %s", *self.key, message.spec.message_id, reason)
         await self.append_notices(snap, refusal_entries(message, reason))
-
-    # -- control: complete and cancel ----------------------------------------------------
-
-    async def control(self, snap: Snapshot, message: StoredMessage) -> None:
-        spec = message.spec
-        sender = spec.sender
-        if snap.status.runner is not None:
-            # A turn is open but nobody runs it (a lease of ours from before a restart, or an
-            # expired one): close it from its journal first, so nothing it did is lost.
-            await self.close_open_turn(snap)
-        if spec.control == "cancel":
-            remote = await self.end_remote(snap, "cancel") if snap.spec.agent else None
-            await self.write_status(
-                {
-                    "state": TaskState.CANCELED.value,
-                    "subState": None,
-                    "runner": None,
-                    "message": f"cancelled by {sender}" + (f" ({remote})" if remote else ""),
-                    "messageId": own_message_id(),
-                }
-            )
-            await self.cancel_children(snap)
-            await self.append_notices(snap, (ack_entry(message),))
-            await self.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
-            return
-        decision = decide_completion(
-            snap.extension(),
-            requested_by=sender,
-            override=completion_override(self.rt.commands.runner, sender),
-        )
-        refused = (
-            await self.end_remote(snap, "complete")
-            if decision.complete and snap.spec.agent
-            else None
-        )
-        if refused is not None:
-            # The remote agent refused the completion (its task holds a sub-task open, say).
-            decision = decision.model_copy(
-                update={
-                    "verdict": CompletionVerdict.WAIT_FOR_SUBTASKS,
-                    "reason": f"completion requested by {sender} refused: {refused}",
-                }
-            )
-        if decision.complete:
-            await self.write_status(
-                {
-                    "state": TaskState.COMPLETED.value,
-                    "subState": None,
-                    "runner": None,
-                    "message": f"completed by {sender}",
-                    "messageId": own_message_id(),
-                    "subTasks": rows_json(snap.rows),
-                }
-            )
-            await self.append_notices(snap, (ack_entry(message),))
-            await self.rt.event(snap.obj, "Completed", f"completed by {sender}")
-            return
-        await self.append_notices(snap, refusal_entries(message, decision.reason))
-        await self.write_status(
-            {
-                "state": TaskState.INPUT_REQUIRED.value,
-                "subState": SubState.AWAITING_NEXT_MESSAGE.value,
-                "runner": None,
-                "message": decision.reason,
-                # The refusal notice in the history says the same: one message, one id.
-                "messageId": refusal_entries(message, decision.reason)[1].id,
-                "subTasks": rows_json(snap.rows),
-            }
-        )
-
-    async def end_remote(self, snap: Snapshot, control: str | None) -> str | None:
-        """Carry a participant's cancel or completion of a task on a remote agent to the
-        agent's task first; None when it went through (or there is nothing to end), else what
-        stands in the way. A cancel that cannot reach the agent still cancels the task here
-        (the note says so); a completion the agent refuses is refused here too."""
-        assert self.rt.remotes is not None
-        name = str(snap.spec.agent)
-        ref = remote_ref_of(e for r in snap.records for e in r.entries)
-        try:
-            if control == "cancel":
-                why = await self.rt.remotes.cancel(self.namespace, name, ref)
-                if why is not None:
-                    await self.rt.event(snap.obj, "RemoteCancelFailed", why, warning=True)
-                    return f"the remote task could not be cancelled: {why}"
-                return None
-            return await self.rt.remotes.complete(self.namespace, name, ref)
-        except RemoteCallError as exc:
-            if control == "cancel":
-                return f"the remote task could not be cancelled: {exc}"
-            return str(exc)
 
     async def close_open_turn(self, snap: Snapshot) -> None:
         """Take the open turn's lease over and end the turn where its journal stops."""
@@ -804,108 +574,12 @@ class TaskWorker:
         )
         await self.rt.event(snap.obj, reason, message, warning=True)
 
-    # -- commands ----------------------------------------------------------------------------
-
     async def command(
         self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
     ) -> None:
-        """Run a participant's command: no model call and no state change. Its intents are
-        applied here, in order: settings, then the spawn, then the reply."""
-        spec = message.spec
-        call = parse_command(spec, self.rt.commands.registry)
-        if call is None:  # pragma: no cover - decide() only sends commands here
-            return
-        # A child of the request that sent it, so a /command over A2A is one trace.
-        parent = context_of(message.annotations)
-        with command_span(call.name, self.name, spec.sender, spec.message_id, parent):
-            await self.apply_command(snap, message, call, host)
-
-    async def apply_command(
-        self,
-        snap: Snapshot,
-        message: StoredMessage,
-        call: CommandCall,
-        host: CommandHost | None,
-    ) -> None:
-        spec = message.spec
-        result = await run_command(
-            self.rt.commands.runner,
-            call,
-            sender=spec.sender,
-            role=snap.spec.role_of(spec.sender),
-            snapshot=TaskSnapshot.of(
-                self.name, snap.spec, snap.status.model_copy(update={"sub_tasks": snap.rows})
-            ).model_copy(update={"budget": self.budget_of(snap)}),
-            catalog=self.rt.catalog,
-        )
-        metadata: dict[str, Any] = {"command": call.name}
-        reply = result.reply
-        if result.settings is not None:
-            # Settings first: whoever sees the reply may rely on them being in force.
-            await self.write_status(
-                {
-                    "model": result.settings.model,
-                    "reasoningEffort": result.settings.reasoning_effort,
-                },
-                leased=host is not None,
-            )
-            if host is not None:
-                host.task_settings = result.settings
-        if result.budget is not None:
-            # Before the reply, as settings are: whoever reads the reply may rely on it.
-            await self.write_status(
-                {"budget": result.budget.model_dump(mode="json", by_alias=True)},
-                leased=host is not None,
-            )
-        if result.spawn is not None:
-            child = await create_child(
-                self,
-                snap.obj,
-                child_name(self.name, f"command/{spec.message_id}"),
-                TaskSpec(
-                    goal=result.spawn.goal,
-                    participants=(
-                        Participant(id=spec.sender, role=Role.REPORTER),
-                        Participant(id=AGENT_ID, role=Role.ASSIGNEE),
-                    ),
-                    parent=TaskLink(task_id=self.name),
-                ),
-                Lifecycle.CONVERSATION,
-                TaskSettings(
-                    model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
-                ),
-            )
-            reply = f"{reply}\nCreated sub-task {child}"
-            metadata["task_ref"] = child
-        reply_id = command_reply_id(spec.message_id)
-        entries: tuple[RecordEntry, ...] = (
-            ack_entry(message),
-            NoticeEntry(id=reply_id, text=reply, metadata=metadata),
-        )
-        if host is not None:
-            await host.record_notices(entries)
-        else:
-            await self.append_notices(snap, entries)
-        # Once the reply is in the journal, it is also the status message, so whoever waits on
-        # the task hears it (core/answers.py). The state stays as it is.
-        await self.write_status(
-            {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
-        )
-
-    async def cancel_children(self, snap: Snapshot) -> None:
-        for child in self.rt.cache.children(self.namespace, self.name):
-            state = (child.get("status") or {}).get("state")
-            if state and TaskState(state).is_terminal:
-                continue
-            await self.messages.send(
-                MessageSpec(
-                    task=child["metadata"]["name"],
-                    message_id=f"cancel-from-{self.name}",
-                    sender=f"task:{self.name}",
-                    control="cancel",
-                ),
-                task=child,
-            )
+        """Run a participant's command (no model call, no state change), beside a running
+        turn when ``host`` is given."""
+        await self.controls.command(snap, message, host)
 
     # -- turns -------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tiny_harness.operator.admission import Admission, Ticket
+from tiny_harness.operator.slots import WorkerSlots, Ticket
 
 
 class Started:
@@ -25,28 +25,28 @@ class Started:
 
 def test_keys_start_at_once_up_to_the_limit_then_queue_in_the_order_they_asked() -> None:
     started = Started()
-    admission = Admission(started, limit=2)
+    slots = WorkerSlots(started, limit=2)
 
     for key in "abcde":
-        admission.ask(key)
+        slots.ask(key)
 
     assert started.keys == ["a", "b"]
-    assert admission.waiting == 3
+    assert slots.waiting == 3
     started.tickets["b"].release()
     assert started.keys == ["a", "b", "c"]
     started.tickets["a"].release()
     started.tickets["c"].release()
     assert started.keys == ["a", "b", "c", "d", "e"]
-    assert admission.waiting == 0
+    assert slots.waiting == 0
 
 
 def test_asking_again_while_queued_queues_once_and_keeps_the_place() -> None:
     started = Started()
-    admission = Admission(started, limit=1)
+    slots = WorkerSlots(started, limit=1)
     for key in ["a", "b", "c", "b", "b"]:
-        admission.ask(key)
+        slots.ask(key)
 
-    assert admission.waiting == 2
+    assert slots.waiting == 2
     started.tickets["a"].release()
     started.tickets["b"].release()
     assert started.keys == ["a", "b", "c"]
@@ -54,24 +54,24 @@ def test_asking_again_while_queued_queues_once_and_keeps_the_place() -> None:
 
 def test_a_ticket_released_twice_gives_back_one_slot() -> None:
     started = Started()
-    admission = Admission(started, limit=1)
+    slots = WorkerSlots(started, limit=1)
     for key in "abc":
-        admission.ask(key)
+        slots.ask(key)
 
     started.tickets["a"].release()  # the turn starts waiting on its model
     started.tickets["a"].release()  # the worker exits
     assert started.keys == ["a", "b"]
-    assert admission.active == 1
+    assert slots.active == 1
     assert started.tickets["a"].released
 
 
 def test_a_dropped_key_is_never_started() -> None:
     started = Started()
-    admission = Admission(started, limit=1)
+    slots = WorkerSlots(started, limit=1)
     for key in "abc":
-        admission.ask(key)
+        slots.ask(key)
 
-    admission.drop("b")
+    slots.drop("b")
     started.tickets["a"].release()
 
     assert started.keys == ["a", "c"]
@@ -81,10 +81,10 @@ def test_a_start_that_fails_gives_its_slot_back() -> None:
     def start(key: str, ticket: Ticket) -> None:
         raise RuntimeError("no")
 
-    admission = Admission(start, limit=1)
+    slots = WorkerSlots(start, limit=1)
     with pytest.raises(RuntimeError):
-        admission.ask("a")
-    assert admission.active == 0
+        slots.ask("a")
+    assert slots.active == 0
 
 
 async def test_a_burst_of_workers_never_runs_more_than_the_limit_and_all_finish() -> None:
@@ -112,10 +112,10 @@ async def one_burst() -> None:
     def start(key: str, ticket: Ticket) -> None:
         tasks.append(asyncio.create_task(work(key, ticket)))
 
-    admission = Admission(start, limit=4)
+    slots = WorkerSlots(start, limit=4)
     keys = [f"t{i}" for i in range(60)]
     for key in keys:
-        admission.ask(key)
+        slots.ask(key)
         if random.random() < 0.3:
             await asyncio.sleep(0)
     while len(finished) < len(keys):
@@ -123,9 +123,9 @@ async def one_burst() -> None:
 
     assert most == 4
     assert sorted(finished) == sorted(keys)
-    assert admission.active == 0
+    assert slots.active == 0
 
 
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        Admission(Started(), limit=0)
+        WorkerSlots(Started(), limit=0)

@@ -9,7 +9,7 @@ for the same 10,000 tasks taken at a steady pace).
 
 The rule:
 
-- A task with work to do and no worker asks for a slot (:meth:`Admission.ask`). Until it gets
+- A task with work to do and no worker asks for a slot (:meth:`WorkerSlots.ask`). Until it gets
   one it is only its key in a first-come-first-served queue: no worker exists yet, so waiting
   costs nothing, and the worker that starts reads the newest state (a poke that lands while
   the key waits is already covered by that). Asking again while queued changes nothing.
@@ -51,7 +51,7 @@ class Ticket:
             self._on_release()
 
 
-class Admission(Generic[K]):
+class WorkerSlots(Generic[K]):
     """Starts at most ``limit`` workers at once, in the order their keys asked."""
 
     def __init__(self, start: Callable[[K, Ticket], None], limit: int = ACTIVE_WORKERS) -> None:

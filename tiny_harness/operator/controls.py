@@ -1,0 +1,361 @@
+"""What a pass does besides running a turn: the first status, the controls (complete,
+cancel) and commands, the input timeout, and the deletion of an ended task.
+
+The reconciler (:mod:`tiny_harness.operator.worker`) decides which of these a pass does, by a
+row of :func:`~tiny_harness.core.decide.decide`; this module carries it out through the
+worker's writers (:class:`~tiny_harness.operator.ports.Acting`), one short action each.
+Whether a completion is accepted, what a command may do and who may end a task are decided by
+pure functions (``core.loop.decide_completion``, ``core.commands.run``, ``core.speakers``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tiny_harness.core.answers import command_reply_id
+from tiny_harness.core.commands.context import TaskSnapshot
+from tiny_harness.core.commands.hooks import completion_override
+from tiny_harness.core.commands.parse import CommandCall, parse_command
+from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.history import (
+    NoticeEntry,
+    RecordEntry,
+)
+from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.core.loop import CompletionVerdict, decide_completion
+from tiny_harness.core.remote_view import remote_ref_of
+from tiny_harness.core.states import SubState, TaskState
+from tiny_harness.core.task import (
+    TEXT_MAX,
+    Lifecycle,
+    Participant,
+    Role,
+    TaskLink,
+    TaskSpec,
+    local_parent_of,
+)
+from tiny_harness.core.tracing import (
+    command_span,
+    context_of,
+)
+from tiny_harness.core.turn import (
+    TaskSettings,
+)
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.kube.ownership import is_child_of
+from tiny_harness.operator.cache import rv_of
+from tiny_harness.operator.host import child_name, create_child
+from tiny_harness.operator.initialise import created_lifecycle, initialise
+from tiny_harness.operator.ports import Acting, CommandHost
+from tiny_harness.operator.remote import RemoteCallError
+from tiny_harness.operator.snapshot import (
+    Snapshot,
+    ack_entry,
+    refusal_entries,
+    rows_json,
+)
+from tiny_harness.operator.status_writes import (
+    own_message_id,
+)
+
+log = logging.getLogger(__name__)
+
+#: The agent's own participant id, as the assignee of a participant's /sub-task.
+AGENT_ID = "tiny-harness"
+
+
+class Controls:
+    """The worker's actions outside a turn (see the module docstring)."""
+
+    def __init__(self, worker: Acting) -> None:
+        self.w = worker
+
+    async def collect(self, obj: Obj) -> None:
+        """Delete the ended task whose time to live has passed, as it was read (a task changed
+        or re-created meanwhile is a conflict, and the pass starts again). Its turn records,
+        sub-tasks and owned messages follow through the garbage collector; messages written
+        without an owner reference are deleted here, or nothing would."""
+        meta = obj["metadata"]
+        uid = str(meta["uid"])
+        orphans = [m for m in self.w.rt.cache.messages(*self.w.key) if uid not in m.owners]
+        status = obj.get("status") or {}
+        log.info(
+            "task %s/%s: deleting it, %s after it ended (%s)",
+            *self.w.key,
+            "its time to live",
+            status.get("state"),
+        )
+        await self.w.rt.event(
+            obj,
+            "Expired",
+            f"deleted: ended ({status.get('state')}) at {status.get('completionTime')}, and "
+            "its time to live after the end has passed",
+        )
+        await self.w.tasks.delete(self.w.name, uid=uid, resource_version=rv_of(obj))
+        for message in orphans:
+            await self.w.messages.delete(message.name)
+        self.w.rt.metrics.task_state(self.w.namespace, self.w.name, None)
+
+    async def input_timed_out(self, snap: Snapshot, *, complete: bool) -> None:
+        """No participant answered within inputTimeoutSeconds: complete the task if asked to
+        and no sub-task holds it open, otherwise fail it (InputTimeout)."""
+        waited = snap.spec.input_timeout_seconds
+        if complete:
+            decision = decide_completion(snap.extension())
+            if decision.complete:
+                text = f"completed: no participant answered within {waited}s (onTimeout)"
+                await self.w.write_status(
+                    {
+                        "state": TaskState.COMPLETED.value,
+                        "subState": None,
+                        "message": text,
+                        "messageId": own_message_id(),
+                    }
+                )
+                await self.w.rt.event(snap.obj, "InputTimeout", text)
+                return
+            why = f"; it could not complete: {decision.reason}"
+        else:
+            why = ""
+        await self.w.fail_task(
+            "InputTimeout",
+            f"no participant answered within inputTimeoutSeconds ({waited}s){why}; raise "
+            "spec.inputTimeoutSeconds to wait longer",
+        )
+
+    async def initialise(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        result = initialise(
+            obj["spec"],
+            meta.get("generation"),
+            created_lifecycle(meta.get("annotations")),
+            name=self.w.name,
+        )
+        status = dict(result.status)
+        if result.accepted:
+            parent = self.parent_status(obj)
+            catalog = self.w.rt.catalog
+            model = parent.get("model") or catalog.default
+            effort = parent.get("reasoningEffort") or catalog.default_effort
+            status["model"] = model
+            if effort:
+                status["reasoningEffort"] = effort
+        await self.w.write_status(status)
+        await self.w.rt.event(obj, result.reason, result.message, warning=not result.accepted)
+        spec = TaskSpec.model_validate(obj["spec"]) if result.accepted else None
+        remote_parent = spec is not None and spec.parent is not None and bool(spec.parent.agent)
+        if spec is not None and status.get("lifecycle") == Lifecycle.DELEGATED.value:
+            if remote_parent:
+                return  # delegated over A2A: the first message, already here, is the brief
+            # A delegated task's first turn starts from its brief, as a spawned child's does.
+            brief = spec.goal + (f"\n\n{spec.description}" if spec.description else "")
+            sender = f"task:{spec.parent.task_id}" if spec.parent else "system"
+            await self.w.messages.send(
+                MessageSpec(
+                    task=self.w.name,
+                    message_id="brief",
+                    sender=sender,
+                    parts=(MessagePart(text=brief),),
+                ),
+                task=obj,
+            )
+
+    def parent_status(self, obj: Obj) -> dict[str, Any]:
+        parent = local_parent_of(obj.get("spec"))
+        if not parent:
+            return {}
+        found = self.w.rt.cache.task(self.w.namespace, parent)
+        if found is None or not is_child_of(obj, found):
+            return {}  # a task that only names a parent inherits nothing from it
+        return dict(found.get("status") or {})
+
+    async def control(self, snap: Snapshot, message: StoredMessage) -> None:
+        spec = message.spec
+        sender = spec.sender
+        if snap.status.runner is not None:
+            # A turn is open but nobody runs it (a lease of ours from before a restart, or an
+            # expired one): close it from its journal first, so nothing it did is lost.
+            await self.w.close_open_turn(snap)
+        if spec.control == "cancel":
+            remote = await self.end_remote(snap, "cancel") if snap.spec.agent else None
+            await self.w.write_status(
+                {
+                    "state": TaskState.CANCELED.value,
+                    "subState": None,
+                    "runner": None,
+                    "message": f"cancelled by {sender}" + (f" ({remote})" if remote else ""),
+                    "messageId": own_message_id(),
+                }
+            )
+            await self.cancel_children(snap)
+            await self.w.append_notices(snap, (ack_entry(message),))
+            await self.w.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
+            return
+        decision = decide_completion(
+            snap.extension(),
+            requested_by=sender,
+            override=completion_override(self.w.rt.commands.runner, sender),
+        )
+        refused = (
+            await self.end_remote(snap, "complete")
+            if decision.complete and snap.spec.agent
+            else None
+        )
+        if refused is not None:
+            # The remote agent refused the completion (its task holds a sub-task open, say).
+            decision = decision.model_copy(
+                update={
+                    "verdict": CompletionVerdict.WAIT_FOR_SUBTASKS,
+                    "reason": f"completion requested by {sender} refused: {refused}",
+                }
+            )
+        if decision.complete:
+            await self.w.write_status(
+                {
+                    "state": TaskState.COMPLETED.value,
+                    "subState": None,
+                    "runner": None,
+                    "message": f"completed by {sender}",
+                    "messageId": own_message_id(),
+                    "subTasks": rows_json(snap.rows),
+                }
+            )
+            await self.w.append_notices(snap, (ack_entry(message),))
+            await self.w.rt.event(snap.obj, "Completed", f"completed by {sender}")
+            return
+        await self.w.append_notices(snap, refusal_entries(message, decision.reason))
+        await self.w.write_status(
+            {
+                "state": TaskState.INPUT_REQUIRED.value,
+                "subState": SubState.AWAITING_NEXT_MESSAGE.value,
+                "runner": None,
+                "message": decision.reason,
+                # The refusal notice in the history says the same: one message, one id.
+                "messageId": refusal_entries(message, decision.reason)[1].id,
+                "subTasks": rows_json(snap.rows),
+            }
+        )
+
+    async def end_remote(self, snap: Snapshot, control: str | None) -> str | None:
+        """Carry a participant's cancel or completion of a task on a remote agent to the
+        agent's task first; None when it went through (or there is nothing to end), else what
+        stands in the way. A cancel that cannot reach the agent still cancels the task here
+        (the note says so); a completion the agent refuses is refused here too."""
+        assert self.w.rt.remotes is not None
+        name = str(snap.spec.agent)
+        ref = remote_ref_of(e for r in snap.records for e in r.entries)
+        try:
+            if control == "cancel":
+                why = await self.w.rt.remotes.cancel(self.w.namespace, name, ref)
+                if why is not None:
+                    await self.w.rt.event(snap.obj, "RemoteCancelFailed", why, warning=True)
+                    return f"the remote task could not be cancelled: {why}"
+                return None
+            return await self.w.rt.remotes.complete(self.w.namespace, name, ref)
+        except RemoteCallError as exc:
+            if control == "cancel":
+                return f"the remote task could not be cancelled: {exc}"
+            return str(exc)
+
+    async def command(
+        self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
+    ) -> None:
+        """Run a participant's command: no model call and no state change. Its intents are
+        applied here, in order: settings, then the spawn, then the reply."""
+        spec = message.spec
+        call = parse_command(spec, self.w.rt.commands.registry)
+        if call is None:  # pragma: no cover - decide() only sends commands here
+            return
+        # A child of the request that sent it, so a /command over A2A is one trace.
+        parent = context_of(message.annotations)
+        with command_span(call.name, self.w.name, spec.sender, spec.message_id, parent):
+            await self.apply_command(snap, message, call, host)
+
+    async def apply_command(
+        self,
+        snap: Snapshot,
+        message: StoredMessage,
+        call: CommandCall,
+        host: CommandHost | None,
+    ) -> None:
+        spec = message.spec
+        result = await run_command(
+            self.w.rt.commands.runner,
+            call,
+            sender=spec.sender,
+            role=snap.spec.role_of(spec.sender),
+            snapshot=TaskSnapshot.of(
+                self.w.name, snap.spec, snap.status.model_copy(update={"sub_tasks": snap.rows})
+            ).model_copy(update={"budget": self.w.budget_of(snap)}),
+            catalog=self.w.rt.catalog,
+        )
+        metadata: dict[str, Any] = {"command": call.name}
+        reply = result.reply
+        if result.settings is not None:
+            # Settings first: whoever sees the reply may rely on them being in force.
+            await self.w.write_status(
+                {
+                    "model": result.settings.model,
+                    "reasoningEffort": result.settings.reasoning_effort,
+                },
+                leased=host is not None,
+            )
+            if host is not None:
+                host.task_settings = result.settings
+        if result.budget is not None:
+            # Before the reply, as settings are: whoever reads the reply may rely on it.
+            await self.w.write_status(
+                {"budget": result.budget.model_dump(mode="json", by_alias=True)},
+                leased=host is not None,
+            )
+        if result.spawn is not None:
+            child = await create_child(
+                self.w,
+                snap.obj,
+                child_name(self.w.name, f"command/{spec.message_id}"),
+                TaskSpec(
+                    goal=result.spawn.goal,
+                    participants=(
+                        Participant(id=spec.sender, role=Role.REPORTER),
+                        Participant(id=AGENT_ID, role=Role.ASSIGNEE),
+                    ),
+                    parent=TaskLink(task_id=self.w.name),
+                ),
+                Lifecycle.CONVERSATION,
+                TaskSettings(
+                    model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
+                ),
+            )
+            reply = f"{reply}\nCreated sub-task {child}"
+            metadata["task_ref"] = child
+        reply_id = command_reply_id(spec.message_id)
+        entries: tuple[RecordEntry, ...] = (
+            ack_entry(message),
+            NoticeEntry(id=reply_id, text=reply, metadata=metadata),
+        )
+        if host is not None:
+            await host.record_notices(entries)
+        else:
+            await self.w.append_notices(snap, entries)
+        # Once the reply is in the journal, it is also the status message, so whoever waits on
+        # the task hears it (core/answers.py). The state stays as it is.
+        await self.w.write_status(
+            {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
+        )
+
+    async def cancel_children(self, snap: Snapshot) -> None:
+        for child in self.w.rt.cache.children(self.w.namespace, self.w.name):
+            state = (child.get("status") or {}).get("state")
+            if state and TaskState(state).is_terminal:
+                continue
+            await self.w.messages.send(
+                MessageSpec(
+                    task=child["metadata"]["name"],
+                    message_id=f"cancel-from-{self.w.name}",
+                    sender=f"task:{self.w.name}",
+                    control="cancel",
+                ),
+                task=child,
+            )
