@@ -61,8 +61,10 @@ typecheck: install
 imports: install
 	$(BIN)/lint-imports
 
+# --tb=native: Python 3.11.7's ast.parse can fail (SystemError) while pytest formats a failing
+# test's traceback its own way, and the failure's report is lost in an INTERNALERROR.
 pytest: install controlplane web
-	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
+	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --tb=native
 
 # The unit suite needs no control plane: every layer tested against plain fakes.
 unit: install

@@ -196,10 +196,11 @@ class TurnSupervisor:
                 outcome, error = await self.supervise(
                     lambda: loop.run_turn(host, turn_input, offer.tools), host, holding
                 )
+                # Still under the lease: a cut or failed turn's last writes are fenced by it.
+                return await self.conclude(host, holding, outcome, error, finished)
             finally:
                 w.holding = None
                 w.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
-            return await self.conclude(host, holding, outcome, error, finished)
 
     async def supervise(
         self,
