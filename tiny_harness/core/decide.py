@@ -50,7 +50,9 @@ the second table (first match wins; ``docs/design/runtime.md``, "While a turn ru
 ====  ===============================================  =========================================
  T1   the task is gone (deleted, or going)             :class:`CutTurn` (``GONE``)
  T2   a control from someone who may end the task      :class:`CutTurn` (``CONTROL``); the next
-                                                       pass applies it (row 7)
+      (a completion only when it would be accepted:    pass applies it (row 7); a completion
+      judged before it cuts)                           that would be refused leaves the turn
+                                                       alone, and is refused when it ends
  T3   the turn has closed                              :class:`KeepGoing`: the next pass runs
                                                        what is left
  T4   a command not yet run in this turn               :class:`RunCommandNow`
@@ -364,6 +366,9 @@ class TurnFacts:
     rows_stale: bool = False
     #: The turn has ended and takes nothing more (its host is closed).
     closed: bool = False
+    #: The completions among ``pending`` that the task would refuse now (an unresolved
+    #: sub-task holds it open): judged before they cut, so the turn's answer is not lost.
+    refused: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -404,7 +409,7 @@ def decide_during_turn(facts: TurnFacts) -> DuringTurn:
     if not facts.present or facts.spec is None:
         return CutTurn(CutReason.GONE)
     for m in facts.pending:
-        if m.kind == "control" and may_cut(facts.spec, m):
+        if m.kind == "control" and may_cut(facts.spec, m) and m.message_id not in facts.refused:
             return CutTurn(CutReason.CONTROL)
     if facts.closed:
         return KeepGoing()

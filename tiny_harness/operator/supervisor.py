@@ -29,15 +29,17 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from tiny_harness.core.answering import AnsweringLoop
+from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.deadlines import deadline_left
 from tiny_harness.core.decide import (
     CutReason,
     CutTurn,
     KeepGoing,
+    Pending,
     RunCommandNow,
     SyncRowsNow,
     TurnFacts,
@@ -45,6 +47,7 @@ from tiny_harness.core.decide import (
 )
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
+from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.retention import rfc3339
 from tiny_harness.core.states import TaskState
@@ -412,6 +415,22 @@ class TurnSupervisor:
                 await asyncio.sleep(INTERRUPT_RETRY_SECONDS)
                 w.changed.set()
 
+    def refused_completions(self, snap: Snapshot, pending: Sequence[Pending]) -> frozenset[str]:
+        """The completions the task would refuse now, judged as the next pass would judge
+        them (``core.loop.decide_completion``, with the hooks' override)."""
+        runner = self.w.rt.commands.runner
+        return frozenset(
+            m.message_id
+            for m in pending
+            if m.kind == "control"
+            and m.control == "complete"
+            and not decide_completion(
+                snap.extension(),
+                requested_by=m.sender,
+                override=completion_override(runner, m.sender),
+            ).complete
+        )
+
     async def look(self, host: OperatorTurnHost) -> bool:
         """One look: act on :func:`decide_during_turn` until it says to keep going. True
         when the turn was cut."""
@@ -420,13 +439,15 @@ class TurnSupervisor:
             snap = w.snapshot()
             facts = TurnFacts(present=False)
             if snap is not None:
+                pending = w.facts(snap).pending
                 facts = TurnFacts(
                     present=True,
                     spec=snap.spec,
-                    pending=w.facts(snap).pending,
+                    pending=pending,
                     commands_run=frozenset(host.acked),
                     rows_stale=snap.rows != snap.status.sub_tasks,
                     closed=host.closed,
+                    refused=self.refused_completions(snap, pending),
                 )
             match decide_during_turn(facts):
                 case CutTurn(reason=reason):

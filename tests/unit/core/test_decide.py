@@ -815,6 +815,22 @@ _HELLO = Pending("m1", "alice", "ordinary")
             TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_ALICE,), closed=True),
             CutTurn(CutReason.CONTROL),
         ),
+        # a completion that would be refused does not cut: the turn answers first
+        (
+            TurnFacts(
+                present=True,
+                spec=_TEAM,
+                pending=(Pending("k1", "alice", "control", "complete"),),
+                refused=frozenset({"k1"}),
+            ),
+            KeepGoing(),
+        ),
+        (
+            TurnFacts(
+                present=True, spec=_TEAM, pending=(Pending("k1", "alice", "control", "complete"),)
+            ),
+            CutTurn(CutReason.CONTROL),
+        ),
         # a watcher's or a stranger's control does not cut (the next pass refuses it)
         (TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_BOB,)), KeepGoing()),
         (TurnFacts(present=True, spec=_TEAM, pending=(_CANCEL_BY_MALLORY,)), KeepGoing()),

@@ -365,3 +365,44 @@ async def test_a_command_during_the_turn_runs_once_beside_it_and_not_again_after
     assert [e.id for e in entries if "s1" in e.id] == ["ack-s1", "cmd-s1"]
     assert loop.turns == 1
     assert objects.task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_a_completion_that_will_be_refused_leaves_the_turn_to_answer_first(
+    harness: Harness,
+) -> None:
+    """Judged before it cuts: a sub-task is still open, so alice's complete would be refused;
+    the turn's answer is kept, and the refusal comes after it."""
+    loop, objects, worker = harness
+    child = {
+        "metadata": {
+            "name": "release-docs",
+            "namespace": NS,
+            "uid": "uid-docs",
+            "resourceVersion": "5",
+            "ownerReferences": [{"kind": "HarnessTask", "name": NAME, "uid": UID}],
+        },
+        "spec": {"goal": "Write the docs.", "parent": {"taskId": NAME}},
+        "status": {"state": "TASK_STATE_WORKING", "turn": 1},
+    }
+    objects.feed.indices["tasks"][("parent", NS, NAME)] = [pack(child)]
+    objects.send("m1", "alice", parts=[{"text": "Ship it."}])
+    working = asyncio.create_task(worker.run())
+    await asyncio.wait_for(loop.in_flight.wait(), 5)
+
+    objects.send("k1", "alice", control="complete")
+    worker.poke()
+    for _ in range(200):  # the watcher looks, and leaves the turn alone
+        await asyncio.sleep(0)
+    assert not working.done() and loop.turns == 1
+    loop.gate.set()
+    await asyncio.wait_for(working, 5)
+
+    record = objects.records[record_name(NAME, UID, 1)]
+    assert record.history is not None
+    assert [m.content for m in record.history.messages][-1] == "Shipped."
+    status = objects.task["status"]
+    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert status["message"].startswith(
+        "completion requested by alice refused: the task cannot complete while sub-task(s) "
+        "are unresolved: release-docs"
+    )
