@@ -1,4 +1,4 @@
-"""Shared fixtures: the real local control plane, a namespace per test, and helpers to wait.
+"""Shared fixtures: the real local control plane, a namespace per test, and its processes.
 
 Integration tests stand on a real etcd and kube-apiserver started once per session
 (:class:`~tiny_harness.devcluster.LocalCluster`); each test works in a fresh namespace.
@@ -11,12 +11,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 from opentelemetry import trace
@@ -24,6 +23,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from tests.eventually import eventually
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
@@ -33,20 +33,6 @@ from tiny_harness.testing.model_server import ModelServerControl
 
 if TYPE_CHECKING:  # it imports this module: a fixture below imports it when it runs
     from tests.integration.remote_support import RemoteHarness
-
-T = TypeVar("T")
-
-
-def wait_for(probe: Callable[[], T | None], *, timeout: float = 20.0, what: str = "condition") -> T:
-    """Poll ``probe`` until it returns something truthy, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 @pytest.fixture(scope="session")
@@ -228,7 +214,7 @@ class OperatorProcess:
             stderr=subprocess.STDOUT,
             env=env,
         )
-        wait_for(self._alive, timeout=60, what="the operator's liveness endpoint")
+        eventually(self._alive, within=60, what="the operator's liveness endpoint")
         return self
 
     def _alive(self) -> bool:

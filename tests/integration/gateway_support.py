@@ -3,18 +3,16 @@ act as a participant over JSON-RPC or HTTP+JSON, exactly as any a2a-sdk client w
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import yaml
@@ -33,7 +31,8 @@ from a2a.types import (
     Task,
 )
 
-from tests.conftest import Kubectl, free_port, wait_for
+from tests.conftest import Kubectl, free_port
+from tests.eventually import eventually
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.kube.crd import REPO_ROOT
@@ -42,7 +41,6 @@ JSONRPC = "JSONRPC"
 REST = "HTTP+JSON"
 TRANSPORTS = (JSONRPC, REST)
 PROTOCOLS = ("1.0", "0.3")
-T = TypeVar("T")
 GATEWAY_ACCOUNT = "tiny-harness-gateway"
 
 
@@ -174,7 +172,7 @@ class GatewayProcess:
         return self.ready()
 
     def ready(self) -> GatewayProcess:
-        wait_for(self._healthy, timeout=30, what="the gateway's /healthz")
+        eventually(self._healthy, within=30, what="the gateway's /healthz")
         return self
 
     def _healthy(self) -> bool:
@@ -367,20 +365,6 @@ def said(task: Task) -> list[tuple[str, str]]:
         ("user" if m.role == Role.ROLE_USER else "agent", "".join(p.text for p in m.parts))
         for m in task.history
     ]
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[T | None]], *, within: float = 30.0, what: str = "condition"
-) -> T:
-    """Await ``probe`` until it returns something truthy, or fail after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out after {within:.0f}s waiting for {what} (last: {last!r})")
 
 
 class Replicas:

@@ -3,11 +3,10 @@ controls, read status and the transcript, all through the real API."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from typing import Any
 
+from tests.eventually import INTERVAL, NotYet, eventually_async
 from tiny_harness.core.history import TranscriptMessage, transcript
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.kube.client import HarnessTasks
@@ -80,22 +79,50 @@ class Tasks:
         within: float = 30.0,
         turn: int | None = None,
         running: bool = False,
+        interval: float = INTERVAL,
     ) -> dict[str, Any]:
-        """Poll until the task is in ``state`` (and sub-state, and at least ``turn``), with no
-        turn running (or, with ``running``, with one running)."""
-        deadline = time.monotonic() + within
-        last: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            last = await self.status(task)
-            if (
-                last.get("state") == state
-                and (sub_state is None or last.get("subState") == sub_state)
-                and (turn is None or last.get("turn", 0) >= turn)
-                and bool(last.get("runner")) is running
-            ):
-                return last
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"{task} did not reach {state}/{sub_state} in {within}s: {last}")
+        """The task's status once it is in ``state`` (and sub-state, and at least ``turn``),
+        with no turn running (or, with ``running``, with one running)."""
+
+        async def reached() -> dict[str, Any] | NotYet:
+            status = await self.status(task)
+            return (
+                status
+                if status.get("state") == state
+                and (sub_state is None or status.get("subState") == sub_state)
+                and (turn is None or status.get("turn", 0) >= turn)
+                and bool(status.get("runner")) is running
+                else NotYet(status)
+            )
+
+        wanted = "/".join(part for part in (state, sub_state) if part)
+        at_turn = f" at turn {turn} or later" if turn is not None else ""
+        turning = "a turn running" if running else "no turn running"
+        return await eventually_async(
+            reached,
+            within=within,
+            what=f"{task} to be {wanted}{at_turn} with {turning}",
+            interval=interval,
+        )
+
+    async def wait_children_read(
+        self, parent: str, count: int = 1, within: float = 60.0
+    ) -> dict[str, Any]:
+        """The parent's status once its ``count`` children have completed and its model has
+        read their endings, with no turn running."""
+
+        async def read() -> dict[str, Any] | NotYet:
+            status = await self.status(parent)
+            rows = status.get("subTasks", [])
+            parked = status.get("state") == "TASK_STATE_INPUT_REQUIRED" and not status.get("runner")
+            done = len(rows) == count and all(
+                r["state"] == "TASK_STATE_COMPLETED" and not r.get("resultUnread") for r in rows
+            )
+            return status if parked and done else NotYet(status)
+
+        return await eventually_async(
+            read, within=within, what=f"{parent}'s model to read the ends of {count} children"
+        )
 
     async def records_of(self, task: str, turn: int | None = None) -> list[TurnRecord]:
         """The turn records of the task of that name now."""
@@ -112,15 +139,16 @@ class Tasks:
     async def wait_agent_message(
         self, task: str, contains: str, within: float = 30.0
     ) -> TranscriptMessage:
-        """Poll the transcript until an agent message containing ``contains`` appears."""
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            for m in await self.transcript(task):
-                if m.role == "agent" and contains in m.text:
-                    return m
-            await asyncio.sleep(0.05)
-        said = [m.text for m in await self.transcript(task)]
-        raise AssertionError(f"no agent message with {contains!r} in {task}: {said}")
+        """The first agent message of the transcript that contains ``contains``."""
+
+        async def said() -> TranscriptMessage | NotYet:
+            messages = await self.transcript(task)
+            found = (m for m in messages if m.role == "agent" and contains in m.text)
+            return next(found, NotYet([m.text for m in messages]))
+
+        return await eventually_async(
+            said, within=within, what=f"an agent message with {contains!r} in {task}"
+        )
 
     async def children(self, task: str) -> list[dict[str, Any]]:
         return [

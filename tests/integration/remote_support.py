@@ -36,7 +36,8 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tests.conftest import Kubectl, OperatorProcess, free_port, operator_config
-from tests.integration.gateway_support import GatewayProcess, Replicas, eventually, kubectl
+from tests.eventually import NotYet, eventually_async
+from tests.integration.gateway_support import GatewayProcess, Replicas, kubectl
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.operator.host import child_name
 
@@ -124,14 +125,15 @@ async def wait_ready(
 ) -> dict[str, Any]:
     """The agent once its Ready condition is ``status``. Asynchronous, so an agent served in
     the test's own event loop (:class:`ForeignAgent`) answers meanwhile."""
-    deadline = asyncio.get_running_loop().time() + within
-    last: dict[str, Any] = {}
-    while asyncio.get_running_loop().time() < deadline:
-        last = await asyncio.to_thread(get)
-        if ready_condition(last).get("status") == status:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"the agent's Ready condition did not become {status}: {last}")
+
+    async def ready() -> dict[str, Any] | NotYet:
+        agent = await asyncio.to_thread(get)
+        condition = ready_condition(agent)
+        return agent if condition.get("status") == status else NotYet(condition)
+
+    return await eventually_async(
+        ready, within=within, what=f"the agent's Ready condition to be {status}", interval=0.1
+    )
 
 
 # -- a delegation, as the tests script it -------------------------------------------------------
@@ -187,17 +189,18 @@ async def the_child(tasks: Tasks, parent: str) -> dict[str, Any]:
         children = await tasks.children(parent)
         return children[0] if children else None
 
-    return await eventually(spawned, within=30, what=f"{parent} to spawn a sub-task")
+    return await eventually_async(spawned, within=30, what=f"{parent} to spawn a sub-task")
 
 
 async def remote_state(remote: RemoteHarness, state: str, *, within: float = 30) -> dict[str, Any]:
     """The remote harness's one task, once it is in ``state``."""
 
-    async def reached() -> dict[str, Any] | None:
+    async def reached() -> dict[str, Any] | NotYet:
         found = await asyncio.to_thread(remote.tasks)
-        return found[0] if found and found[0]["status"].get("state") == state else None
+        there = found[0]["status"]  # not yet: no task, or one the operator has not initialised
+        return found[0] if there["state"] == state else NotYet(there)
 
-    return await eventually(reached, within=within, what=f"the remote task to be {state}")
+    return await eventually_async(reached, within=within, what=f"the remote task to be {state}")
 
 
 # -- a foreign agent: the a2a-sdk's own server ---------------------------------------------------
@@ -340,12 +343,12 @@ class ForeignAgent:
     async def running(self) -> AsyncIterator[ForeignAgent]:
         serving = asyncio.create_task(self.server.serve())
         try:
-            for _ in range(500):  # uvicorn says it has started by a flag, not an event
-                if self.server.started:
-                    break
-                await asyncio.sleep(0.02)
-            else:
-                raise AssertionError("the foreign agent did not start within 10s")
+            await eventually_async(  # uvicorn says it has started by a flag, not an event
+                lambda: self.server.started,
+                within=10,
+                what="the foreign agent to start",
+                interval=0.02,
+            )
             yield self
         finally:
             self.server.should_exit = True

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually
 from tests.integration.chart_support import (
     CHART,
     RELEASE,
@@ -382,18 +383,20 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
     try:
         assert kubectl.apply(EXAMPLE).returncode == 0
 
-        parked = wait_for(
+        parked = eventually(
             lambda: (s := task_status(kubectl)).get("state") == "TASK_STATE_INPUT_REQUIRED" and s,
-            timeout=60,
+            within=60,
             what="the operator to initialise and park the example task",
         )
         assert parked["subState"] == "awaiting-next-message"
-        wait_for(
+        eventually(
             lambda: [
                 e
                 for e in kubectl.get_json("events")["items"]
-                if e["involvedObject"]["name"] == "hello-harness" and e["reason"] == "Initialised"
+                if e["involvedObject"].get("name") == "hello-harness"
+                and e["reason"] == "Initialised"
             ],
+            within=20,
             what="the operator's Initialised event",
         )
 
@@ -412,14 +415,14 @@ async def test_operator_runs_a_task_under_its_own_service_account_in_namespaced_
         finally:
             await api.close()
 
-        answered = wait_for(
+        answered = eventually(
             lambda: (
                 (s := task_status(kubectl)).get("turn", 0) >= 1
                 and s.get("state") == "TASK_STATE_INPUT_REQUIRED"
                 and not s.get("runner")
                 and s
             ),
-            timeout=60,
+            within=60,
             what="the operator to take a turn on the message",
         )
         assert answered["subState"] == "awaiting-next-message"
@@ -605,9 +608,9 @@ def test_the_installed_identity_policy_refuses_impersonation_on_the_real_authori
             stdin=json.dumps(body), check=False,
         )  # fmt: skip
 
-    refused = wait_for(
+    refused = eventually(
         lambda: policy in (r := send(impostor, "alice")).stderr and r,
-        timeout=30,
+        within=30,
         what=f"the chart's policy {policy} to be enforced",
     )
     assert "written by " + impostor in refused.stderr

@@ -3,14 +3,13 @@ state, and their settings reach the next model request."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from tests.conftest import ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.lifecycle_support import Tasks
 
 pytestmark = pytest.mark.controlplane
@@ -20,16 +19,14 @@ Operator = Callable[..., OperatorProcess]
 
 async def reply_to(tasks: Tasks, task: str, message_id: str, within: float = 20) -> Any:
     """The agent's reply to one command message."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+
+    async def replied() -> Any:
         said = await tasks.transcript(task)
         ids = [m.message_id for m in said]
-        if message_id in ids:
-            for m in said[ids.index(message_id) + 1 :]:
-                if m.role == "agent" and m.metadata.get("command"):
-                    return m
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no reply to {message_id} in {task}")
+        after = said[ids.index(message_id) + 1 :] if message_id in ids else []
+        return next((m for m in after if m.role == "agent" and m.metadata.get("command")), None)
+
+    return await eventually_async(replied, within=within, what=f"a reply to {message_id} in {task}")
 
 
 async def parked(tasks: Tasks, operator: Operator, name: str = "steer") -> dict[str, Any]:
@@ -146,10 +143,9 @@ async def test_a_command_during_a_turn_runs_at_once_and_applies_from_the_next_re
     )
     await parked(tasks, operator)
     await tasks.send("steer", "Plan it.")
-    deadline = time.monotonic() + 10
-    while not await model_server.control.requests():
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.02)
+    await eventually_async(
+        model_server.control.requests, within=10, what="the turn to call the model", interval=0.02
+    )
 
     reply = await reply_to(tasks, "steer", await tasks.send("steer", "/model scripted-large"))
     assert (await tasks.status("steer"))["state"] == "TASK_STATE_WORKING"

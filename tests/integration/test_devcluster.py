@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import wait_for
+from tests.eventually import eventually
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.crd import REPO_ROOT
 
@@ -59,7 +59,11 @@ def test_a_killed_launcher_takes_its_servers_with_it() -> None:
     os.kill(launcher.pid, signal.SIGKILL)
     launcher.wait()
 
-    wait_for(lambda: not any(alive(p) for p in pids), what="the control plane's processes to exit")
+    eventually(
+        lambda: not any(alive(p) for p in pids),
+        within=20,
+        what="the control plane's processes to exit",
+    )
 
 
 def test_a_persistent_cluster_keeps_its_tasks_across_restarts(tmp_path: Path) -> None:
@@ -95,14 +99,14 @@ def test_owner_references_cascade_and_a_deleted_namespace_is_emptied(tmp_path: P
         assert applied.returncode == 0, applied.stderr
 
         assert kubectl(config, "-n", "work", "delete", "cm", "owner").returncode == 0
-        wait_for(
+        eventually(
             lambda: kubectl(config, "-n", "work", "get", "cm", "dependent").returncode != 0,
-            timeout=60,
+            within=60,
             what="the garbage collector to delete the dependent",
         )
         assert kubectl(config, "delete", "namespace", "work", "--wait=false").returncode == 0
-        wait_for(
+        eventually(
             lambda: kubectl(config, "get", "namespace", "work").returncode != 0,
-            timeout=60,
+            within=60,
             what="the namespace controller to empty and remove the namespace",
         )

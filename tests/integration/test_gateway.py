@@ -16,6 +16,7 @@ from a2a.types import Role, StreamResponse, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.gateway_support import (
     JSONRPC,
     REST,
@@ -23,7 +24,6 @@ from tests.integration.gateway_support import (
     GatewayProcess,
     Replicas,
     Users,
-    eventually,
     kubectl,
     parse_metrics,
     said,
@@ -463,7 +463,7 @@ async def test_subscribe_shows_the_current_state_then_every_change_and_ends_when
             seen.append(event)
 
     following = asyncio.create_task(follow())
-    await eventually(lambda: at_least(seen, 1), what="the subscription's first event")
+    await eventually_async(lambda: seen, within=30, what="the subscription's first event")
     await alice.send("More?", task_id=task_id)
     await alice.complete(task_id)
     await asyncio.wait_for(following, timeout=30)
@@ -477,10 +477,6 @@ async def test_subscribe_shows_the_current_state_then_every_change_and_ends_when
     assert said(seen[0].task) == [("user", "Hi!"), ("agent", "Hello.")]
     assert sub_state(seen[2]) == "awaiting-next-message"
     assert sub_state(seen[3]) is None
-
-
-async def at_least(events: list[StreamResponse], count: int) -> bool:
-    return len(events) >= count
 
 
 async def test_a_message_sent_through_one_replica_is_streamed_by_a_subscriber_on_another(
@@ -501,9 +497,9 @@ async def test_a_message_sent_through_one_replica_is_streamed_by_a_subscriber_on
             seen.append(event)
 
     following = asyncio.create_task(follow())
-    await eventually(lambda: at_least(seen, 1), what="the subscription on replica B")
+    await eventually_async(lambda: seen, within=30, what="the subscription on replica B")
     await sender.send("Again through A.", task_id=task_id)
-    await eventually(lambda: at_least(seen, 3), what="replica B to stream the second turn")
+    await eventually_async(lambda: seen[2:], within=30, what="replica B to stream the second turn")
     await sender.complete(task_id)
     await asyncio.wait_for(following, timeout=30)
 

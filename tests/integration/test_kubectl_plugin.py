@@ -9,7 +9,6 @@ import shlex
 import stat
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually
 from tests.integration.kubectl_support import PLUGIN, Harness, run_plugin
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.kube.crd import REPO_ROOT
@@ -89,20 +89,6 @@ def kubeconfig_in(namespace: str, source: Path, target: Path) -> Path:
     return target
 
 
-async def settled(tasks: Tasks, parent: str, children: int, within: float = 60) -> dict[str, Any]:
-    """The parent's status once its children have ended and it has read their results."""
-    deadline = time.monotonic() + within
-    while True:
-        status = await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED", within=within)
-        rows = status.get("subTasks", [])
-        if len(rows) == children and all(
-            r["state"] == "TASK_STATE_COMPLETED" and not r.get("resultUnread") for r in rows
-        ):
-            return status
-        assert time.monotonic() < deadline, f"{parent}'s children never settled: {rows}"
-        await asyncio.sleep(0.05)
-
-
 async def test_list_shows_sub_tasks_under_their_parent_with_state_and_sub_state(
     harness: Harness, tasks: Tasks, operator: Any
 ) -> None:
@@ -114,7 +100,7 @@ async def test_list_shows_sub_tasks_under_their_parent_with_state_and_sub_state(
     await tasks.create_child("parent-a", "parent-a-1", "Do a.1.")
     for name in ("parent-a", "parent-b", "parent-a-1"):
         await tasks.wait(name, "TASK_STATE_COMPLETED", within=60)
-    await settled(tasks, "parent", children=2)
+    await tasks.wait_children_read("parent", count=2)
     await tasks.wait("other", "TASK_STATE_INPUT_REQUIRED")
 
     listed = await harness.run("list")
@@ -205,7 +191,7 @@ async def test_get_shows_the_task_its_plan_sub_tasks_and_last_messages(
     plan = {"steps": [{"name": "draft"}, {"name": "review", "dependencies": ["draft"]}]}
     await tasks.create("described", goal="Write the summary.", plan=plan)
     await tasks.create_child("described", "described-kid", "Help.")
-    turn = (await settled(tasks, "described", children=1))["turn"]
+    turn = (await tasks.wait_children_read("described"))["turn"]
     await model_server.control.script(
         [{"type": "text", "text": "One."}, {"type": "text", "text": "Two."}]
     )
@@ -429,14 +415,14 @@ async def test_watch_prints_state_changes_and_replies_and_exits_when_the_task_co
     await tasks.wait("watched", "TASK_STATE_INPUT_REQUIRED")
     follower = Follower(harness.argv("watch", "watched"))
     followers.append(follower)
-    wait_for(
+    eventually(
         lambda: follower.saw("watched: INPUT_REQUIRED (awaiting-next-message)"),
-        timeout=60,
+        within=60,
         what="watch to print the current state",
     )
 
     await tasks.send("watched", "Are you there?")
-    wait_for(lambda: follower.saw("agent: Watching you."), timeout=60, what="the reply")
+    eventually(lambda: follower.saw("agent: Watching you."), within=60, what="the reply")
     completed = await harness.run("complete", "watched")
 
     assert completed.returncode == 0, completed.stderr + op.log()[-2000:]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ModelServer, OperatorProcess, free_port
+from tests.eventually import NotYet, eventually_async
 from tests.integration.lifecycle_support import Tasks
 
 pytestmark = pytest.mark.controlplane
@@ -81,14 +82,7 @@ async def test_a_delegated_sub_task_completes_on_its_own_and_wakes_its_parent(
     await tasks.create("parent")
     await tasks.send("parent", "Please delegate the counting.")
 
-    deadline = time.monotonic() + 30
-    while True:
-        status = await tasks.wait("parent", "TASK_STATE_INPUT_REQUIRED", turn=1)
-        rows = status.get("subTasks", [])
-        if rows and rows[0]["state"] == "TASK_STATE_COMPLETED" and not rows[0]["resultUnread"]:
-            break
-        assert time.monotonic() < deadline, f"the child's ending never reached the parent: {rows}"
-        await asyncio.sleep(0.05)
+    status = await tasks.wait_children_read("parent")
 
     [child] = await tasks.children("parent")
     name = child["metadata"]["name"]
@@ -148,14 +142,13 @@ async def test_completion_is_refused_while_a_sub_task_is_open(
     tasks: Tasks, operator: Operator, model_server: ModelServer
 ) -> None:
     await parent_with_asking_child(tasks, operator, model_server, "holder", "Ask something.")
+
     # A delegated child's question is news: the parent's row shows it and the parent wakes.
-    deadline = time.monotonic() + 20
-    while True:
-        rows = (await tasks.status("holder")).get("subTasks", [])
-        if rows and rows[0].get("subState") == "awaiting-answer":
-            break
-        assert time.monotonic() < deadline, f"the parent's row never showed the question: {rows}"
-        await asyncio.sleep(0.05)
+    async def question_shown() -> bool | NotYet:
+        row = (await tasks.status("holder"))["subTasks"][0]
+        return True if row.get("subState") == "awaiting-answer" else NotYet(row)
+
+    await eventually_async(question_shown, within=20, what="the parent's row to show the question")
     await tasks.wait("holder", "TASK_STATE_INPUT_REQUIRED", turn=1)
 
     await tasks.control("holder", "complete", sender="alice")
@@ -215,10 +208,11 @@ async def test_a_watchers_complete_is_refused_and_the_running_turn_keeps_running
     await tasks.create("slow")
     await tasks.wait("slow", "TASK_STATE_INPUT_REQUIRED")
     await tasks.send("slow", "Take your time.")
-    deadline = time.monotonic() + 10
-    while (await tasks.status("slow")).get("state") != "TASK_STATE_WORKING":
-        assert time.monotonic() < deadline, "the turn never started"
-        await asyncio.sleep(0.05)
+
+    async def working() -> bool:
+        return (await tasks.status("slow")).get("state") == "TASK_STATE_WORKING"
+
+    await eventually_async(working, within=10, what="the turn to start")
 
     await tasks.control("slow", "complete", sender="bob")
 
@@ -240,10 +234,9 @@ async def test_a_participants_complete_cuts_the_running_turn(
     await tasks.create("cut")
     await tasks.wait("cut", "TASK_STATE_INPUT_REQUIRED")
     await tasks.send("cut", "Think for a long time.")
-    deadline = time.monotonic() + 10
-    while not await model_server.control.requests():
-        assert time.monotonic() < deadline, "the turn never called the model"
-        await asyncio.sleep(0.02)
+    await eventually_async(
+        model_server.control.requests, within=10, what="the turn to call the model", interval=0.02
+    )
 
     started = time.monotonic()
     await tasks.control("cut", "complete", sender="alice")
@@ -290,11 +283,12 @@ async def test_a_turn_killed_after_a_checkpointed_tool_result_finishes_without_r
     await tasks.create("durable")
     await tasks.wait("durable", "TASK_STATE_INPUT_REQUIRED")
     await tasks.send("durable", "Record it.")
+
     # Wait until the tool ran, its result is checkpointed, and the next model call is in flight.
-    deadline = time.monotonic() + 20
-    while len(await model_server.control.requests()) < 2:
-        assert time.monotonic() < deadline, "the second model call never started"
-        await asyncio.sleep(0.02)
+    async def second_call() -> object:
+        return (await model_server.control.requests())[1]
+
+    await eventually_async(second_call, within=20, what="the second model call", interval=0.02)
 
     first.stop(signal.SIGKILL)
     await model_server.control.script([{"type": "text", "text": "Recorded."}])
@@ -341,13 +335,12 @@ async def test_messages_sent_while_the_operator_writes_status_are_all_taken(
 
     sent = [await tasks.send("busy", f"message {i}") for i in range(15)]
 
-    deadline = time.monotonic() + 60
-    while True:
+    async def all_taken() -> bool | NotYet:
         seen = {m.message_id for m in await tasks.transcript("busy") if m.role == "user"}
-        if set(sent) <= seen:
-            break
-        assert time.monotonic() < deadline, f"lost: {set(sent) - seen}"
-        await asyncio.sleep(0.1)
+        lost = set(sent) - seen
+        return NotYet({"lost": sorted(lost)}) if lost else True
+
+    await eventually_async(all_taken, within=60, what="all 15 in the transcript", interval=0.1)
     await tasks.wait("busy", "TASK_STATE_INPUT_REQUIRED")
     order = [m.text for m in await tasks.transcript("busy") if m.role == "user"]
     assert order == [f"message {i}" for i in range(15)]
@@ -368,20 +361,23 @@ async def test_metrics_count_the_turns_a_conversation_caused(
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
             return str(resp.read().decode())
 
+    text = ""
+
     def value(prefix: str) -> float:
         for line in text.splitlines():
             if line.startswith(prefix):
                 return float(line.rsplit(" ", 1)[1])
-        raise AssertionError(f"{prefix} not in /metrics")
+        raise KeyError(f"{prefix} not in /metrics")  # not yet, while it polls below
 
     # The counters move just after the status write the test saw: poll briefly.
     finished = 'tiny_harness_turns_finished_total{outcome="waiting_for_message"}'
-    deadline = time.monotonic() + 10
-    while True:
+
+    async def both_counted() -> bool:
+        nonlocal text
         text = await asyncio.to_thread(scrape)
-        if (finished in text and value(finished) >= 2) or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.05)
+        return value(finished) >= 2
+
+    await eventually_async(both_counted, within=10, what="both turns in /metrics")
 
     assert value("tiny_harness_turns_started_total") == 2
     assert value('tiny_harness_turns_finished_total{outcome="waiting_for_message"}') == 2

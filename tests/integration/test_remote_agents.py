@@ -14,7 +14,7 @@ from typing import Any, Final
 import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
-from tests.integration.gateway_support import eventually
+from tests.eventually import eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.remote_support import (
     CALLER,
@@ -197,9 +197,10 @@ async def test_a_cancel_of_the_sub_task_reaches_the_remote_task(
 
     async def remote_at_work() -> bool:
         found = await asyncio.to_thread(remote.tasks)
-        return bool(found) and bool(found[0]["status"].get("runner"))
+        # Not yet while there is no task, or it has no status yet (the operator writes it).
+        return bool(found[0]["status"].get("runner"))
 
-    await eventually(remote_at_work, within=30, what="the remote task to work on the brief")
+    await eventually_async(remote_at_work, within=30, what="the remote task to work on the brief")
     await tasks.control(CHILD, "cancel")
 
     cancelled = await tasks.wait(CHILD, "TASK_STATE_CANCELED")
@@ -223,8 +224,8 @@ async def test_a_cancel_that_cannot_reach_the_remote_agent_still_cancels_and_say
         await tasks.create(PARENT)
         await tasks.send(PARENT, "Hand it over.")
         child = (await the_child(tasks, PARENT))["metadata"]["name"]
-        await eventually(
-            lambda: asyncio.sleep(0, agent.executor.received == ["Please wait"]),
+        await eventually_async(
+            lambda: agent.executor.received == ["Please wait"],
             within=30,
             what="the agent to work on the brief",
         )

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import NotYet, eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
@@ -31,12 +32,23 @@ def leftovers(kubectl: Kubectl) -> dict[str, list[str]]:
 
 
 async def until_empty(kubectl: Kubectl, within: float = 60.0) -> None:
-    deadline = time.monotonic() + within
-    left = leftovers(kubectl)
-    while any(left.values()):
-        assert time.monotonic() < deadline, f"not collected within {within:.0f}s: {left}"
-        await asyncio.sleep(0.2)
-        left = leftovers(kubectl)
+    """Until nothing is left in the namespace."""
+
+    async def collected() -> bool | NotYet:
+        left = await asyncio.to_thread(leftovers, kubectl)
+        return NotYet(left) if any(left.values()) else True
+
+    await eventually_async(collected, within=within, what="everything collected", interval=0.2)
+
+
+async def until_gone(kubectl: Kubectl, task: str, within: float = 30.0) -> None:
+    """Until the task of that name is collected."""
+
+    async def gone() -> bool | NotYet:
+        left = await asyncio.to_thread(leftovers, kubectl)
+        return NotYet(left) if task in left["harnesstasks"] else True
+
+    await eventually_async(gone, within=within, what=f"{task} to be collected", interval=0.1)
 
 
 def unowned_message(task: str, sender: str = "alice") -> str:
@@ -92,10 +104,7 @@ async def test_the_operators_default_collects_a_finished_task_and_never_a_parked
     await tasks.wait("parked", "TASK_STATE_INPUT_REQUIRED")
     await tasks.control("cancelled", "cancel")
 
-    deadline = time.monotonic() + 30
-    while "cancelled" in leftovers(kubectl)["harnesstasks"]:
-        assert time.monotonic() < deadline, "the cancelled task was not collected"
-        await asyncio.sleep(0.1)
+    await until_gone(kubectl, "cancelled")
 
     assert leftovers(kubectl)["harnesstasks"] == ["parked"]
     status = await tasks.status("parked")
@@ -125,12 +134,7 @@ async def test_a_spec_ttl_overrides_the_default_and_a_rejected_task_is_collected
     }
     assert kubectl.apply(json.dumps(rejected)).returncode == 0
 
-    deadline = time.monotonic() + 30
-    while "broken" in leftovers(kubectl)["harnesstasks"]:
-        assert time.monotonic() < deadline, (
-            f"the rejected task was not collected: {leftovers(kubectl)}"
-        )
-        await asyncio.sleep(0.1)
+    await until_gone(kubectl, "broken")
     events = kubectl.get_json("events")["items"]
     assert sorted(e["reason"] for e in events if e["involvedObject"]["name"] == "broken") == [
         "Expired",
@@ -154,7 +158,8 @@ async def test_a_finished_task_of_500_turns_is_collected_completely(
             task="long", message_id=f"m-{turn}", sender="alice", parts=(MessagePart(text="Hi"),)
         )
         await tasks.messages.send(said, task=task)
-        await until_turn(tasks, "long", turn)
+        # Polled often: 500 turns run here.
+        await tasks.wait("long", "TASK_STATE_INPUT_REQUIRED", turn=turn, interval=0.005)
     left = leftovers(kubectl)
     assert len(left["harnessturns"]) == turns
     assert len(left["harnessmessages"]) == turns
@@ -163,15 +168,3 @@ async def test_a_finished_task_of_500_turns_is_collected_completely(
     started = time.monotonic()
     await until_empty(kubectl, within=120)
     print(f"collected in {time.monotonic() - started:.1f}s")
-
-
-async def until_turn(tasks: Tasks, name: str, turn: int, within: float = 30.0) -> None:
-    """Until the task has ended turn ``turn`` and parked (polled often: 500 turns run here)."""
-    deadline = time.monotonic() + within
-    while True:
-        status = await tasks.status(name)
-        ended = status.get("turn", 0) >= turn and not status.get("runner")
-        if ended and status.get("state") == "TASK_STATE_INPUT_REQUIRED":
-            return
-        assert time.monotonic() < deadline, f"turn {turn} did not end: {status}"
-        await asyncio.sleep(0.005)

@@ -15,6 +15,7 @@ from a2a.types import Role, TaskState
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.gateway_support import (
     PROTOCOLS,
     TRANSPORTS,
@@ -23,7 +24,6 @@ from tests.integration.gateway_support import (
     Users,
     cluster_objects,
     control_message,
-    eventually,
     kubectl,
     said,
     states,
@@ -81,7 +81,7 @@ async def test_two_completions_at_once_both_end_with_the_task_completed(
     first.stop()
 
     both = asyncio.gather(alice.complete(task_id), alice.complete(task_id))
-    await eventually(lambda: _completions_pending(alice, task_id), within=20, what="both")
+    await eventually_async(lambda: _completions_pending(alice, task_id), within=20, what="both")
     operator(identity="operator-b")
     ended = await asyncio.wait_for(both, 20)
 
@@ -121,7 +121,9 @@ async def test_a_cancel_by_another_participant_ends_a_send_that_waits_on_the_mod
     carol = await users(url, "carol")
 
     waiting = asyncio.create_task(alice.send("Think hard.", task_id=task_id))
-    await eventually(lambda: _working(alice, task_id), within=20, what="the turn to call the model")
+    await eventually_async(
+        lambda: _working(alice, task_id), within=20, what="the turn to call the model"
+    )
     await carol.cancel(task_id)
     events = await asyncio.wait_for(waiting, 20)
 
@@ -260,7 +262,7 @@ async def test_a_message_the_operator_refuses_without_a_status_change_ends_with_
     message = text_message("Can I still say something?", task_id=task_id)
 
     sending = asyncio.create_task(bob.stream(message))
-    await eventually(
+    await eventually_async(
         lambda: _pending(alice, task_id, message.message_id), within=20, what="bob's message"
     )
     only_alice = {"spec": {"participants": [{"id": "alice", "role": "assignee"}]}}
@@ -304,7 +306,7 @@ async def test_a_message_no_operator_takes_ends_with_a_note_and_is_answered_late
     assert message_id == f"waiting-{message.message_id}"
     assert "no operator has taken it" in text
     operator()
-    answered = await eventually(
+    answered = await eventually_async(
         lambda: _said(alice, task_id), within=30, what="the queued message's answer"
     )
     assert answered == [("user", "Anyone there?"), ("agent", "Sorry, I was away.")]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from tests.eventually import NotYet, eventually_async
 from tiny_harness.operator.sharding import SET_LABEL, ShardManager
 
 pytestmark = pytest.mark.controlplane
@@ -91,11 +92,15 @@ async def test_a_joining_replica_gets_its_share_and_a_dead_ones_shards_move_with
 
     # a dies (no more ticks): b takes a's shards once it has seen them unrenewed for a lease.
     died = time.monotonic()
-    while len(b.held()) < SHARDS:
+
+    async def b_holds_all() -> bool | NotYet:
         await b.tick()
         assert_disjoint([a, b])
-        await asyncio.sleep(LEASE / 3)
-        assert time.monotonic() - died < 3 * LEASE, "b never took a's shards"
+        return True if len(b.held()) == SHARDS else NotYet(b.held())
+
+    await eventually_async(
+        b_holds_all, within=3 * LEASE, what="b to take a's shards", interval=LEASE / 3
+    )
     took = time.monotonic() - died
     assert took >= LEASE  # never before the lease time: a may only have been slow
     assert a.held() == []  # a's own clock says its holds have lapsed
@@ -184,12 +189,17 @@ async def test_replicas_ticking_at_random_never_both_hold_a_shard(
         assert_disjoint(replicas)
         await asyncio.sleep(LEASE / 3)
     live = [m for m in replicas if m.identity not in gone]
-    for _ in range(int(3 * LEASE / 0.1)):
+
+    async def all_held() -> list[int] | NotYet:
         counts = sorted(len(m.held()) for m in live)
         if sum(counts) == SHARDS:
-            break
+            return counts
         for m in live:
             await m.tick()
         assert_disjoint(replicas)
-        await asyncio.sleep(0.1)
-    assert sorted(len(m.held()) for m in live) == [2, 3, 3]
+        return NotYet(counts)
+
+    counts = await eventually_async(
+        all_held, within=10 * LEASE, what="the three left to hold every shard", interval=0.1
+    )
+    assert counts == [2, 3, 3]

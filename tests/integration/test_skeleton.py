@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Kubectl, ModelServer, OperatorProcess, wait_for
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually
 from tiny_harness.kube.crd import REPO_ROOT
 
 EXAMPLE = (REPO_ROOT / "examples" / "task.yaml").read_text()
@@ -34,8 +35,9 @@ def status_of(kubectl: Kubectl, name: str) -> dict[str, Any]:
 
 
 def wait_state(kubectl: Kubectl, name: str, state: str) -> dict[str, Any]:
-    return wait_for(
+    return eventually(
         lambda: (s := status_of(kubectl, name)).get("state") == state and s,
+        within=20,
         what=f"{name} to reach {state}",
     )
 
@@ -56,12 +58,13 @@ async def test_applied_example_task_is_initialised_as_a_conversation_and_parks(
     accepted = next(c for c in status["conditions"] if c["type"] == "Accepted")
     assert accepted["status"] == "True"
     assert status["observedGeneration"] == 1
-    events = wait_for(
+    events = eventually(
         lambda: [
             e
             for e in kubectl.get_json("events")["items"]
-            if e["involvedObject"]["name"] == "hello-harness" and e["reason"] == "Initialised"
+            if e["involvedObject"].get("name") == "hello-harness" and e["reason"] == "Initialised"
         ],
+        within=20,
         what="an Initialised event",
     )
     assert "conversation" in events[0]["message"]
@@ -81,7 +84,9 @@ def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
             """,
         )
     )
-    wait_for(lambda: status_of(kubectl, "child").get("lifecycle"), what="child initialised")
+    eventually(
+        lambda: status_of(kubectl, "child").get("lifecycle"), within=20, what="child initialised"
+    )
 
     # The task moves on while we look: read the table between two reads of the object and
     # keep a look in which the object did not change, so both show the same moment.
@@ -92,7 +97,9 @@ def test_kubectl_get_shows_state_sub_state_lifecycle_parent_and_age(
         same = before["metadata"]["resourceVersion"] == after["metadata"]["resourceVersion"]
         return (lines, after.get("status") or {}) if same else None
 
-    lines, status = wait_for(consistent, what="a table read while the task stood still")
+    lines, status = eventually(
+        consistent, within=20, what="a table read while the task stood still"
+    )
 
     assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "PARENT", "AGE"]
     header = lines[0]

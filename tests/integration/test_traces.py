@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.conftest import ModelServer, OperatorProcess
-from tests.integration.gateway_support import Replicas, Users, eventually, task_id_of
+from tests.eventually import eventually_async
+from tests.integration.gateway_support import Replicas, Users, task_id_of
 from tiny_harness.testing.otlp_collector import Collector, ReceivedSpan
 
 pytestmark = pytest.mark.controlplane
@@ -51,9 +52,9 @@ async def test_a_send_and_a_command_are_each_one_trace_from_request_to_reply(
         turns = [s for s in collector.named("turn") if s.attributes["tiny_harness.task"] == task_id]
         return min(turns, key=lambda s: s.attributes["tiny_harness.turn"], default=None)
 
-    turn = await eventually(lambda: _now(first_turn()), within=20, what="the first turn's span")
-    sends = await eventually(
-        lambda: _now(
+    turn = await eventually_async(first_turn, within=20, what="the first turn's span")
+    sends = await eventually_async(
+        lambda: (
             collector.named("A2A SendStreamingMessage")[1:]
             and collector.named("A2A SendStreamingMessage")
         ),
@@ -74,8 +75,8 @@ async def test_a_send_and_a_command_are_each_one_trace_from_request_to_reply(
     spawned = one([s for s in children if s.name == "execute_tool spawn_subtask"], "spawn span")
 
     # The child's brief carried the spawn's context: the child's turn is in the same trace.
-    child_turn = await eventually(
-        lambda: _now([s for s in collector.named("turn") if s.parent_id == spawned.span_id]),
+    child_turn = await eventually_async(
+        lambda: [s for s in collector.named("turn") if s.parent_id == spawned.span_id],
         within=20,
         what="the child's turn, continuing the spawn",
     )
@@ -83,14 +84,10 @@ async def test_a_send_and_a_command_are_each_one_trace_from_request_to_reply(
     assert child_turn[0].attributes["tiny_harness.task"] != task_id
 
     # The command over A2A: the second send's trace, through the command's span.
-    command = await eventually(
-        lambda: _now(collector.named("command /status")), within=20, what="the command's span"
+    command = await eventually_async(
+        lambda: collector.named("command /status"), within=20, what="the command's span"
     )
     # One span: the command ran once (not again after the turn it came in during).
     status_send = one([s for s in sends if collector.descends(one(command, "command"), s)], "send")
     assert status_send.trace_id != send.trace_id
     assert command[0].attributes["tiny_harness.participant"] == "alice"
-
-
-async def _now(value: object) -> object:
-    return value

@@ -6,7 +6,6 @@ answer refused, and the person's answer completing it."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, ListView, Tree
 
 from tests.conftest import ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.question_support import QUESTION, carol_is_asked
@@ -28,11 +28,13 @@ Operator = Callable[..., OperatorProcess]
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], Any], within: float = 30) -> None:
-    """Let the app run until ``condition()`` holds (AssertionError after ``within``)."""
-    deadline = asyncio.get_running_loop().time() + within
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "not within the time"
-        await pilot.pause(0.05)
+    """Let the app run until ``condition()`` holds on the screen it has drawn."""
+
+    async def drawn() -> Any:
+        await pilot.pause(0.05)  # the app handles what it was sent, and redraws
+        return condition()
+
+    await eventually_async(drawn, within=within, what="the app to show it", interval=0)
 
 
 async def type_in(pilot: Pilot[None], text: str) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.controlplane
 
@@ -49,9 +49,9 @@ class Terminal:
         subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
 
     def exit_status(self, within: float = 60) -> int:
-        text = wait_for(
+        text = eventually(
             lambda: (self.exit_file.exists() and self.exit_file.read_text().strip()) or None,
-            timeout=within,
+            within=within,
             what="the command to exit",
         )
         return int(str(text).removeprefix("EXIT:"))
@@ -84,7 +84,7 @@ def test_bare_tiny_harness_starts_everything_shows_the_ui_and_quits_cleanly(
     terminal: tuple[Terminal, Path],
 ) -> None:
     term, home = terminal
-    wait_for(lambda: "Complete" in term.screen() or None, timeout=120, what="the TUI's footer")
+    eventually(lambda: "Complete" in term.screen() or None, within=120, what="the TUI's footer")
     screen = term.screen()
     assert "no task open" in screen
     assert "Traceback" not in screen
@@ -94,8 +94,10 @@ def test_bare_tiny_harness_starts_everything_shows_the_ui_and_quits_cleanly(
 
     # A first conversation, with the demo model (no model is configured in a fresh home).
     term.keys("Plan the release", "Enter")
-    wait_for(lambda: "demo model" in term.screen() or None, timeout=60, what="the demo's reply")
-    wait_for(lambda: "INPUT_REQUIRED" in term.screen() or None, timeout=30, what="the parked state")
+    eventually(lambda: "demo model" in term.screen() or None, within=60, what="the demo's reply")
+    eventually(
+        lambda: "INPUT_REQUIRED" in term.screen() or None, within=30, what="the parked state"
+    )
     SCREEN.parent.mkdir(parents=True, exist_ok=True)
     SCREEN.write_text(
         "tiny-harness (the TUI), as the terminal test sees it: `tiny-harness` in a fresh home,\n"
@@ -112,7 +114,7 @@ def test_bare_tiny_harness_starts_everything_shows_the_ui_and_quits_cleanly(
 
 def test_sigint_stops_the_tui_with_exit_status_130(terminal: tuple[Terminal, Path]) -> None:
     term, home = terminal
-    wait_for(lambda: "Complete" in term.screen() or None, timeout=120, what="the TUI's footer")
+    eventually(lambda: "Complete" in term.screen() or None, within=120, what="the TUI's footer")
     pid = subprocess.run(
         ["pgrep", "-f", f"TINY_HARNESS_HOME={home}|tiny_harness.cli.main"],
         capture_output=True,

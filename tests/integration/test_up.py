@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_for
+from tests.eventually import eventually
 
 pytestmark = pytest.mark.controlplane
 
@@ -68,7 +68,7 @@ def test_up_in_a_fresh_home_answers_with_the_demo_model_and_stops_on_ctrl_c(
                 assert proc.poll() is None, output.read_text()
                 return None
 
-        wait_for(card, timeout=120, what="the gateway's agent card")
+        eventually(card, within=120, what="the gateway's agent card")
         assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(home / "config.toml").st_mode) == 0o600
         kubeconfig = home / "cluster" / "kubeconfig"
@@ -92,7 +92,7 @@ def test_up_in_a_fresh_home_answers_with_the_demo_model_and_stops_on_ctrl_c(
             dumped = json.dumps(json.loads(got.stdout))
             return "demo model" in dumped or None
 
-        wait_for(answered, timeout=60, what="the demo model's reply in the turn journal")
+        eventually(answered, within=60, what="the demo model's reply in the turn journal")
     finally:
         proc.send_signal(signal.SIGINT)
         started = time.monotonic()

@@ -4,10 +4,7 @@ it, and both shown by ``/status``."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
@@ -36,7 +33,7 @@ async def test_a_tasks_usage_includes_its_sub_tasks_and_status_shows_both(
     operator()
     await tasks.create("parent")
     await tasks.send("parent", "Please delegate the counting.")
-    status = await until_child_read(tasks, "parent")
+    status = await tasks.wait_children_read("parent")
 
     [child] = await tasks.children("parent")
     assert child["status"]["usage"] == {
@@ -55,15 +52,3 @@ async def test_a_tasks_usage_includes_its_sub_tasks_and_status_shows_both(
     assert f"usage: {calls} model calls, {100 * calls:,} tokens in, {10 * calls} out" in reply.text
     with_child = f"{calls + 1} model calls, {100 * calls + 30:,} tokens in (12 cached)"
     assert f"usage with sub-tasks: {with_child}" in reply.text
-
-
-async def until_child_read(tasks: Tasks, parent: str) -> dict[str, Any]:
-    """The parent's status once its child has completed and the parent's model has read it."""
-    deadline = time.monotonic() + 30
-    while True:
-        status = await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED", turn=1)
-        rows = status.get("subTasks", [])
-        if rows and rows[0]["state"] == "TASK_STATE_COMPLETED" and not rows[0]["resultUnread"]:
-            return status
-        assert time.monotonic() < deadline, f"the child's ending never reached the parent: {rows}"
-        await asyncio.sleep(0.05)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.conftest import Kubectl, wait_for
+from tests.conftest import Kubectl
+from tests.eventually import eventually
 from tiny_harness.kube.names import API_VERSION, TOOL_SERVER_KIND
 
 
@@ -36,7 +37,7 @@ def wait_ready(kubectl: Kubectl, name: str, status: str = "True", within: float 
             return dict(kubectl.get_json("htool", name)["status"])
         return None
 
-    return wait_for(probe, timeout=within, what=f"tool server {name} Ready={status}")
+    return eventually(probe, within=within, what=f"tool server {name} Ready={status}")
 
 
 def inputs(request: Any) -> list[dict[str, Any]]:

@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.conftest import ModelServer, OperatorProcess, operator_config, wait_for
+from tests.conftest import ModelServer, OperatorProcess, operator_config
+from tests.eventually import NotYet, eventually, eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
@@ -55,9 +55,9 @@ def first_calls(requests: list[Any], task: str) -> list[Any]:
 
 def died(op: OperatorProcess, within: float = 30.0) -> None:
     assert op.proc is not None
-    wait_for(
+    eventually(
         lambda: op.proc is not None and op.proc.poll() is not None,
-        timeout=within,
+        within=within,
         what="the operator to hit its failpoint",
     )
 
@@ -72,7 +72,7 @@ def stopped(op: OperatorProcess, within: float = 30.0) -> None:
                 return "T" in line.split()[1]
         return False
 
-    wait_for(state, timeout=within, what="the operator to stop itself at its failpoint")
+    eventually(state, within=within, what="the operator to stop itself at its failpoint")
 
 
 #: The parent's journal writes in its first turn: [drain, model-0 asking for two tools],
@@ -191,7 +191,7 @@ async def test_a_replica_stopped_by_sigterm_mid_turn_leaves_the_turn_to_the_next
     await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED")
     await tasks.send("steady", "Answer me.")
     await tasks.wait("steady", "TASK_STATE_WORKING", running=True)
-    await eventually_requested(model_server, 1)
+    await eventually_async(model_server.control.requests, within=30, what="a model call")
 
     first.stop(signal.SIGTERM)  # a process still there after 15 s is killed (-9)
     assert first.proc is not None
@@ -202,13 +202,6 @@ async def test_a_replica_stopped_by_sigterm_mid_turn_leaves_the_turn_to_the_next
     operator(identity="operator-b", lease_seconds=3)
     status = await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED", turn=1, within=40)
     assert status["message"] == "Here it is."
-
-
-async def eventually_requested(model_server: ModelServer, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(await model_server.control.requests()) < count:
-        assert time.monotonic() < deadline, "the model was not called"
-        await asyncio.sleep(0.05)
 
 
 async def snapshot(tasks: Tasks, name: str) -> tuple[str, list[tuple[str, int]]]:
@@ -254,10 +247,9 @@ async def test_a_turn_survives_a_control_plane_restart_mid_turn(
         await tasks.create("steady")
         await tasks.wait("steady", "TASK_STATE_INPUT_REQUIRED")
         await tasks.send("steady", "Hold on.")
-        deadline = time.monotonic() + 20
-        while not await model_server.control.requests():
-            assert time.monotonic() < deadline, "the model call never started"
-            await asyncio.sleep(0.02)
+        await eventually_async(
+            model_server.control.requests, within=20, what="the model call", interval=0.02
+        )
 
         await asyncio.to_thread(own_cluster.restart, component, down_seconds=2)
 
@@ -302,27 +294,22 @@ async def test_a_task_whose_time_to_live_runs_out_during_an_outage_is_collected_
 
         objects = client.CustomObjectsApi(api)
 
-        async def left() -> dict[str, int]:
+        async def collected() -> bool | NotYet:
             counts = {}
             for plural in (PLURAL, MESSAGE_PLURAL, TURN_PLURAL):
                 listed = await objects.list_namespaced_custom_object(
                     GROUP, VERSION, namespace, plural
                 )
                 counts[plural] = len(listed["items"])
-            return counts
+            return NotYet(counts) if any(counts.values()) else True
 
-        deadline = time.monotonic() + 60
-        remaining: dict[str, int] | str = "not read yet"
-        while True:
-            try:
-                remaining = await left()
-            except ApiException as exc:  # the API server just restarted: its caches warm up
-                remaining = f"HTTP {exc.status}"
-            else:
-                if not any(remaining.values()):
-                    break
-            assert time.monotonic() < deadline, f"not collected after the outage: {remaining}"
-            await asyncio.sleep(0.2)
+        await eventually_async(
+            collected,
+            within=60,
+            what="the task and all it owns to be collected after the outage",
+            interval=0.2,
+            not_yet=(ApiException,),  # the API server just restarted: its caches warm up
+        )
         # The hold lapsed in the outage, and the wake-up it dropped was delivered after it.
         assert "held again after a lapse" in op.log()
     finally:

@@ -14,6 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.conftest import ModelServer, OperatorProcess
+from tests.eventually import NotYet, eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.history import AckEntry, NoticeEntry
@@ -112,12 +113,13 @@ async def test_a_cancel_racing_the_deadline_cut_ends_the_task_once_either_way(
         await tasks.wait(name, "TASK_STATE_WORKING", within=30, running=True)
         await asyncio.sleep(moment)
         cancel = await tasks.control(name, "cancel")
-        for _ in range(600):
+
+        async def over() -> dict[str, Any] | NotYet:
             status = await tasks.status(name)
             ended = status.get("state") in ("TASK_STATE_CANCELED", "TASK_STATE_FAILED")
-            if ended and not status.get("runner"):
-                break
-            await asyncio.sleep(0.05)
+            return status if ended and not status.get("runner") else NotYet(status)
+
+        status = await eventually_async(over, within=60, what=f"{name} to end at {moment}s")
         state = status.get("state")
         reasons = [c.get("reason") for c in status.get("conditions", []) if c["type"] == "Error"]
         if state == "TASK_STATE_CANCELED":
@@ -127,14 +129,16 @@ async def test_a_cancel_racing_the_deadline_cut_ends_the_task_once_either_way(
             assert state == "TASK_STATE_FAILED", f"{name} at {moment}s: {status}"
             assert "DeadlineExceeded" in reasons, status
             assert "activeDeadlineSeconds (1s)" in status["message"]
-        for _ in range(200):
+
+        async def cancel_taken() -> bool | NotYet:
             entries = [e for r in await tasks.records_of(name) for e in r.entries]
-            if any(isinstance(e, AckEntry) and e.message_id == cancel for e in entries):
-                await asyncio.sleep(0.3)  # nothing changes after: it stays as it ended
-                assert (await tasks.status(name)).get("state") == state
-                return str(state)
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"{name}: the cancel was never taken: {entries}")
+            taken = any(isinstance(e, AckEntry) and e.message_id == cancel for e in entries)
+            return True if taken else NotYet(entries)
+
+        await eventually_async(cancel_taken, within=30, what=f"{name}'s cancel to be taken")
+        await asyncio.sleep(0.3)  # nothing changes after: it stays as it ended
+        assert (await tasks.status(name)).get("state") == state
+        return str(state)
 
     ended: list[str] = []
     for i in range(0, len(runs), 3):
@@ -154,12 +158,12 @@ async def test_a_parent_keeps_its_sub_task_rows_across_an_operator_restart(
     await tasks.wait("lead", "TASK_STATE_INPUT_REQUIRED")
     for goal in ("Draft it.", "Review it."):
         await tasks.send("lead", f"/sub-task {goal}")
-    for _ in range(400):
+
+    async def both_rows() -> bool | NotYet:
         rows = (await tasks.status("lead")).get("subTasks", [])
-        if len(rows) == 2:
-            break
-        await asyncio.sleep(0.05)
-    assert len(rows) == 2, rows
+        return True if len(rows) == 2 else NotYet(rows)
+
+    await eventually_async(both_rows, within=30, what="lead to show both sub-task rows")
 
     seen: list[list[Any]] = []
     objects = client.CustomObjectsApi(api)

@@ -5,7 +5,6 @@ sees the refusal against their message."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.names import API_VERSION, MESSAGE_KIND
@@ -58,14 +58,14 @@ def harness_get(kubectl: Kubectl, task: str, participant: str) -> str:
     return proc.stdout
 
 
-async def wait_refused(tasks: Tasks, task: str, message_id: str, within: float = 20.0) -> str:
+async def wait_refused(tasks: Tasks, task: str, message_id: str, within: float = 30.0) -> str:
     """The refusal notice the operator recorded against ``message_id``."""
-    for _ in range(int(within / 0.05)):
-        for m in await tasks.transcript(task):
-            if m.metadata.get("refused") == message_id:
-                return m.text
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{message_id} was never refused: {await tasks.transcript(task)}")
+
+    async def refusal() -> str | None:
+        said = await tasks.transcript(task)
+        return next((m.text for m in said if m.metadata.get("refused") == message_id), None)
+
+    return await eventually_async(refusal, within=within, what=f"{message_id} to be refused")
 
 
 async def test_a_strangers_message_written_with_kubectl_is_refused_and_never_reaches_the_model(

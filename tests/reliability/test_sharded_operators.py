@@ -15,6 +15,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.conftest import ModelServer, OperatorProcess, free_port
+from tests.eventually import NotYet, eventually_async
 from tests.integration.lifecycle_support import Tasks
 
 pytestmark = pytest.mark.controlplane
@@ -38,13 +39,15 @@ def turns_finished(metrics_url: str) -> float:
 
 
 async def counted(replicas: dict[str, Any], turns: float) -> dict[str, float]:
-    """Each replica's finished turns, once they add up to ``turns`` (or after 10 s)."""
-    for _ in range(200):
-        by_replica = {i: turns_finished(url) for i, (_, url) in replicas.items()}
-        if sum(by_replica.values()) >= turns:
-            break
-        await asyncio.sleep(0.05)
-    return by_replica
+    """Each replica's finished turns, once they add up to ``turns``."""
+
+    def by_replica() -> dict[str, float] | NotYet:
+        counts = {i: turns_finished(url) for i, (_, url) in replicas.items()}
+        return counts if sum(counts.values()) >= turns else NotYet(counts)
+
+    return await eventually_async(
+        lambda: asyncio.to_thread(by_replica), within=10, what=f"{turns:g} turns counted"
+    )
 
 
 async def answered(tasks: Tasks, names: list[str], turn: int, within: float) -> None:
@@ -83,16 +86,19 @@ async def test_two_replicas_split_the_tasks_and_one_takes_over_when_the_other_di
         )
         return sorted(lease.spec.holder_identity or "" for lease in listed.items)
 
-    for _ in range(100):
-        if await split() == ["op-a"] * 4 + ["op-b"] * 4:
-            break
-        await asyncio.sleep(0.1)
-    assert await split() == ["op-a"] * 4 + ["op-b"] * 4
-    for _ in range(100):  # each replica's /metrics says so at its next tick
-        if [metric(url, "tiny_harness_shards_held ") for _, url in replicas.values()] == [4, 4]:
-            break
-        await asyncio.sleep(0.1)
-    assert [metric(url, "tiny_harness_shards_held ") for _, url in replicas.values()] == [4, 4]
+    async def halves() -> bool | NotYet:
+        holders = await split()
+        return True if holders == ["op-a"] * 4 + ["op-b"] * 4 else NotYet(holders)
+
+    await eventually_async(halves, within=20, what="each replica to hold 4 shards", interval=0.1)
+
+    def held() -> bool | NotYet:  # each replica's /metrics says so at its next tick
+        counts = [metric(url, "tiny_harness_shards_held ") for _, url in replicas.values()]
+        return True if counts == [4, 4] else NotYet(counts)
+
+    await eventually_async(
+        lambda: asyncio.to_thread(held), within=20, what="/metrics to show 4 shards each"
+    )
 
     for name in names:
         await tasks.send(name, "First.")

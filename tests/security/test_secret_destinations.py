@@ -23,7 +23,8 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface
 from a2a.utils.constants import TransportProtocol
 from google.protobuf.json_format import MessageToDict
 
-from tests.conftest import Kubectl, OperatorProcess, wait_for
+from tests.conftest import Kubectl, OperatorProcess
+from tests.eventually import NotYet, eventually, eventually_async
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.remote_support import ForeignAgent, agent_manifest
 from tests.integration.remote_support import ready_condition as agent_condition
@@ -90,19 +91,21 @@ def tool_server_refused(kubectl: Kubectl, name: str, reason: str) -> dict[str, A
             return condition
         return None
 
-    return wait_for(probe, timeout=30, what=f"tool server {name} Ready=False {reason}")
+    return eventually(probe, within=30, what=f"tool server {name} Ready=False {reason}")
 
 
 async def agent_refused(kubectl: Kubectl, name: str, reason: str) -> dict[str, Any]:
     """The agent's Ready condition, once it is False with ``reason``."""
-    last: dict[str, Any] = {}
-    for _ in range(300):
+
+    async def refused() -> dict[str, Any] | NotYet:
         agent = await asyncio.to_thread(kubectl.get_json, "harnessagent", name)
-        last = agent_condition(agent)
-        if last.get("status") == "False" and last.get("reason") == reason:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"agent {name} did not become Ready=False {reason}: {last}")
+        condition = agent_condition(agent)
+        wanted = condition.get("status") == "False" and condition.get("reason") == reason
+        return condition if wanted else NotYet(condition)
+
+    return await eventually_async(
+        refused, within=60, what=f"agent {name} to be Ready=False {reason}", interval=0.1
+    )
 
 
 def apply_agent(kubectl: Kubectl, name: str, card_url: str, **spec: Any) -> None:
@@ -233,14 +236,13 @@ async def test_an_endpoint_on_another_origin_works_when_the_spec_and_the_secret_
 
 async def agent_ready(kubectl: Kubectl, name: str) -> None:
     """Wait for the agent's Ready=True (failing with its condition if it turns False)."""
-    for _ in range(300):
-        agent = await asyncio.to_thread(kubectl.get_json, "harnessagent", name)
-        condition = agent_condition(agent)
-        if condition.get("status") == "True":
-            return
+
+    async def ready() -> bool:
+        condition = agent_condition(await asyncio.to_thread(kubectl.get_json, "harnessagent", name))
         assert condition.get("status") != "False", condition
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"agent {name} did not become ready")
+        return condition.get("status") == "True"
+
+    await eventually_async(ready, within=60, what=f"agent {name} to be Ready", interval=0.1)
 
 
 # -- the destination policy ----------------------------------------------------------------------

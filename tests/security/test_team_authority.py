@@ -22,6 +22,7 @@ import pytest
 from a2a.utils.errors import A2AError, InvalidParamsError, UnsupportedOperationError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually_async
 from tests.integration.gateway_support import REST, Replicas, Users, said, task_id_of
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.core.inbox import MessagePart, MessageSpec
@@ -131,13 +132,10 @@ async def test_an_assignee_attaches_a_sub_task_through_the_gateway_and_it_is_a_c
 
 
 async def wait_rows(tasks: Tasks, name: str, within: float = 30.0) -> list[dict[str, Any]]:
-    deadline = asyncio.get_running_loop().time() + within
-    while asyncio.get_running_loop().time() < deadline:
-        rows = (await tasks.status(name)).get("subTasks") or []
-        if rows:
-            return list(rows)
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{name} shows no sub-task row within {within}s")
+    async def rows() -> list[dict[str, Any]] | None:
+        return (await tasks.status(name)).get("subTasks")
+
+    return await eventually_async(rows, within=within, what=f"{name} to show a sub-task row")
 
 
 async def test_a_task_that_only_names_a_parent_is_not_its_sub_task_and_is_reported(
@@ -174,13 +172,19 @@ async def test_a_task_that_only_names_a_parent_is_not_its_sub_task_and_is_report
 
 
 async def wait_event(kubectl: Kubectl, obj: str, reason: str, within: float = 30.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + within
-    while asyncio.get_running_loop().time() < deadline:
-        for event in kubectl.get_json("events")["items"]:
-            if event["involvedObject"]["name"] == obj and event["reason"] == reason:
-                return event
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no {reason} event on {obj} within {within}s")
+    def event() -> Any:
+        events = kubectl.get_json("events")["items"]
+        wanted = (
+            e for e in events if (e["involvedObject"].get("name"), e["reason"]) == (obj, reason)
+        )
+        return next(wanted, None)
+
+    return await eventually_async(
+        lambda: asyncio.to_thread(event),
+        within=within,
+        what=f"a {reason} event on {obj}",
+        interval=0.1,
+    )
 
 
 # -- a name is only a name: a new task of an old name sees nothing of the old one ----------------
@@ -227,21 +231,18 @@ def past_the_second_of(kubectl: Kubectl, message: str) -> None:
     second is the documented edge, which this test steps past rather than hits."""
     created = kubectl.get_json("harnessmessages", message)["metadata"]["creationTimestamp"]
     second = dt.datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
-    while time.time() < second + 1:
-        time.sleep(0.05)
+    time.sleep(max(0.0, second + 1 - time.time()))
 
 
 async def recreate(tasks: Tasks, name: str, spec: dict[str, Any], within: float = 30.0) -> None:
     """Create the task anew once the old object is gone (an orphaning delete keeps it until
     the garbage collector has released its dependents)."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            await tasks.tasks.create(name, spec)
-            return
-        except ConflictError:
-            assert time.monotonic() < deadline, f"{name} was not deleted within {within}s"
-            await asyncio.sleep(0.05)
+    await eventually_async(
+        lambda: tasks.tasks.create(name, spec),
+        within=within,
+        what=f"{name} to be deleted, so that it can be created anew",
+        not_yet=(ConflictError,),
+    )
 
 
 def prompts(requests: list[Any]) -> str:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.conftest import wait_for
+from tests.eventually import eventually
 from tests.integration.gateway_support import A2AUser, GatewayProcess, Replicas, kubectl
 from tiny_harness.kube.client import HarnessTasks
 
@@ -110,8 +110,10 @@ async def test_a_thousand_random_bearers_on_public_paths_cost_no_token_review(
         after = token_reviews(kubeconfig)
         # The counter is the right one: a bearer on an A2A path is one TokenReview.
         refused = await http.post("/", json=LIST_TASKS, headers={"Authorization": "Bearer x"})
-        counted = wait_for(
-            lambda: token_reviews(kubeconfig) == after + 1, what="the one TokenReview counted"
+        counted = eventually(
+            lambda: token_reviews(kubeconfig) == after + 1,
+            within=20,
+            what="the one TokenReview counted",
         )
 
     assert answered == [(path, plain[path]) for path, _ in answered]
@@ -144,8 +146,9 @@ async def test_random_bearers_are_refused_401_then_429_and_reviews_stop_at_the_l
         ]
     elapsed = time.monotonic() - started
     unauthorized = [a for a in answers if a.status_code == 401]
-    wait_for(
+    eventually(
         lambda: token_reviews(kubeconfig) - before >= len(unauthorized),
+        within=20,
         what="the API server to count the reviews",
     )
     refill = int(elapsed * limit / 60)  # the bucket refills evenly while the test runs
@@ -181,8 +184,10 @@ async def test_past_the_limit_a_participant_already_accepted_still_gets_in_and_n
         await asyncio.sleep(31)  # alice's verdict is no longer cached; one refill takes 60 s
         before = token_reviews(kubeconfig)
         alice_later = await list_tasks(http, replica, alice)
-        reviewed = wait_for(
-            lambda: token_reviews(kubeconfig) == before + 1, what="alice's token reviewed again"
+        reviewed = eventually(
+            lambda: token_reviews(kubeconfig) == before + 1,
+            within=20,
+            what="alice's token reviewed again",
         )
         guessed_later = await list_tasks(http, replica, random_bearer())
 

@@ -5,7 +5,6 @@ tests/integration/test_tui.py."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -14,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, ListView, RichLog, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tests.eventually import eventually_async
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.task import TaskSpec, TaskStatus
@@ -157,10 +157,11 @@ async def opened(pilot: Pilot[None], task_id: str) -> None:
 
 
 async def until(pilot: Pilot[None], done: Callable[[], bool], within: float = 20.0) -> None:
-    deadline = asyncio.get_running_loop().time() + within
-    while not done():
-        assert asyncio.get_running_loop().time() < deadline, "the screen never settled"
-        await pilot.pause(0.05)
+    async def drawn() -> bool:
+        await pilot.pause(0.05)  # the app handles what it was sent, and redraws
+        return done()
+
+    await eventually_async(drawn, within=within, what="the screen to settle", interval=0)
     await pilot.pause()  # one more refresh, so what was drawn is what is captured
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.eventually import eventually_async
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, compile_schema
@@ -146,11 +147,17 @@ async def test_a_server_that_stays_down_is_retried_a_bounded_number_of_times_the
     entry = _Server("work", "down", server_obj("down"))
     known.servers[("work", "down")] = entry
     known._discover_soon(entry)
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if known.attempts >= DISCOVERY_ATTEMPTS and entry.discovering and entry.discovering.done():
-            break
-    await asyncio.sleep(0.05)
+    await eventually_async(
+        lambda: (
+            known.attempts >= DISCOVERY_ATTEMPTS
+            and entry.discovering is not None
+            and entry.discovering.done()
+        ),
+        within=5,
+        what="every background attempt to be made",
+        interval=0.01,
+    )
+    await asyncio.sleep(0.05)  # and no more after them
 
     assert known.attempts == DISCOVERY_ATTEMPTS  # then the background retries stop
     assert entry.retry is None
