@@ -165,7 +165,8 @@ async def test_a_timeout_is_announced_as_timed_out(
     # The retry itself may time out too on a loaded machine: every notice says why, and the
     # first is the late answer's.
     reasons = [n.reason for n in recorder.notices]
-    assert reasons and set(reasons) == {"timed out"}
+    assert reasons
+    assert set(reasons) == {"timed out"}
 
 
 @pytest.mark.parametrize("kind", KINDS)

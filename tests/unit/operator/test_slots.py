@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tiny_harness.operator.slots import WorkerSlots, Ticket
+from tiny_harness.operator.slots import Ticket, WorkerSlots
 
 
 class Started:

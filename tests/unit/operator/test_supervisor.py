@@ -393,7 +393,8 @@ async def test_a_completion_that_will_be_refused_leaves_the_turn_to_answer_first
     worker.poke()
     for _ in range(200):  # the watcher looks, and leaves the turn alone
         await asyncio.sleep(0)
-    assert not working.done() and loop.turns == 1
+    assert not working.done()
+    assert loop.turns == 1
     loop.gate.set()
     await asyncio.wait_for(working, 5)
 
