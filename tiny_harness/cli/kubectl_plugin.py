@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import re
 import sys
 import textwrap
@@ -36,6 +35,7 @@ from tiny_harness.cli.kubectl_session import (
     status_of,
     who_am_i,
 )
+from tiny_harness.core.clock import now
 from tiny_harness.core.command_spec import COMMAND_NAME_PATTERN
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
@@ -318,10 +318,6 @@ def _out(text: str = "") -> None:
     print(text, flush=True)
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 async def _run(args: argparse.Namespace, text: str | None) -> int:
     if args.command == "commands":
         _out(render.command_table(BUILTIN_SPECS))
@@ -348,14 +344,14 @@ async def _list(session: Session, args: argparse.Namespace, _: str | None) -> in
             file=sys.stderr,
         )
         return 0
-    _out(render.task_list(objs, session.participant, _now(), namespaces=args.all_namespaces))
+    _out(render.task_list(objs, session.participant, now(), namespaces=args.all_namespaces))
     return 0
 
 
 async def _get(session: Session, args: argparse.Namespace, _: str | None) -> int:
     obj = await session.visible(args.task)
     conversation = await session.conversation(args.task) if args.history else []
-    _out(render.describe(obj, conversation, args.history, _now()))
+    _out(render.describe(obj, conversation, args.history, now()))
     return 0
 
 
@@ -429,7 +425,7 @@ class _Follower:
         self.rows: dict[str, tuple[TaskState, str | None]] = {}
 
     def say(self, text: str) -> None:
-        _out(render.watch_line(_now(), text))
+        _out(render.watch_line(now(), text))
 
     async def messages(self, *, show: bool = True) -> None:
         for said in await self.session.conversation(self.name):

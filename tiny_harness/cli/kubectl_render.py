@@ -15,9 +15,9 @@ from typing import Final
 
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
+from tiny_harness.core.clock import parse
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
-from tiny_harness.core.retention import parse_time
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SubTaskRow, local_parent_of
 from tiny_harness.core.usage import total
@@ -39,7 +39,7 @@ def state_text(state: TaskState | str, sub_state: str | None) -> str:
 
 def age(stamp: str | None, now: dt.datetime) -> str:
     """How long ago ``stamp`` was, the way ``kubectl get`` writes an AGE."""
-    then = parse_time(stamp)
+    then = parse(stamp)
     if then is None:
         return "<unknown>"
     seconds = max(0, int((now - then).total_seconds()))

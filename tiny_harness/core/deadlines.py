@@ -23,7 +23,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from tiny_harness.core.retention import parse_time, rfc3339, with_completion_time
+from tiny_harness.core.clock import parse, rfc3339
+from tiny_harness.core.retention import with_completion_time
 from tiny_harness.core.states import TaskState
 
 INTERRUPTED: frozenset[TaskState] = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
@@ -44,7 +45,7 @@ def stamped(
     if state is not None and "waitingSince" not in out:
         out["waitingSince"] = rfc3339(now) if TaskState(state) in INTERRUPTED else None
     if "runner" in out and out["runner"] is None and "activeSeconds" not in out:
-        started = parse_time(current.get("turnStartTime"))
+        started = parse(current.get("turnStartTime"))
         if started is not None:
             spent = max((now - started).total_seconds(), 0.0)
             out["activeSeconds"] = round(float(current.get("activeSeconds") or 0) + spent, 3)
@@ -55,7 +56,7 @@ def stamped(
 def active_seconds(status: Mapping[str, Any], now: dt.datetime) -> float:
     """Time spent working so far, the running turn included."""
     spent = float(status.get("activeSeconds") or 0)
-    started = parse_time(status.get("turnStartTime"))
+    started = parse(status.get("turnStartTime"))
     if started is not None and status.get("runner"):
         spent += max((now - started).total_seconds(), 0.0)
     return spent
@@ -81,7 +82,7 @@ def input_time_left(
         state = TaskState(str(status.get("state") or ""))
     except ValueError:
         return None
-    since = parse_time(status.get("waitingSince"))
+    since = parse(status.get("waitingSince"))
     if state not in INTERRUPTED or since is None:
         return None
     return timeout_seconds - (now - since).total_seconds()

@@ -22,25 +22,13 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from tiny_harness.core.clock import parse, rfc3339
 from tiny_harness.core.states import TaskState
 
-
-def rfc3339(moment: dt.datetime) -> str:
-    """A time as the status records it: UTC, to the millisecond (a one-second timeout counted
-    from a time cut to the second could run out at once)."""
-    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_time(value: object) -> dt.datetime | None:
-    """An RFC 3339 time as the status records it; None when absent or unreadable (a time
-    is never guessed). A time without a zone is UTC."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+# The times live in core/clock.py; these two names stay for the callers that still import
+# them from here (operator/worker.py, tests/integration/test_deadlines.py).
+parse_time = parse
+__all__ = ["expires_in", "parse_time", "rfc3339", "with_completion_time"]
 
 
 def with_completion_time(patch: Mapping[str, Any], now: dt.datetime) -> Mapping[str, Any]:
@@ -61,7 +49,7 @@ def expires_in(
 ) -> float | None:
     """Seconds until the finished task is to be deleted (zero or less: now), or None when it
     is never to be: not finished, no time to live, or no completion time recorded."""
-    finished = parse_time(completion_time)
+    finished = parse(completion_time)
     if state is None or not state.is_terminal or ttl_seconds is None or finished is None:
         return None
     return (finished - now).total_seconds() + ttl_seconds

@@ -9,8 +9,6 @@ journals have not taken yet. See ``docs/design/messages-and-history.md``.
 
 from __future__ import annotations
 
-import datetime as dt
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -18,6 +16,7 @@ from typing import Any, cast
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.clock import rfc3339_nanos
 from tiny_harness.core.inbox import MessageSpec, message_name
 from tiny_harness.core.tracing import carrier
 from tiny_harness.kube.client import Obj, translate
@@ -73,13 +72,6 @@ class StoredMessage:
         return (self.spec.sent_at or self.created, self.created, self.name)
 
 
-def now_rfc3339_nanos() -> str:
-    """The current time with nanoseconds, so messages sent within one second keep order."""
-    ns = time.time_ns()
-    base = dt.datetime.fromtimestamp(ns // 1_000_000_000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{base}.{ns % 1_000_000_000:09d}Z"
-
-
 class HarnessMessages:
     """The ``HarnessMessage`` objects of one namespace."""
 
@@ -95,7 +87,7 @@ class HarnessMessages:
         deleted with it) and carries its shard label (see ``kube.labels.shard_labels``).
         """
         if spec.sent_at is None:
-            spec = spec.model_copy(update={"sent_at": now_rfc3339_nanos()})
+            spec = spec.model_copy(update={"sent_at": rfc3339_nanos()})
         name = message_name(spec.task, uid_of(task), spec.message_id)
         labels = {TASK_LABEL: label_value(spec.task), **shard_labels(task)}
         metadata: dict[str, Any] = {"name": name, "labels": labels}

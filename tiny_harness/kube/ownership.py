@@ -24,10 +24,10 @@ asks of each object whether it belongs to the task *object* it reads for:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from tiny_harness.core.clock import parse
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import KIND
 
@@ -54,20 +54,13 @@ def owned_by(owners: Iterable[str], task: Obj) -> bool:
     return bool(uid) and uid in owners
 
 
-def _instant(stamp: str) -> dt.datetime | None:
-    try:
-        return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def message_belongs(owners: Iterable[str], created: str, task: Obj) -> bool:
     """Does a message (its owner uids and creation time) belong to ``task``? See the module
     docstring: owned by the task's uid, or owned by no task and created no earlier than it."""
     owners = tuple(owners)
     if owners:
         return owned_by(owners, task)
-    made, born = _instant(created), _instant(created_at(task))
+    made, born = parse(created), parse(created_at(task))
     if made is None or born is None:
         return False
     return made >= born

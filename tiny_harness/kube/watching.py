@@ -1,10 +1,16 @@
-"""Watching one object: every change the API server commits to it, from a resourceVersion on.
+"""Watching our resources: every change the API server commits, from a resourceVersion on.
 
 A process that keeps no state of its own (the A2A gateway) learns that another process (the
-operator) changed a task by watching it. This module is the one place that speaks the watch
-protocol for our resources: it starts the watch at a given ``resourceVersion`` (so nothing
-committed after a read is missed), resumes it where it stopped when the server ends it, and
-turns a ``410 Gone`` into :class:`WatchExpiredError` so the caller re-reads and starts again.
+operator) changed a task by watching it; the operator follows the objects it keeps in memory
+(agents, tool servers, unlabelled objects) the same way. This module is the one place that
+speaks the watch protocol for our resources: it starts the watch at a given ``resourceVersion``
+(so nothing committed after a read is missed), resumes it where it stopped when the server ends
+it, and turns a ``410 Gone`` into :class:`WatchExpiredError`. There are two ways to use it:
+
+- one object (:func:`watch_object`, from :func:`read_for_watch`): the caller re-reads and
+  starts again after a 410;
+- a collection (:func:`follow`): lists, watches, lists again after a 410 telling what changed
+  meanwhile (deletions too), and after an error waits a bounded, growing time and goes on.
 
 Long-lived watches hold an HTTP connection each, so they run on a client of their own
 (:func:`watch_client`): they can never use up the connections that short requests need.
@@ -12,8 +18,10 @@ Long-lived watches hold an HTTP connection each, so they run on a client of thei
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
@@ -21,9 +29,12 @@ from typing import Any, Final, Literal, cast
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.kube.client import KubeError, Obj, translate
 from tiny_harness.kube.names import GROUP, VERSION
+
+log = logging.getLogger(__name__)
 
 #: How long the API server keeps one watch request open before we resume it.
 SERVER_TIMEOUT_SECONDS: Final = 290
@@ -104,77 +115,122 @@ async def watch_object(
         yield event
 
 
-async def watch_collection(
-    api: client.ApiClient, namespace: str | None, plural: str, *, label_selector: str
-) -> AsyncIterator[WatchEvent]:
-    """Every object the selector matches, as listed now (each as ADDED), then every change to
-    the matching set, in order; all of it again (listed afresh) when the server's history no
-    longer reaches back to where the watch was. ``namespace`` None is the whole cluster.
-
-    Runs until the caller stops iterating. Raises :class:`~tiny_harness.kube.client.KubeError`
-    when the server refuses the list or the watch.
-    """
-    objects = client.CustomObjectsApi(api)
-    while True:
-        try:
-            if namespace is None:
-                listed = await objects.list_cluster_custom_object(
-                    GROUP, VERSION, plural, label_selector=label_selector
-                )
-            else:
-                listed = await objects.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural, label_selector=label_selector
-                )
-        except ApiException as exc:
-            raise translate(exc, plural) from None
-        for item in listed.get("items") or []:
-            yield WatchEvent("ADDED", cast(Obj, item))
-        try:
-            async for event in _changes(
-                api,
-                namespace,
-                plural,
-                str(listed["metadata"]["resourceVersion"]),
-                label_selector=label_selector,
-            ):
-                yield event
-        except WatchExpiredError:
-            continue
-
-
 @dataclass(frozen=True)
-class FullListing:
-    """The whole collection as listed now: an object it lacks is gone."""
+class Synced:
+    """The follower has heard the whole collection as it was listed just now (after the first
+    listing, and after each listing again): what it has not heard of does not exist."""
 
-    objects: tuple[Obj, ...]
+
+#: The waits between attempts to list and watch again after an error (not after a 410 Gone,
+#: which lists again at once).
+FOLLOW_BACKOFF: Final = Backoff(first=0.5, cap=30.0)
 
 
-async def follow_collection(
-    api: client.ApiClient, namespace: str | None, plural: str
-) -> AsyncIterator[FullListing | WatchEvent]:
-    """A :class:`FullListing` of the collection, then every change to it, in order; a new
-    listing whenever the server's history no longer reaches back to where the watch was (so a
-    deletion missed meanwhile shows as an object the new listing lacks). ``namespace`` None
-    is the whole cluster. Raises :class:`~tiny_harness.kube.client.KubeError` when refused."""
-    objects = client.CustomObjectsApi(api)
-    while True:
-        try:
-            if namespace is None:
-                listed = await objects.list_cluster_custom_object(GROUP, VERSION, plural)
-            else:
-                listed = await objects.list_namespaced_custom_object(
-                    GROUP, VERSION, namespace, plural
+async def follow(
+    api: client.ApiClient,
+    namespace: str | None,
+    plural: str,
+    *,
+    label_selector: str = "",
+    backoff: Backoff = FOLLOW_BACKOFF,
+) -> AsyncIterator[WatchEvent | Synced]:
+    """Every object of the collection (``namespace`` None: the whole cluster) that the
+    selector matches, then every change to it, in order, until the caller stops iterating.
+
+    The one way to list and watch a collection: each object as ``ADDED`` and then
+    :class:`Synced` once listed; then the watch from the listing's resourceVersion. When the
+    server's history no longer reaches back that far (410 Gone) it lists again, and tells the
+    difference from what it had told: ``ADDED`` for a new object, ``MODIFIED`` for a changed
+    one (by resourceVersion, compared for equality only), ``DELETED`` for one the new listing
+    lacks, so a deletion missed meanwhile is heard all the same. Any other error (the API
+    server away, or refusing) is logged and the listing made again after a bounded wait
+    (``backoff``): it never gives up.
+
+    The watches run on a client of their own (:func:`watch_client`, closed when the caller
+    stops), whatever client is given: a watch never holds a connection of a client that is
+    capped for short requests (the operator's writes).
+    """
+    watcher = watch_client(api)
+    known: dict[tuple[str, str], Obj] = {}
+    failures = 0
+    try:
+        while True:
+            try:
+                listed = await _list(watcher, namespace, plural, label_selector)
+                for event in _difference(known, cast(list[Obj], listed.get("items") or [])):
+                    yield event
+                yield Synced()
+                failures = 0
+                async for event in _changes(
+                    watcher,
+                    namespace,
+                    plural,
+                    str(listed["metadata"]["resourceVersion"]),
+                    label_selector=label_selector,
+                ):
+                    key = _key(event.object)
+                    if event.type == "DELETED":
+                        known.pop(key, None)
+                    else:
+                        known[key] = event.object
+                    yield event
+            except WatchExpiredError:
+                log.debug("%s in %s: the watch expired; listing again", plural, namespace or "all")
+            except Exception as exc:  # the API server away or refusing: list again, later
+                failures += 1
+                wait = backoff.delay(failures)
+                log.warning(
+                    "%s in %s: listing or watching failed (%s); again in %.1fs",
+                    plural,
+                    namespace or "all namespaces",
+                    exc,
+                    wait,
                 )
-        except ApiException as exc:
-            raise translate(exc, plural) from None
-        yield FullListing(tuple(cast(list[Obj], listed.get("items") or [])))
-        try:
-            async for event in _changes(
-                api, namespace, plural, str(listed["metadata"]["resourceVersion"])
-            ):
-                yield event
-        except WatchExpiredError:
-            continue
+                await asyncio.sleep(wait)
+    finally:
+        await watcher.close()
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _difference(known: dict[tuple[str, str], Obj], items: list[Obj]) -> list[WatchEvent]:
+    """What a listing says that was not told yet, with ``known`` brought up to date: every
+    object gone since (as last told), then every new or changed one."""
+    listed = {_key(item): item for item in items}
+    events = [WatchEvent("DELETED", known.pop(key)) for key in list(known) if key not in listed]
+    for key, item in listed.items():
+        told = known.get(key)
+        if told is None:
+            events.append(WatchEvent("ADDED", item))
+        elif _rv(told) != _rv(item):
+            events.append(WatchEvent("MODIFIED", item))
+        known[key] = item
+    return events
+
+
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def _list(
+    api: client.ApiClient, namespace: str | None, plural: str, label_selector: str
+) -> Obj:
+    objects = client.CustomObjectsApi(api)
+    try:
+        if namespace is None:
+            listed = await objects.list_cluster_custom_object(
+                GROUP, VERSION, plural, label_selector=label_selector
+            )
+        else:
+            listed = await objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, plural, label_selector=label_selector
+            )
+    except ApiException as exc:
+        raise translate(exc, plural) from None
+    return cast(Obj, listed)
 
 
 async def _changes(

@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import random
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.tracing import add_event
 from tiny_harness.models.errors import (
@@ -69,12 +69,10 @@ class RetryPolicy:
     max_backoff_seconds: float = 8.0
 
     def backoff(self, retry: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based)."""
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_backoff_seconds)
-        base = min(self.initial_backoff_seconds * 2.0**retry, self.max_backoff_seconds)
-        # Jitter keeps many tasks that hit the same rate limit from retrying in lockstep.
-        return base * (0.5 + random.random() / 2)
+        """Seconds to wait before retry number ``retry`` (0-based), jittered so that many
+        tasks that hit the same rate limit do not retry in lockstep (core/backoff.py)."""
+        waits = Backoff(self.initial_backoff_seconds, self.max_backoff_seconds)
+        return waits.delay(retry + 1, retry_after=retry_after)
 
 
 @dataclass(frozen=True)

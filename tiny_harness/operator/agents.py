@@ -8,20 +8,22 @@ condition saying why not when it is not. The model is offered only ready agents
 (:meth:`AgentDirectory.offered`), and a sub-task on one talks to it with the client built here
 (:meth:`AgentDirectory.ready`).
 
-The rules:
+The rules (following, attempts and the status write are those of every declared endpoint,
+operator/endpoints.py; what is here is what resolving an agent means):
 
 - **Bounded.** A card that cannot be read is tried again after 1, 2, 4 ... seconds, at most
-  :data:`RESOLVE_ATTEMPTS` times; then the agent stays not ready, saying so and how to try
-  again (edit it, or change the resolve annotation). Each attempt says in the status which one
-  it was.
+  :data:`RESOLVE_ATTEMPTS` times; one refused for a reason that trying again will not mend (a
+  Secret that does not allow it, a card with no transport the harness speaks) is not tried
+  again. Then the agent stays not ready, saying so and how to try again (edit it, or change
+  the resolve annotation). Each attempt says in the status which one it was.
 - **Replicas agree without talking.** Each replica reads the card itself (it needs the card and
   the header values in its own memory anyway) and writes the status only when what it found
   differs from what the status says, on the version it read: a second replica that found the
-  same writes nothing; a conflict means another replica wrote, and its watch event comes next.
+  same writes nothing.
 - **Races.** An event for an agent while its card is being read cancels that read and starts
   another for the newest object (last writer wins, and the newest spec is what is read); all of
   it runs on the event loop's one thread. A sub-task that asks for an agent while its card is
-  being read for the first time sees it as not ready yet (reason ``Resolving``).
+  being read for a new spec sees it as not ready yet (reason ``Resolving``).
 - **Secrets** are read with the operator's identity, held in memory only, never logged and
   never written to a status or an event. A Secret is used only when its annotation lets this
   agent send to the card's origin (``<name>@<origin>``, kube/secrets.py), and its header is
@@ -36,13 +38,10 @@ The rules:
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-import functools
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Final
 
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -50,7 +49,6 @@ from a2a.client.errors import AgentCardResolutionError
 from a2a.types import AgentCard, AgentInterface
 from a2a.utils.constants import PROTOCOL_VERSION_1_0, TransportProtocol
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tiny_harness.core.agent import (
@@ -60,20 +58,26 @@ from tiny_harness.core.agent import (
     AgentSpec,
     AgentStatus,
 )
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import HarnessError
-from tiny_harness.core.retention import rfc3339
 from tiny_harness.core.secret_destinations import (
     BoundHeader,
     OriginError,
     not_granted,
     origin_of,
 )
-from tiny_harness.core.task import Condition, invalid_task_error
-from tiny_harness.kube.client import KubeError, Obj, translate
-from tiny_harness.kube.names import AGENT_PLURAL, GROUP, RESOLVE_ANNOTATION, VERSION
-from tiny_harness.kube.secrets import SecretUnusableError, secret_values
-from tiny_harness.kube.watching import watch_collection
+from tiny_harness.core.task import invalid_task_error
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.names import AGENT_PLURAL, RESOLVE_ANNOTATION
+from tiny_harness.operator.endpoints import (
+    Declared,
+    Endpoints,
+    Key,
+    NotReadyError,
+    ready_condition,
+    secret_headers,
+)
 from tiny_harness.outbound.clients import agent_client
 from tiny_harness.outbound.guard import refusal_in
 
@@ -90,8 +94,6 @@ REQUEST_SECONDS: Final = 60.0
 #: The transports the harness speaks to an agent, in the order it prefers them.
 BINDINGS: Final = (TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON)
 
-Key = tuple[str, str]
-
 
 class AgentNotReadyError(HarnessError):
     """The sub-task's agent does not exist here, or its card could not be read."""
@@ -104,32 +106,26 @@ class AgentNotReadyError(HarnessError):
         self.name = name
 
 
-class ResolveError(HarnessError):
-    """Why an agent's card could not be read: a reason (the condition's) and a message."""
-
-    def __init__(self, reason: str, message: str, *, lasting: bool = False) -> None:
-        super().__init__(message)
-        self.reason = reason
-        #: Trying again will not help until the spec or a Secret changes.
-        self.lasting = lasting
+class ResolveError(NotReadyError):
+    """Why an agent's card could not be read: a reason (the condition's) and a message;
+    ``lasting`` when trying again will not help until the spec or a Secret changes."""
 
 
-@dataclass
-class Agent:
-    """One HarnessAgent as this replica knows it."""
+@dataclass(eq=False)
+class Agent(Declared):
+    """One HarnessAgent as this replica knows it: its spec, what its status says (as far as
+    this replica knows: ``Resolving`` while its card is read), and, once ready, its card and
+    the HTTP client that talks to it."""
 
-    namespace: str
-    name: str
-    generation: int
-    spec: AgentSpec | None
-    status: AgentStatus
-    resolve_mark: str = ""
+    spec: AgentSpec | None = None
+    #: Why the spec is not valid, when it is not.
+    problem: str = ""
+    status: AgentStatus = field(default_factory=AgentStatus)
     card: AgentCard | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
     #: The headers from Secrets, each with the origins its Secret lets it go to.
     bound: tuple[BoundHeader, ...] = field(default=(), repr=False)
     http: httpx.AsyncClient | None = field(default=None, repr=False)
-    attempts: int = 0
 
     @property
     def ready(self) -> bool:
@@ -255,35 +251,22 @@ def status_of_card(spec: AgentSpec, card: AgentCard, generation: int) -> AgentSt
         skills=skills,
         extensions=tuple(e.uri for e in card.capabilities.extensions),
         conditions=(
-            _condition("True", "CardRead", f"the card of {card.name or 'the agent'} was read"),
+            ready_condition(
+                "True", "CardRead", f"the card of {card.name or 'the agent'} was read", generation
+            ),
         ),
         observed_generation=generation,
+        resolved_time=rfc3339(),
     )
 
 
-def _condition(status: Literal["True", "False"], reason: str, message: str) -> Condition:
-    return Condition(
-        type="Ready",
-        status=status,
-        reason=reason,
-        message=message,
-        last_transition_time=rfc3339(dt.datetime.now(dt.UTC)),
-    )
-
-
-def _same(a: AgentStatus, b: AgentStatus) -> bool:
-    """Equal but for when the conditions changed and when the card was read."""
-
-    def plain(s: AgentStatus) -> dict[str, Any]:
-        out = s.model_dump(exclude={"resolved_time", "conditions"})
-        out["conditions"] = [c.model_dump(exclude={"last_transition_time"}) for c in s.conditions]
-        return out
-
-    return plain(a) == plain(b)
-
-
-class AgentDirectory:
+class AgentDirectory(Endpoints[Agent, AgentStatus]):
     """The HarnessAgents of the watched namespaces (None: the whole cluster)."""
+
+    plural = AGENT_PLURAL
+    max_attempts = RESOLVE_ATTEMPTS
+    gave_up = f"not tried again until spec or annotation {RESOLVE_ANNOTATION} changes"
+    times = frozenset({"resolved_time"})
 
     def __init__(
         self,
@@ -292,13 +275,13 @@ class AgentDirectory:
         *,
         destinations: DestinationSettings | None = None,
     ) -> None:
-        self.api = api
+        super().__init__(api, namespaces)
         #: What every connection to an agent or its card is checked against.
         self.destinations = destinations or DestinationSettings()
-        self.objects = client.CustomObjectsApi(api)
-        self.namespaces: list[str | None] = [*namespaces] or [None]
-        self.agents: dict[Key, Agent] = {}
-        self._resolving: dict[Key, asyncio.Task[None]] = {}
+
+    @property
+    def agents(self) -> dict[Key, Agent]:
+        return self.entries
 
     # -- what the workers ask ----------------------------------------------------------------
 
@@ -319,122 +302,54 @@ class AgentDirectory:
             raise AgentNotReadyError(namespace, name, agent.status.ready_message())
         return agent
 
-    # -- watching ----------------------------------------------------------------------------
+    # -- the kind (operator/endpoints.py) ----------------------------------------------------
 
-    async def run(self) -> None:
-        """Watch every namespace's agents until cancelled."""
+    def declared(self, namespace: str, name: str, obj: Obj) -> Agent:
+        return Agent(namespace, name, obj)
+
+    def parse_status(self, obj: Obj) -> AgentStatus:
+        return _read_status(obj.get("status"))
+
+    def mark(self, entry: Agent) -> object:
+        annotations = entry.obj["metadata"].get("annotations") or {}
+        return entry.generation, str(annotations.get(RESOLVE_ANNOTATION) or "")
+
+    async def respecified(self, entry: Agent) -> None:
+        """A new spec (or a new resolve annotation): its card is read afresh, and until then
+        the agent is not ready (``Resolving``)."""
+        await self.dropped(entry)
         try:
-            await asyncio.gather(*(self._watch(ns) for ns in self.namespaces))
-        finally:
-            await self.close()
-
-    async def close(self) -> None:
-        for task in list(self._resolving.values()):
-            task.cancel()
-        for agent in self.agents.values():
-            if agent.http is not None:
-                await agent.http.aclose()
-        self.agents.clear()
-
-    async def _watch(self, namespace: str | None) -> None:
-        attempt = 0
-        while True:
-            try:
-                async for event in watch_collection(
-                    self.api, namespace, AGENT_PLURAL, label_selector=""
-                ):
-                    attempt = 0
-                    await self.seen(event.type, event.object)
-            except (KubeError, ApiException, OSError, TimeoutError) as exc:
-                delay = WATCH_RETRY_SECONDS[min(attempt, len(WATCH_RETRY_SECONDS) - 1)]
-                attempt += 1
-                log.warning(
-                    "agents: watching HarnessAgents failed (%s); again in %.1fs", exc, delay
-                )
-                await asyncio.sleep(delay)
-
-    async def seen(self, kind: str, obj: Obj) -> None:
-        """One watch event of a HarnessAgent."""
-        meta = obj["metadata"]
-        key = (str(meta.get("namespace") or ""), str(meta["name"]))
-        if kind == "DELETED":
-            self._cancel(key)
-            gone = self.agents.pop(key, None)
-            if gone is not None and gone.http is not None:
-                await gone.http.aclose()
-            return
-        generation = int(meta.get("generation") or 0)
-        mark = str((meta.get("annotations") or {}).get(RESOLVE_ANNOTATION) or "")
-        status = _read_status(obj.get("status"))
-        known = self.agents.get(key)
-        if known is not None and known.generation == generation and known.resolve_mark == mark:
-            return  # a status write (ours or another replica's): nothing new to read
-        try:
-            spec: AgentSpec | None = AgentSpec.model_validate(obj.get("spec") or {})
+            entry.spec, entry.problem = AgentSpec.model_validate(entry.obj.get("spec") or {}), ""
         except ValidationError as exc:
-            spec = None
-            problem = str(invalid_task_error(exc))
-        agent = Agent(*key, generation=generation, spec=spec, status=status, resolve_mark=mark)
-        if known is not None and known.http is not None:
-            await known.http.aclose()
-        self.agents[key] = agent
-        self._cancel(key)
-        if spec is None:
-            await self._write(agent, obj, self._failed(agent, "InvalidSpec", problem))
-            return
-        task = asyncio.create_task(self._resolve(agent, obj), name=f"resolve agent {key[1]}")
-        self._resolving[key] = task
-        task.add_done_callback(functools.partial(self._forget, key))
+            entry.spec, entry.problem = None, str(invalid_task_error(exc))
+        entry.status = self.parse_status(entry.obj)
+        if not entry.status.conditions or entry.status.observed_generation != entry.generation:
+            entry.status = self._failed(entry, "Resolving", "reading the agent's card")
 
-    def _cancel(self, key: Key) -> None:
-        running = self._resolving.pop(key, None)
-        if running is not None:
-            running.cancel()
+    async def dropped(self, entry: Agent) -> None:
+        http, entry.http, entry.card = entry.http, None, None
+        entry.headers, entry.bound = {}, ()
+        if http is not None:
+            await http.aclose()
 
-    def _forget(self, key: Key, done: asyncio.Task[None]) -> None:
-        if self._resolving.get(key) is done:
-            del self._resolving[key]
+    async def resolve(self, entry: Agent) -> None:
+        if entry.spec is None:
+            raise ResolveError("InvalidSpec", entry.problem, lasting=True)
+        status = await self._read_card(entry, entry.spec)
+        log.info("agents: %s/%s ready: %s at %s", *entry.key, status.name, status.url)
+        await self._write(entry, status)
+
+    async def not_ready(self, entry: Agent, error: NotReadyError, message: str) -> None:
+        log.warning("agents: %s/%s: %s", *entry.key, message)
+        await self._write(entry, self._failed(entry, error.reason, message))
 
     # -- reading a card ----------------------------------------------------------------------
 
-    async def _resolve(self, agent: Agent, obj: Obj) -> None:
-        assert agent.spec is not None
-        if not agent.status.conditions or agent.status.observed_generation != agent.generation:
-            agent.status = self._failed(agent, "Resolving", "reading the agent's card")
-        delay = 1.0
-        while True:
-            agent.attempts += 1
-            try:
-                status = await self._read_card(agent, agent.spec)
-            except ResolveError as exc:
-                last = exc.lasting or agent.attempts >= RESOLVE_ATTEMPTS
-                then = (
-                    f"; not tried again until spec or annotation {RESOLVE_ANNOTATION} changes"
-                    if last
-                    else f"; trying again in {delay:.0f}s"
-                )
-                message = f"{exc} (attempt {agent.attempts} of {RESOLVE_ATTEMPTS}{then})"
-                log.warning("agents: %s/%s: %s", agent.namespace, agent.name, message)
-                obj = await self._write(agent, obj, self._failed(agent, exc.reason, message))
-                if last:
-                    return
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 30.0)
-                continue
-            log.info(
-                "agents: %s/%s ready: %s at %s",
-                agent.namespace,
-                agent.name,
-                status.name,
-                status.url,
-            )
-            await self._write(agent, obj, status)
-            return
-
     def _failed(self, agent: Agent, reason: str, message: str) -> AgentStatus:
         return AgentStatus(
-            conditions=(_condition("False", reason, message),),
+            conditions=(ready_condition("False", reason, message, agent.generation),),
             observed_generation=agent.generation,
+            resolved_time=rfc3339(),
         )
 
     async def _read_card(self, agent: Agent, spec: AgentSpec) -> AgentStatus:
@@ -502,73 +417,28 @@ class AgentDirectory:
         only when the Secret's annotation lets this agent send to the card's origin,
         kube/secrets.py), bound to the origins their Secrets name."""
         plain = {h.name: h.value for h in spec.headers if h.value is not None}
-        try:
-            bound = await secret_values(
-                self.api,
-                agent.namespace,
-                (
-                    (h.name, h.value_from.secret_key_ref)
-                    for h in spec.headers
-                    if h.value_from is not None
-                ),
-                user="agent",
-                name=agent.name,
-                annotation=SECRET_ANNOTATION,
-                destination=origin_of(spec.card_url),
-                where="the origin of spec.cardUrl",
-            )
-        except SecretUnusableError as exc:
-            # A Secret still to be created may come: tried again; a refusal will not change.
-            lasting = exc.reason != "SecretNotFound"
-            raise ResolveError(exc.reason, str(exc), lasting=lasting) from None
-        except KubeError as exc:
-            raise ResolveError("SecretUnreadable", str(exc)) from None
+        bound = await secret_headers(
+            self.api,
+            agent.namespace,
+            (
+                (h.name, h.value_from.secret_key_ref)
+                for h in spec.headers
+                if h.value_from is not None
+            ),
+            user="agent",
+            name=agent.name,
+            annotation=SECRET_ANNOTATION,
+            destination=origin_of(spec.card_url),
+            where="the origin of spec.cardUrl",
+            refusals_last=True,
+        )
         return plain, bound
 
-    async def _write(self, agent: Agent, obj: Obj, status: AgentStatus) -> Obj:
-        """Record ``status`` unless the object already says the same; returns the object as
-        last known."""
-        current = _read_status(obj.get("status"))
+    async def _write(self, agent: Agent, status: AgentStatus) -> None:
+        """What this replica knows of the agent is ``status``; record it (unless the object
+        says the same already, operator/endpoints.py)."""
         agent.status = status
-        if _same(current, status):
-            return obj
-        if current.ready == status.ready and current.conditions:
-            # The condition keeps the time it last turned, as conditions do.
-            kept = current.conditions[0].last_transition_time
-            status = status.model_copy(
-                update={
-                    "conditions": tuple(
-                        c.model_copy(update={"last_transition_time": kept})
-                        for c in status.conditions
-                    )
-                }
-            )
-        # Every field, None included: a merge patch deletes what the new status has not.
-        body = status.model_copy(
-            update={"resolved_time": rfc3339(dt.datetime.now(dt.UTC))}
-        ).model_dump(mode="json", by_alias=True)
-        try:
-            obj = await self.objects.patch_namespaced_custom_object_status(
-                GROUP,
-                VERSION,
-                agent.namespace,
-                AGENT_PLURAL,
-                agent.name,
-                {
-                    "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                    "status": body,
-                },
-                _content_type="application/merge-patch+json",
-            )
-        except ApiException as exc:
-            if exc.status != 409:  # a conflict: another replica wrote first, its event comes
-                log.warning(
-                    "agents: %s/%s: the status could not be written: %s",
-                    agent.namespace,
-                    agent.name,
-                    translate(exc),
-                )
-        return obj
+        await self.write_status(agent, status)
 
 
 def _read_status(raw: object) -> AgentStatus:

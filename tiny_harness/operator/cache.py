@@ -14,10 +14,24 @@ Reads parse on demand, and the latest parsed versions are kept (:data:`PARSED_KE
 running conversation is parsed once per version, as before.
 
 The watch lags the writes this replica makes by a few milliseconds. So every write's response
-goes into the *overlay* too, and a read takes, per object, whichever of the index's copy and the
-overlay's is newer (by ``resourceVersion``, which etcd issues in commit order). An overlay entry
-is dropped once the index has caught up with it, so the overlay holds only the last moments'
-writes.
+goes into the *overlay* too, and until the index has delivered exactly that version, a read
+takes the overlay's copy. Versions are compared for equality only: the API conventions make a
+``resourceVersion`` opaque, never to be ordered. None needs ordering here, because kopf's watch
+delivers an object's events in the order etcd committed them: any version the index delivers
+before our write's own is older than our write, and the moment it delivers ours the index has
+caught up, and the overlay entry is dropped. So the overlay holds only the last moments' writes.
+
+Two cases need a memory of what the index delivered:
+
+- **The watch was faster than the write's response** (the index delivered our version before
+  ``wrote_*`` was called, and maybe later ones after it): the last few versions the index
+  delivered of each object are kept (:data:`DELIVERED_KEPT`), and a write whose version is
+  among them does not enter the overlay.
+- **The watch passed over our version** (kopf listed afresh after 410 Gone, and the listing
+  had a later one): an entry the index has not matched for :data:`OVERLAY_SECONDS`, while it
+  delivered other versions since, is dropped. A watch that is merely away delivers nothing,
+  and keeps the entry. Every write is made on the version read, so a read that is older than
+  it should be costs a conflict and a fresh read, never a lost update.
 """
 
 from __future__ import annotations
@@ -25,10 +39,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import kopf
 
@@ -66,6 +81,12 @@ PARENT = "parent"
 
 #: Parsed versions kept for reads (about the working set of a few hundred busy tasks).
 PARSED_KEPT: Final = 4096
+#: Versions of one object the index delivered that are remembered (events can come after the
+#: next write already happened), and for how many objects at most (the ones written lately).
+DELIVERED_KEPT: Final = 8
+DELIVERED_OBJECTS: Final = 4096
+#: How long an own write waits in the overlay for its own event while others come (see above).
+OVERLAY_SECONDS: Final = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,46 +115,23 @@ PARSERS: Final[Mapping[str, Callable[[Obj], Any]]] = {
 }
 
 
-def newer(a: str, b: str) -> bool:
-    """Is resourceVersion ``a`` later than ``b``? etcd's versions are its revision counter."""
-    try:
-        return int(a) > int(b)
-    except ValueError:
-        return a != b
-
-
 def rv_of(obj: Obj) -> str:
     return str(obj["metadata"].get("resourceVersion", ""))
 
 
-class _Versioned(Protocol):
-    @property
-    def resource_version(self) -> str: ...
+V = TypeVar("V")
 
 
-V = TypeVar("V", bound=_Versioned)
+@dataclass(slots=True)
+class _Own(Generic[V]):
+    """A write of this replica whose version the index has not delivered yet."""
 
-
-def _merge_newest(items: Iterable[tuple[str, V]], own: Mapping[str, V]) -> dict[str, V]:
-    out = dict(items)
-    for name, value in own.items():
-        have = out.get(name)
-        if have is None or newer(value.resource_version, have.resource_version):
-            out[name] = value
-    return out
-
-
-class _TaskObj:
-    """A task object with its version, for the overlay merge."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Obj) -> None:
-        self.obj = obj
-
-    @property
-    def resource_version(self) -> str:
-        return rv_of(self.obj)
+    value: V
+    resource_version: str
+    #: When it was written (the cache's clock).
+    at: float
+    #: The index has delivered another version of the object since.
+    passed: bool = False
 
 
 class Feed:
@@ -160,12 +158,18 @@ class Feed:
 class Cache:
     """The operator's read side: indexes plus the overlay of its own recent writes."""
 
-    def __init__(self, feed: Feed | None = None) -> None:
+    def __init__(
+        self, feed: Feed | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         #: The feeds read, by shard (None: the one feed of an unsharded operator).
         self.feeds: dict[int | None, Feed] = {None: feed} if feed is not None else {}
-        self._tasks: dict[Key, _TaskObj] = {}
-        self._records: dict[Key, dict[str, TurnRecord]] = {}
+        self._tasks: dict[Key, _Own[Obj]] = {}
+        #: Per task, its records written here, by name.
+        self._records: dict[Key, dict[str, _Own[TurnRecord]]] = {}
         self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
+        #: The versions the index delivered lately: ``(TASK or TURNS, namespace, name)``.
+        self._delivered: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
+        self._clock = clock
 
     def adopt(self, shard: int | None, feed: Feed) -> None:
         """Read ``feed`` (the shard's, or the only one) from now on."""
@@ -208,12 +212,17 @@ class Cache:
         key = (namespace, name)
         stored = self._store(TASKS, (TASK, namespace, name))
         own = self._tasks.get(key)
-        if own is None:
-            return stored[0] if stored else None
-        if stored and not newer(own.resource_version, rv_of(stored[0])):
-            del self._tasks[key]
-            return dict(stored[0])
-        return own.obj
+        if own is not None and not self._caught_up(own, rv_of(stored[0]) if stored else None):
+            return own.value
+        self._tasks.pop(key, None)
+        return stored[0] if stored else None
+
+    def _caught_up(self, own: _Own[Any], indexed: str | None) -> bool:
+        """Does the index hold this write (``indexed``, the version it holds, is its very
+        version), or has it passed over it (see the module)?"""
+        if indexed == own.resource_version:
+            return True
+        return own.passed and self._clock() - own.at >= OVERLAY_SECONDS
 
     def records(self, namespace: str, task: str) -> list[TurnRecord]:
         """The task's turn records, in turn and chunk order: those owned by the uid of the
@@ -223,12 +232,14 @@ class Cache:
             return []
         key = (namespace, task)
         stored: list[TurnRecord] = self._store(TURNS, key)
+        merged = {r.name: r for r in stored}
         own = self._records.get(key, {})
-        merged = _merge_newest(((r.name, r) for r in stored), own)
         for name, record in list(own.items()):
-            have = next((r for r in stored if r.name == name), None)
-            if have is not None and not newer(record.resource_version, have.resource_version):
+            indexed = merged.get(name)
+            if self._caught_up(record, indexed.resource_version if indexed else None):
                 del own[name]
+            else:
+                merged[name] = record.value
         if not own:
             self._records.pop(key, None)
         mine = (r for r in merged.values() if owned_by(r.owners, current))
@@ -249,12 +260,15 @@ class Cache:
         by_name = {
             c["metadata"]["name"]: c for c in self._store(TASKS, (PARENT, namespace, parent))
         }
-        for (ns, name), own in self._tasks.items():
-            if ns != namespace or local_parent_of(own.obj.get("spec")) != parent:
-                continue
-            have = by_name.get(name)
-            if have is None or newer(own.resource_version, rv_of(have)):
-                by_name[name] = own.obj
+        written = [
+            name
+            for (ns, name), own in self._tasks.items()
+            if ns == namespace and local_parent_of(own.value.get("spec")) == parent
+        ]
+        for name in written:
+            now = self.task(namespace, name)  # the overlay's copy, until the index has it
+            if now is not None and local_parent_of(now.get("spec")) == parent:
+                by_name[name] = now
         return list(by_name.values())
 
     def children(self, namespace: str, parent: str) -> list[Obj]:
@@ -276,30 +290,33 @@ class Cache:
     # -- the overlay ----------------------------------------------------------------------------
 
     def wrote_task(self, obj: Obj) -> None:
+        """This replica wrote the task (``obj`` is the response): read this copy until the
+        index has delivered its version."""
         meta = obj["metadata"]
         key = (str(meta.get("namespace", "")), str(meta["name"]))
+        rv = rv_of(obj)
         stored = self._store(TASKS, (TASK, *key))
-        if stored and not newer(rv_of(obj), rv_of(stored[0])):
-            return  # the watch was faster than the write's response
-        have = self._tasks.get(key)
-        if have is None or newer(rv_of(obj), have.resource_version):
-            self._tasks[key] = _TaskObj(obj)
+        if rv in self._delivered.get((TASK, *key), ()) or (stored and rv_of(stored[0]) == rv):
+            return  # the watch was faster than the write's response: the index has it
+        self._tasks[key] = _Own(obj, rv, self._clock())
 
     def wrote_record(self, namespace: str, record: TurnRecord) -> None:
+        """As :meth:`wrote_task`, for a turn record."""
+        rv = record.resource_version
         stored: list[TurnRecord] = self._store(TURNS, (namespace, record.task))
         seen = next((r for r in stored if r.name == record.name), None)
-        if seen is not None and not newer(record.resource_version, seen.resource_version):
+        delivered = self._delivered.get((TURNS, namespace, record.name), ())
+        if rv in delivered or (seen is not None and seen.resource_version == rv):
             return  # the watch was faster than the write's response
         own = self._records.setdefault((namespace, record.task), {})
-        have = own.get(record.name)
-        if have is None or newer(record.resource_version, have.resource_version):
-            own[record.name] = record
+        own[record.name] = _Own(record, rv, self._clock())
 
     def forget(self, namespace: str, name: str) -> None:
         for feed in self.feeds.values():
             feed.shards.pop((namespace, name), None)
         self._tasks.pop((namespace, name), None)
         self._records.pop((namespace, name), None)
+        self._delivered.pop((TASK, namespace, name), None)
 
     def shard(self, namespace: str, name: str) -> str | None:
         """The task's shard label, as the feeds read last saw it."""
@@ -319,23 +336,42 @@ class Cache:
         ]
 
     def indexed_task(self, namespace: str, name: str, rv: str) -> None:
-        """The index now holds version ``rv`` of the task: an overlay copy that is not newer
-        is dropped, so a parked task keeps no second copy of itself in memory."""
-        key = (namespace, name)
-        own = self._tasks.get(key)
-        if own is not None and not newer(own.resource_version, rv):
-            del self._tasks[key]
+        """The index delivered version ``rv`` of the task (its function calls this on every
+        event): our write of exactly that version is dropped from the overlay, so a parked
+        task keeps no second copy of itself in memory. Any other version came before our
+        write's own event (kopf delivers in etcd order) and changes nothing, unless it is
+        passed over for good (see the module)."""
+        self._deliver(TASK, namespace, name, rv)
+        own = self._tasks.get((namespace, name))
+        if own is not None and self._matched(own, rv):
+            del self._tasks[(namespace, name)]
 
     def indexed_record(self, namespace: str, record: TurnRecord) -> None:
         """As :meth:`indexed_task`, for a turn record."""
+        self._deliver(TURNS, namespace, record.name, record.resource_version)
         own = self._records.get((namespace, record.task))
         if own is None:
             return
         mine = own.get(record.name)
-        if mine is not None and not newer(mine.resource_version, record.resource_version):
+        if mine is not None and self._matched(mine, record.resource_version):
             del own[record.name]
         if not own:
             del self._records[(namespace, record.task)]
+
+    def _matched(self, own: _Own[Any], rv: str) -> bool:
+        """Is ``rv``, just delivered, this write's own version? Another one marks the write as
+        passed, and ends it once it has waited :data:`OVERLAY_SECONDS` (see the module)."""
+        if rv == own.resource_version:
+            return True
+        own.passed = True
+        return self._clock() - own.at >= OVERLAY_SECONDS
+
+    def _deliver(self, kind: str, namespace: str, name: str, rv: str) -> None:
+        key = (kind, namespace, name)
+        before = self._delivered.pop(key, ())
+        self._delivered[key] = (*(v for v in before if v != rv), rv)[-DELIVERED_KEPT:]
+        if len(self._delivered) > DELIVERED_OBJECTS:
+            self._delivered.popitem(last=False)
 
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size

@@ -8,13 +8,13 @@ condition that names the field, so its author sees why in ``kubectl describe``.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
@@ -55,7 +55,7 @@ def initialise(
     """Decide the initial status of a task that has none yet: ``lifecycle`` as the operator
     created it (a child's annotation), or as its spec implies. A participant task starts
     waiting for its person's answer, with its question as the status text."""
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339(digits=0)
     try:
         task = parse_spec(spec)
     except InvalidTaskError as exc:

@@ -10,7 +10,9 @@ sharding was turned on. The labeller adds the label to those.
 
 Every sharded replica watches the objects whose label is missing or names no shard of the
 current count (:func:`~tiny_harness.operator.shards.unlabelled`): none at all in the steady
-state, so the watch costs nothing per turn.
+state, so the watch costs nothing per turn. It is followed as every collection is
+(:func:`~tiny_harness.kube.watching.follow`: on a watch client of its own, never on the
+operator's capped write client).
 
 Rules for the races:
 
@@ -21,10 +23,11 @@ Rules for the races:
 - A replica that does not hold the object's shard keeps it pending for that shard and labels
   it when it acquires the shard (:meth:`Labeller.acquired`), so an object whose holder died
   before labelling it is labelled by the next holder.
-- An object deleted meanwhile is dropped from pending (its DELETED event, or a 404 on the
-  write). A write that fails otherwise stays pending, with a warning naming the object and the
-  API server's answer, and is tried again every :data:`RETRY_PENDING_SECONDS` while this
-  replica holds its shard.
+- An object deleted meanwhile is dropped from pending (its DELETED event, heard even when the
+  watch had to list again, or a 404 on the write). A write that fails otherwise stays pending,
+  with a warning naming the object and the API server's answer, and is tried again every
+  :data:`RETRY_PENDING_SECONDS` while this replica holds its shard; so is an object whose
+  shard could not be found because its task could not be read.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.client import KubeError, Obj
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, SHARD_LABEL, TURN_PLURAL, VERSION
-from tiny_harness.kube.watching import watch_collection
+from tiny_harness.kube.watching import WatchEvent, follow
 from tiny_harness.operator.shards import labelled, shard_of, unlabelled
 
 log = logging.getLogger(__name__)
@@ -48,9 +51,6 @@ log = logging.getLogger(__name__)
 #: How far up a task tree the labeller follows unlabelled parents before it gives up and
 #: takes the task as its own root (a tree deeper than this is a mistake, or a loop).
 MAX_DEPTH: Final = 32
-
-#: Back-off between attempts to (re)start a watch the API server refused or dropped.
-RETRY_SECONDS: Final = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 #: How often pending objects of held shards are tried again.
 RETRY_PENDING_SECONDS: Final = 5.0
@@ -77,6 +77,8 @@ class Labeller:
         self.shards = shards
         self.holds = holds
         self.pending: dict[int, set[Ref]] = {}
+        #: Objects whose shard could not be found (the API server away): looked at again.
+        self.unplaced: dict[Ref, Obj] = {}
         self.labelled = 0
         self._background: set[asyncio.Task[None]] = set()
 
@@ -96,6 +98,8 @@ class Labeller:
             await asyncio.sleep(RETRY_PENDING_SECONDS)
             for shard in [s for s in self.pending if self.holds(s)]:
                 self.acquired(shard)
+            for (plural, _, _), obj in list(self.unplaced.items()):
+                await self._place(plural, "ADDED", obj)
 
     def acquired(self, shard: int) -> None:
         """This replica took ``shard``: label what was waiting for its holder."""
@@ -110,19 +114,28 @@ class Labeller:
             await self._write(plural, namespace, name, shard)
 
     async def _watch(self, plural: str, namespace: str | None) -> None:
-        attempt = 0
-        while True:
-            try:
-                async for event in watch_collection(
-                    self.api, namespace, plural, label_selector=unlabelled(self.shards)
-                ):
-                    attempt = 0
-                    await self.seen(plural, event.type, event.object)
-            except (KubeError, ApiException, OSError, TimeoutError) as exc:
-                delay = RETRY_SECONDS[min(attempt, len(RETRY_SECONDS) - 1)]
-                attempt += 1
-                log.warning("labeller: watching %s failed (%s); again in %.1fs", plural, exc, delay)
-                await asyncio.sleep(delay)
+        async for event in follow(
+            self.api, namespace, plural, label_selector=unlabelled(self.shards)
+        ):
+            if isinstance(event, WatchEvent):
+                await self._place(plural, event.type, event.object)
+
+    async def _place(self, plural: str, kind: str, obj: Obj) -> None:
+        """:meth:`seen`, keeping an object whose shard could not be found (its task could not
+        be read) to look at again in :data:`RETRY_PENDING_SECONDS`."""
+        meta = obj["metadata"]
+        ref = (plural, str(meta.get("namespace") or ""), str(meta["name"]))
+        self.unplaced.pop(ref, None)
+        try:
+            await self.seen(plural, kind, obj)
+        except (KubeError, ApiException, OSError, TimeoutError) as exc:
+            log.warning(
+                "labeller: the shard of %s %s/%s could not be found (%s); tried again in %.0fs",
+                *ref,
+                exc,
+                RETRY_PENDING_SECONDS,
+            )
+            self.unplaced[ref] = obj
 
     async def seen(self, plural: str, kind: str, obj: Obj) -> None:
         """One event of the unlabelled objects' watch."""

@@ -53,6 +53,8 @@ from typing import Any, Final
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tiny_harness.core.clock import now as utc_now
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.decide import Lease
 from tiny_harness.core.task import Runner
 from tiny_harness.operator.lease import Clock, LeaseObserver
@@ -67,10 +69,6 @@ ROLE_LABEL: Final = "tiny-harness.dev/shard-role"
 STALE_MEMBER_LEASES: Final = 10
 #: The share of the lease time a hold on a shard lasts from the write that took or renewed it.
 HOLD: Final = 0.8
-
-
-def _micro_time(now: dt.datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def lease_name_part(identity: str) -> str:
@@ -166,7 +164,7 @@ class ShardManager:
 
     async def tick(self) -> None:
         sent = self.clock()
-        now = dt.datetime.now(dt.UTC)
+        now = utc_now()
         listed = await self.leases.list_namespaced_lease(
             self.namespace, label_selector=f"{SET_LABEL}={self.shard_set}"
         )
@@ -229,7 +227,7 @@ class ShardManager:
         spec = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.lease_seconds)),
-            "renewTime": _micro_time(now),
+            "renewTime": rfc3339(now, digits=6),
         }
         if lease is None:
             await self._create(self.member_name, "member", spec)
@@ -284,11 +282,11 @@ class ShardManager:
         spec: dict[str, Any] = {
             "holderIdentity": self.identity,
             "leaseDurationSeconds": max(1, round(self.lease_seconds)),
-            "renewTime": _micro_time(now),
+            "renewTime": rfc3339(now, digits=6),
             "leaseTransitions": transitions + 1 if taking else transitions,
         }
         if taking:
-            spec["acquireTime"] = _micro_time(now)
+            spec["acquireTime"] = rfc3339(now, digits=6)
         return spec
 
     async def release_all(self) -> None:
@@ -342,8 +340,7 @@ class ShardManager:
             labels.get(ROLE_LABEL, "shard"),
             {
                 **{k: v for k, v in spec.items() if k != "acquireTime"},
-                "acquireTime": spec.get("acquireTime")
-                or (_micro_time(lease.spec.acquire_time) if lease.spec.acquire_time else None),
+                "acquireTime": spec.get("acquireTime") or _acquired(lease),
                 "leaseTransitions": spec.get("leaseTransitions", lease.spec.lease_transitions),
             },
             lease.metadata.resource_version,
@@ -357,11 +354,16 @@ class ShardManager:
         return True
 
 
+def _acquired(lease: Any) -> str | None:
+    taken = lease.spec.acquire_time
+    return rfc3339(taken, digits=6) if taken else None
+
+
 def _runner(lease: Any) -> Runner:
     """A Lease as the observer judges it: its holder, renewals and transitions."""
     renew = lease.spec.renew_time
     return Runner(
         holder=lease.spec.holder_identity,
-        renew_time=_micro_time(renew) if isinstance(renew, dt.datetime) else str(renew or ""),
+        renew_time=rfc3339(renew, digits=6) if isinstance(renew, dt.datetime) else str(renew or ""),
         epoch=int(lease.spec.lease_transitions or 0),
     )

@@ -6,10 +6,10 @@ host both write them, so they live below both.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from typing import Any
 
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, TaskStatus
 
@@ -21,7 +21,7 @@ def own_message_id() -> str:
 
 
 def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, Any]:
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339(digits=0)
     error = Condition(
         type="Error",
         status="True",
@@ -45,7 +45,7 @@ def resumed_conditions(conditions: tuple[Condition, ...]) -> list[dict[str, Any]
     error = next((c for c in conditions if c.type == "Error" and c.status == "True"), None)
     if error is None:
         return None
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339(digits=0)
     cleared = error.model_copy(
         update={
             "status": "False",

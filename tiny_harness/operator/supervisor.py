@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from tiny_harness.core.answering import AnsweringLoop
+from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.deadlines import deadline_left
 from tiny_harness.core.decide import (
@@ -49,7 +50,6 @@ from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.remote_view import remote_ref_of
-from tiny_harness.core.retention import rfc3339
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle
 from tiny_harness.core.tracing import enabled as tracing_enabled
@@ -141,7 +141,7 @@ class TurnSupervisor:
         raw_status = snap.obj.get("status") or {}
         if not (self.resume and raw_status.get("turnStartTime")):
             # A resumed turn keeps its start: the time the replica that ran it was away counts.
-            start["turnStartTime"] = rfc3339(dt.datetime.now(dt.UTC))
+            start["turnStartTime"] = rfc3339(now())
         conditions = resumed_conditions(snap.status.conditions)
         # The task's tool servers: this turn's tools, and its ToolServersReady condition.
         offer = await w.rt.tool_servers.offer(w.namespace, snap.spec)
@@ -360,7 +360,7 @@ class TurnSupervisor:
                     {
                         "runner": {
                             "holder": w.rt.identity,
-                            "renewTime": rfc3339(dt.datetime.now(dt.UTC)),
+                            "renewTime": rfc3339(now(), digits=6),
                             "epoch": holding.epoch,
                         },
                         "turnUsage": used.model_dump(by_alias=True),

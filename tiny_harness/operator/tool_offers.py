@@ -9,11 +9,11 @@ the worker writes with the turn's first status write only when it changed.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, TurnTools
 
@@ -114,7 +114,7 @@ def compose_offer(
         "tools, tell the participant."
         for _, name, why in problems
     ]
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339(digits=0)
     if problems:
         condition = Condition(
             type=CONDITION,

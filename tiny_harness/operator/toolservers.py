@@ -1,10 +1,11 @@
 """Tool servers as the operator keeps them: followed, discovered once per generation, offered
 to each turn of the tasks that may use them.
 
-**Following.** One watch per watched namespace (or one for the cluster) keeps every
-``HarnessToolServer`` in memory. Tool servers are few and rarely change, and a task must see
-its namespace's servers whatever shard it is in, so they are not part of the sharded kopf
-instances (whose watches only see objects labelled with this replica's shards).
+**Following.** Tool servers are declared endpoints, as agents are: followed, tried with
+bounded attempts and their status written by :mod:`tiny_harness.operator.endpoints`, whose
+rules hold here. What follows is what discovering one means. A new spec while a discovery is
+in flight takes its place; a failed call's request for a new discovery waits for the one in
+flight.
 
 **Discovery**, per server and generation: read the header Secrets (each used only when its
 annotation lets this server send to the origin of its ``spec.url``), list the tools
@@ -34,37 +35,43 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
+from tiny_harness.core.backoff import Backoff
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.secret_destinations import OriginError, origin_of
-from tiny_harness.core.task import Condition, TaskSpec
-from tiny_harness.core.tool_server import DiscoveredTool, ToolServerSpec, ToolServerStatus
-from tiny_harness.core.tools import Tool
-from tiny_harness.kube.client import KubeError, Obj
-from tiny_harness.kube.secrets import SecretUnusableError
-from tiny_harness.kube.toolservers import (
-    follow_tool_servers,
-    header_values,
-    patch_tool_server_status,
+from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.tool_server import (
+    SECRET_ANNOTATION,
+    DiscoveredTool,
+    ToolServerSpec,
+    ToolServerStatus,
 )
-from tiny_harness.kube.watching import FullListing, watch_client
+from tiny_harness.core.tools import Tool
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.names import TOOL_SERVER_PLURAL
+from tiny_harness.operator.endpoints import (
+    Declared,
+    Endpoints,
+    Key,
+    NotReadyError,
+    ready_condition,
+    secret_headers,
+)
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.tool_offers import NO_OFFER, Available, Offer, compose_offer
 from tiny_harness.toolservers.client import Endpoint, Listing, ToolServerError, list_tools
 from tiny_harness.toolservers.offered import CallObserver, build_tools, select_tools
 
 log = logging.getLogger(__name__)
-
-Key = tuple[str, str]
 
 #: The longest wait between two discoveries of a server that is not ready.
 RETRY_CAP: Final = 300.0
@@ -89,9 +96,8 @@ _REASONS: Final = {
     "blocked": "DestinationRefused",
 }
 
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+#: The name tests/unit/operator/test_toolservers.py knows a failed discovery by.
+_NotReadyError = NotReadyError
 
 
 @dataclass(frozen=True)
@@ -100,36 +106,20 @@ class _Offered:
     tools: tuple[Tool, ...]
 
 
-class _NotReadyError(Exception):
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
-@dataclass
-class _Server:
+@dataclass(eq=False)
+class _Server(Declared):
     """One HarnessToolServer as this replica knows it."""
 
-    namespace: str
-    name: str
-    obj: Obj
     offered: _Offered | None = None
-    failures: int = 0
+    #: A call found the server failing: the next discovery lists its tools again rather than
+    #: adopting them from the status.
     stale: bool = False
-    discovering: asyncio.Task[None] | None = None
-    #: The generation the last discovery was for: an event of the same generation (such as
-    #: our own status write) starts none; a failed one is tried again by ``retry``.
-    attempted: int | None = None
-    retry: asyncio.TimerHandle | None = None
     #: When a failed call last asked for a new discovery (monotonic).
     suspected: float = float("-inf")
-    #: When the last discovery started (monotonic).
-    tried: float = float("-inf")
 
     @property
-    def generation(self) -> int:
-        return int(self.obj["metadata"].get("generation") or 0)
+    def discovering(self) -> asyncio.Task[None] | None:
+        return self.running
 
     @property
     def default(self) -> bool:
@@ -137,18 +127,27 @@ class _Server:
 
     @property
     def status(self) -> ToolServerStatus:
-        try:
-            return ToolServerStatus.model_validate(self.obj.get("status") or {})
-        except ValidationError:
-            return ToolServerStatus()
+        return _read_status(self.obj)
 
     def current(self) -> _Offered | None:
         offered = self.offered
         return offered if offered is not None and offered.generation == self.generation else None
 
 
-class ToolServers:
+def _read_status(obj: Obj) -> ToolServerStatus:
+    try:
+        return ToolServerStatus.model_validate(obj.get("status") or {})
+    except ValidationError:
+        return ToolServerStatus()
+
+
+class ToolServers(Endpoints[_Server, ToolServerStatus]):
     """Every tool server this replica can offer, kept current by :meth:`run`."""
+
+    plural = TOOL_SERVER_PLURAL
+    max_attempts = DISCOVERY_ATTEMPTS
+    gave_up = "tried again when a task that names it starts a turn, or when its spec changes"
+    times = frozenset({"discovery_time"})
 
     def __init__(
         self,
@@ -159,165 +158,85 @@ class ToolServers:
         taken: Iterable[str] = (),
         destinations: DestinationSettings | None = None,
     ) -> None:
-        self.api = api
+        super().__init__(api, namespaces)
         self.metrics = metrics
         #: What every connection to a server is checked against.
         self.destinations = destinations or DestinationSettings()
-        self.namespaces: tuple[str | None, ...] = tuple(namespaces) or (None,)
         #: Names the loop's own tools use; a server's tool may not shadow one.
         self.taken = frozenset(taken)
-        self.servers: dict[Key, _Server] = {}
-        self._listed: dict[str | None, asyncio.Event] = {
-            ns: asyncio.Event() for ns in self.namespaces
-        }
         self._waited: set[str] = set()
 
-    # -- following -----------------------------------------------------------------------------
+    @property
+    def servers(self) -> dict[Key, _Server]:
+        return self.entries
 
-    async def run(self) -> None:
-        """Follow the tool servers until cancelled."""
-        watcher = watch_client(self.api)
+    # -- the kind (operator/endpoints.py) ------------------------------------------------------
+
+    def declared(self, namespace: str, name: str, obj: Obj) -> _Server:
+        return _Server(namespace, name, obj)
+
+    def parse_status(self, obj: Obj) -> ToolServerStatus:
+        return _read_status(obj)
+
+    def backoff(self) -> Backoff:
+        return Backoff(first=1.0, cap=RETRY_CAP, jitter=0.0)
+
+    async def resolve(self, entry: _Server) -> None:
+        label = f"{entry.namespace}/{entry.name}"
         try:
-            await asyncio.gather(*(self._follow(watcher, ns) for ns in self.namespaces))
-        finally:
-            for server in self.servers.values():
-                self._stop(server)
-            await watcher.close()
+            outcome = await self._find_tools(entry)
+        except Exception:
+            entry.offered = None
+            raise
+        self.metrics.tool_server_discoveries.labels(server=label, outcome=outcome).inc()
 
-    async def _follow(self, watcher: client.ApiClient, namespace: str | None) -> None:
-        delay = 0.5
-        while True:
-            try:
-                async for change in follow_tool_servers(watcher, namespace):
-                    delay = 0.5
-                    if isinstance(change, FullListing):
-                        self._relisted(namespace, change.objects)
-                        self._listed[namespace].set()
-                    elif change.type == "DELETED":
-                        self._gone(_key(change.object))
-                    else:
-                        self._seen(change.object)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the API away, or refusing: follow again, never give up
-                log.warning("tool servers in %s: watch failed (%s)", namespace or "all", exc)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 30.0)
-
-    def _relisted(self, namespace: str | None, objects: Sequence[Obj]) -> None:
-        keys = {_key(o) for o in objects}
-        for key in [k for k in self.servers if namespace in (None, k[0]) and k not in keys]:
-            self._gone(key)
-        for obj in objects:
-            self._seen(obj)
-
-    def _seen(self, obj: Obj) -> None:
-        key = _key(obj)
-        server = self.servers.get(key)
-        if server is None:
-            server = self.servers[key] = _Server(*key, obj=obj)
-        else:
-            server.obj = obj
-        if server.attempted != server.generation:
-            self._discover_soon(server)
-
-    def _gone(self, key: Key) -> None:
-        server = self.servers.pop(key, None)
-        if server is not None:
-            self._stop(server)
-
-    def _stop(self, server: _Server) -> None:
-        if server.retry is not None:
-            server.retry.cancel()
-        if server.discovering is not None:
-            server.discovering.cancel()
+    async def not_ready(self, entry: _Server, error: NotReadyError, message: str) -> None:
+        label = f"{entry.namespace}/{entry.name}"
+        self.metrics.tool_server_discoveries.labels(server=label, outcome=error.reason).inc()
+        log.info("tool server %s not ready: %s: %s", label, error.reason, error.message)
+        await self._write_ready(entry, entry.generation, "False", error.reason, message, None)
 
     # -- discovery -----------------------------------------------------------------------------
 
     def _discover_soon(self, server: _Server) -> None:
-        if server.discovering is not None and not server.discovering.done():
-            return  # when it ends, a newer generation that arrived meanwhile gets its own
-        if server.retry is not None:
-            server.retry.cancel()
-            server.retry = None
-        server.discovering = asyncio.create_task(
-            self._discover(server), name=f"discover {server.namespace}/{server.name}"
-        )
-
-    async def _discover(self, server: _Server) -> None:
-        label = f"{server.namespace}/{server.name}"
-        if server.attempted != server.generation:
-            server.failures = 0  # a new spec starts its retries afresh
-        generation = server.attempted = server.generation
-        server.tried = time.monotonic()
-        try:
-            outcome = await self._find_tools(server)
-        except asyncio.CancelledError:
-            raise
-        except _NotReadyError as exc:
-            server.offered = None
-            server.failures += 1
-            self.metrics.tool_server_discoveries.labels(server=label, outcome=exc.reason).inc()
-            log.info("tool server %s not ready: %s: %s", label, exc.reason, exc.message)
-            message = f"{exc.message} ({self._retry_later(server)})"
-            await self._write_ready(server, generation, "False", exc.reason, message, None)
-        except Exception:
-            log.exception("tool server %s: discovery failed", label)
-            server.offered = None
-            server.failures += 1
-            self._retry_later(server)
-        else:
-            server.failures = 0
-            self.metrics.tool_server_discoveries.labels(server=label, outcome=outcome).inc()
-        finally:
-            if server.generation != generation and self.servers.get(_at(server)) is server:
-                server.discovering = None
-                self._discover_soon(server)  # the spec changed meanwhile: now, not at a retry
-
-    def _retry_later(self, server: _Server) -> str:
-        """Schedule the next background discovery of a server that failed one, unless it has
-        had its share; what the status says of it."""
-        attempt = f"attempt {server.failures} of {DISCOVERY_ATTEMPTS}"
-        if server.failures >= DISCOVERY_ATTEMPTS:
-            return (
-                f"{attempt}; tried again when a task that names it starts a turn, or when its "
-                "spec changes"
-            )
-        delay = min(2.0 ** (server.failures - 1), RETRY_CAP)
-        server.retry = asyncio.get_running_loop().call_later(delay, self._discover_soon, server)
-        return f"{attempt}; trying again in {delay:.0f}s"
+        """Discover the server now, unless a discovery is already in flight."""
+        if not server.resolving:
+            self.resolve_now(server)
 
     def _ask_again(self, server: _Server) -> None:
         """A turn wants a server whose background retries have stopped: one more discovery,
         at most every :data:`ASK_AGAIN_AFTER` seconds (this turn goes on without it)."""
-        idle = server.retry is None and (server.discovering is None or server.discovering.done())
         if (
-            idle
+            server.retry is None
+            and not server.resolving
             and server.failures >= DISCOVERY_ATTEMPTS
             and time.monotonic() - server.tried >= ASK_AGAIN_AFTER
         ):
-            self._discover_soon(server)
+            self.resolve_now(server)
 
     async def _find_tools(self, server: _Server) -> str:
         """Offer the server's tools for its generation; how they were found (listed or
-        adopted). Raises :class:`_NotReadyError` saying why the server cannot be offered."""
+        adopted). Raises :class:`NotReadyError` saying why the server cannot be offered."""
         generation = server.generation
         try:
             spec = ToolServerSpec.model_validate(server.obj.get("spec") or {})
         except ValidationError as exc:
-            raise _NotReadyError("InvalidSpec", f"the spec is not valid: {exc}") from None
+            raise NotReadyError("InvalidSpec", f"the spec is not valid: {exc}") from None
         try:
             origin = origin_of(spec.url)
         except OriginError as exc:
-            raise _NotReadyError("InvalidSpec", f"spec.url: {exc}") from None
-        try:
-            headers = await header_values(
-                self.api, server.namespace, server.name, spec.headers, origin=origin
-            )
-        except SecretUnusableError as exc:
-            raise _NotReadyError(exc.reason, str(exc)) from None
-        except KubeError as exc:
-            raise _NotReadyError("SecretUnreadable", str(exc)) from None
+            raise NotReadyError("InvalidSpec", f"spec.url: {exc}") from None
+        headers = await secret_headers(
+            self.api,
+            server.namespace,
+            ((h.name, h.value_from.secret_key_ref) for h in spec.headers),
+            user="tool server",
+            name=server.name,
+            annotation=SECRET_ANNOTATION,
+            destination=origin,
+            where="the origin of spec.url",
+            refusals_last=False,
+        )
         endpoint = Endpoint(
             server=server.name,
             url=spec.url,
@@ -338,7 +257,7 @@ class ToolServers:
             try:
                 listing = await list_tools(endpoint)
             except ToolServerError as exc:
-                raise _NotReadyError(_REASONS[exc.outcome], str(exc)) from None
+                raise NotReadyError(_REASONS[exc.outcome], str(exc)) from None
             discovered, problems = select_tools(server.name, listing.tools, spec.tools)
             message = f"{len(discovered)} tool(s) offered"
             if problems:
@@ -368,45 +287,20 @@ class ToolServers:
         message: str,
         found: tuple[tuple[DiscoveredTool, ...], Listing | None] | None,
     ) -> None:
-        """Write the discovery's outcome, unless the status already says it."""
-        old = server.status
-        was = old.ready()
-        tools = found[0] if found is not None else ()
-        if (
-            was is not None
-            and (was.status, was.reason, was.message) == (ready, reason, message)
-            and old.observed_generation == generation
-            and old.tools == tools
-        ):
-            return
-        changed = was is None or was.status != ready
-        condition = Condition(
-            type="Ready",
-            status=ready,
-            reason=reason,
-            message=message[:32768],
-            last_transition_time=_now() if changed or was is None else was.last_transition_time,
-            observed_generation=generation,
+        """Write the discovery's outcome (operator/endpoints.py: unless the status already
+        says it): what was found for ``generation``, and the Ready condition."""
+        tools, listing = found if found is not None else ((), None)
+        await self.write_status(
+            server,
+            ToolServerStatus(
+                tools=tools,
+                tool_count=len(tools),
+                conditions=(ready_condition(ready, reason, message, generation),),
+                observed_generation=generation,
+                server=listing.server_info if listing is not None else None,
+                discovery_time=rfc3339(digits=0) if listing is not None else None,
+            ),
         )
-        status: dict[str, Any] = {
-            "tools": [t.model_dump(mode="json", by_alias=True) for t in tools],
-            "toolCount": len(tools),
-            "conditions": [condition.model_dump(mode="json", by_alias=True, exclude_none=True)],
-            "observedGeneration": generation,
-        }
-        if found is not None and found[1] is not None:
-            status["server"] = found[1].server_info
-            status["discoveryTime"] = _now()
-        try:
-            written = await patch_tool_server_status(
-                self.api, server.namespace, server.name, status
-            )
-        except Exception as exc:  # gone, or the API away: the next event or retry writes it
-            log.info(
-                "tool server %s/%s: status not written (%s)", server.namespace, server.name, exc
-            )
-            return
-        server.obj = written
 
     def _observer(self, server: _Server) -> CallObserver:
         label = f"{server.namespace}/{server.name}"
@@ -416,7 +310,7 @@ class ToolServers:
             self.metrics.tool_server_call_seconds.labels(server=label).observe(seconds)
             if (
                 outcome in _SUSPECT
-                and self.servers.get(_at(server)) is server
+                and self.servers.get(server.key) is server
                 and time.monotonic() - server.suspected >= REDISCOVER_AFTER
             ):
                 server.suspected = time.monotonic()
@@ -457,21 +351,14 @@ class ToolServers:
 
     async def _settled(self, server: _Server) -> _Offered | None:
         """The server's tools for its generation, waiting for a discovery in flight (after a
-        restart, the first one), at most its timeout."""
-        task = server.discovering
-        if server.current() is None and task is not None and not task.done():
-            with contextlib.suppress(Exception):
-                spec = server.obj.get("spec") or {}
-                timeout = float(spec.get("timeoutSeconds") or 30) + 5
-                async with asyncio.timeout(timeout):
-                    await asyncio.shield(task)
+        restart, the first one; or the one a newer spec started in its place), at most its
+        timeout. Waiting never cancels the discovery, nor fails with it."""
+        spec = server.obj.get("spec") or {}
+        timeout = float(spec.get("timeoutSeconds") or 30) + 5
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while server.current() is None and server.running is not None:
+                    if server.running.done() or self.servers.get(server.key) is not server:
+                        break
+                    await asyncio.wait({server.running})
         return server.current()
-
-
-def _at(server: _Server) -> Key:
-    return server.namespace, server.name
-
-
-def _key(obj: Obj) -> Key:
-    meta = obj["metadata"]
-    return str(meta.get("namespace") or ""), str(meta["name"])

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import random
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -33,6 +32,8 @@ from typing import Any, Final
 import aiohttp
 from pydantic import ValidationError
 
+from tiny_harness.core.backoff import Backoff
+from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
@@ -100,16 +101,13 @@ log = logging.getLogger(__name__)
 #: Unexpected errors in a row before the task is failed with ``OperatorError``.
 ERROR_BUDGET: Final = 5
 #: Backoff after the n-th unexpected error: BASE * 2**(n-1), capped, with jitter.
-ERROR_BACKOFF_BASE: Final = 0.5
-ERROR_BACKOFF_CAP: Final = 30.0
+ERROR_BACKOFF: Final = Backoff(first=0.5, cap=30.0)
 #: Backoff while the API server cannot be reached.
-UNREACHABLE_BACKOFF_CAP: Final = 5.0
+UNREACHABLE_BACKOFF: Final = Backoff(first=0.2, cap=5.0)
+#: Backoff after the fourth conflict in a row (three are taken at once).
+CONFLICT_BACKOFF: Final = Backoff(first=0.05, cap=2.0)
 #: How long a view whose last turn record is missing is trusted to catch up by itself.
 RECORDS_GRACE_SECONDS: Final = 2.0
-
-
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def unreachable(exc: BaseException) -> bool:
@@ -117,10 +115,6 @@ def unreachable(exc: BaseException) -> bool:
     if isinstance(exc, KubeError):
         return exc.status == 0 or exc.status == 429 or exc.status >= 500
     return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError))
-
-
-def jittered(seconds: float) -> float:
-    return seconds * (0.5 + random.random() / 2)
 
 
 class TaskWorker:
@@ -181,7 +175,7 @@ class TaskWorker:
         """Someone wrote the task meanwhile: re-read it (a rare read) and decide again."""
         self.conflicts += 1
         if self.conflicts > 3:
-            await asyncio.sleep(jittered(min(0.05 * 2**self.conflicts, 2.0)))
+            await asyncio.sleep(CONFLICT_BACKOFF.delay(self.conflicts + 1))
         await self.refresh()
         return True
 
@@ -195,7 +189,7 @@ class TaskWorker:
     async def failed_pass(self, exc: Exception) -> bool:
         if unreachable(exc):
             self.unreachable += 1
-            delay = jittered(min(0.2 * 2**self.unreachable, UNREACHABLE_BACKOFF_CAP))
+            delay = UNREACHABLE_BACKOFF.delay(self.unreachable + 1)
             log.warning(
                 "task %s/%s: the API server is unreachable (%s); retrying in %.1fs",
                 self.namespace,
@@ -220,7 +214,7 @@ class TaskWorker:
                 exc,
             )
         if self.errors < ERROR_BUDGET:
-            await asyncio.sleep(jittered(min(ERROR_BACKOFF_BASE * 2 ** (self.errors - 1), 30.0)))
+            await asyncio.sleep(ERROR_BACKOFF.delay(self.errors))
             return True
         self.errors = 0
         try:
@@ -501,7 +495,7 @@ class TaskWorker:
         """Take (or take over) the runner lease with a new epoch: the write that starts or
         resumes a turn. Conditional on the version read, so only one replica wins."""
         epoch = (snap.status.runner.epoch if snap.status.runner else 0) + 1
-        runner = Runner(holder=self.rt.identity, renew_time=now_rfc3339(), epoch=epoch)
+        runner = Runner(holder=self.rt.identity, renew_time=rfc3339(digits=6), epoch=epoch)
         sent = time.monotonic()
         await self.write_status({**extra, "runner": runner.model_dump(by_alias=True)})
         holding = Holding(epoch, self.rt.settings.lease_seconds)

@@ -37,13 +37,15 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError
 
+from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.command_spec import CommandSpec, commands_from_params
 from tiny_harness.core.control import control_message
 from tiny_harness.core.extensions import COMMANDS_EXT_URI, TASK_EXT_KEY
 from tiny_harness.core.status_ext import metadata_dict
 
-#: Pauses between attempts to follow a task again (seconds); the last one repeats.
-RECONNECT_PAUSES: Final = (0.5, 1.0, 2.0, 5.0)
+#: Pauses between attempts to follow a task again: 0.5 s doubling, at most 5 s (shown on the
+#: screen as it is, so without jitter).
+RECONNECT_PAUSES: Final = Backoff(first=0.5, cap=5.0, jitter=0.0)
 #: Header mode: the header naming the participant.
 PARTICIPANT_HEADER: Final = "X-Participant-Id"
 
@@ -187,8 +189,8 @@ class Session:
                 reason = "the gateway ended the stream"
             except (A2AError, A2AClientError, httpx.HTTPError, OSError) as exc:
                 reason = explain(exc)
-            pause = RECONNECT_PAUSES[min(attempt, len(RECONNECT_PAUSES) - 1)]
             attempt += 1
+            pause = RECONNECT_PAUSES.delay(attempt)
             yield Reconnecting(reason, pause)
             await asyncio.sleep(pause)
 

@@ -2,9 +2,11 @@
 
 kopf's indexes lag this replica's writes by a watch event. If a pass read only the indexes,
 it would decide on the task as it was before its own last write (and, say, take a message
-twice); if it read only its own writes, it would miss everyone else's. The cache takes the
-newer copy of each object by resourceVersion. Plain dicts stand in for kopf's indexes here:
-the cache reads them as ``indices[name][key] -> values``.
+twice); if it read only its own writes, it would miss everyone else's. The cache reads its own
+write until the index has delivered exactly that resourceVersion (versions are opaque: never
+ordered, only compared for equality; kopf delivers an object's events in etcd's order). Plain
+dicts stand in for kopf's indexes here: the cache reads them as ``indices[name][key] ->
+values``, and :func:`deliver` does what kopf's index functions do on each event.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.operator.cache import OVERLAY_SECONDS, Feed, Packed, pack
 from tiny_harness.operator.cache import Cache as _Cache
-from tiny_harness.operator.cache import Feed, Packed, newer, pack
 
 NS = "team-a"
 #: When the tasks here were created: the messages below were all written after.
@@ -155,11 +157,37 @@ def put_record(idx: dict[str, Index], obj: dict[str, Any]) -> None:
     records[:] = [p for p in records if p.name != name] + [pack(obj)]
 
 
-def Cache(idx: dict[str, Index]) -> _Cache:
+def Cache(idx: dict[str, Index], clock: Clock | None = None) -> _Cache:
     """The cache over these indexes, as if kopf had filled them."""
     feed = Feed()
     feed.indices = idx
-    return _Cache(feed)
+    return _Cache(feed, clock=clock or Clock())
+
+
+class Clock:
+    """The cache's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def deliver(cache: _Cache, idx: dict[str, Index], obj: dict[str, Any]) -> None:
+    """The index's watch event for a task: kopf's index function stores it and tells the
+    cache which version it holds now."""
+    put_task(idx, obj)
+    cache.indexed_task(obj["metadata"]["namespace"], obj["metadata"]["name"], rv_of(obj))
+
+
+def deliver_record(cache: _Cache, idx: dict[str, Index], obj: dict[str, Any]) -> None:
+    put_record(idx, obj)
+    cache.indexed_record(NS, TurnRecord.of(obj))
+
+
+def rv_of(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"]["resourceVersion"])
 
 
 def state_of(obj: dict[str, Any] | None) -> str:
@@ -171,16 +199,21 @@ def state_of(obj: dict[str, Any] | None) -> str:
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "expected"),
+    ("indexed", "written"),
     [
-        ("10", "9", True),  # numerically, not as text
-        ("9", "10", False),
-        ("7", "7", False),
-        ("abc", "abd", True),  # opaque versions: a different one is taken as the later
+        ("10", "9"),  # a write numbered lower than the index's copy is not taken as older
+        ("9", "10"),
+        ("abc", "abd"),  # opaque versions, as the API conventions have them
     ],
 )
-def test_newer_compares_resource_versions_as_etcd_revisions(a: str, b: str, expected: bool) -> None:
-    assert newer(a, b) is expected
+def test_resource_versions_are_never_ordered_only_matched(indexed: str, written: str) -> None:
+    idx = indices(tasks=[task("release", indexed)])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", written, state="TASK_STATE_COMPLETED"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"  # ours, until
+    deliver(cache, idx, task("release", written, state="TASK_STATE_COMPLETED"))
+    assert cache._tasks == {}  # the index delivered exactly our version
 
 
 # -- tasks ----------------------------------------------------------------------------------------
@@ -212,13 +245,30 @@ def test_a_write_of_a_task_not_yet_in_the_index_is_read_back() -> None:
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_WORKING"
 
 
-def test_an_older_write_does_not_replace_a_newer_one() -> None:
-    cache = Cache(indices())
+def test_the_latest_write_is_read_until_the_index_delivers_it() -> None:
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", "11", state="TASK_STATE_INPUT_REQUIRED"))
     cache.wrote_task(task("release", "12", state="TASK_STATE_COMPLETED"))
 
-    cache.wrote_task(task("release", "11", state="TASK_STATE_WORKING"))
-
+    deliver(cache, idx, task("release", "11", state="TASK_STATE_INPUT_REQUIRED"))
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+
+    deliver(cache, idx, task("release", "12", state="TASK_STATE_COMPLETED"))
+    assert cache._tasks == {}
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+
+
+def test_an_event_the_index_delivers_before_our_writes_own_does_not_replace_it() -> None:
+    """Another writer's change committed before our write: its event comes first, and our
+    write, which is after it, stays what is read."""
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    deliver(cache, idx, task("release", "11", state="TASK_STATE_WORKING"))
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
 
 
 def test_the_index_wins_once_it_has_caught_up_and_the_write_is_dropped() -> None:
@@ -226,7 +276,8 @@ def test_the_index_wins_once_it_has_caught_up_and_the_write_is_dropped() -> None
     cache = Cache(idx)
     cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
 
-    put_task(idx, task("release", "13", state="TASK_STATE_COMPLETED"))
+    deliver(cache, idx, task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+    deliver(cache, idx, task("release", "13", state="TASK_STATE_COMPLETED"))
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
 
     # Dropped: once the task leaves the index, the old write does not bring it back.
@@ -291,16 +342,12 @@ def test_records_come_in_turn_and_chunk_order_whatever_the_index_order() -> None
     ]
 
 
-def test_records_merge_by_name_newest_first_and_keep_write_only_ones() -> None:
-    cache = Cache(
-        indices(
-            turns=[
-                record_obj("release", 1, 0, "10", "hello"),
-                record_obj("release", 2, 0, "20", "first"),
-            ]
-        )
-    )
-    cache.wrote_record(NS, record("release", 1, 0, "9"))  # older than the index: ignored
+def test_records_merge_by_name_and_keep_write_only_ones() -> None:
+    idx = indices(turns=[record_obj("release", 2, 0, "20", "first")])
+    cache = Cache(idx)
+    deliver_record(cache, idx, record_obj("release", 1, 0, "9"))
+    deliver_record(cache, idx, record_obj("release", 1, 0, "10", "hello"))
+    cache.wrote_record(NS, record("release", 1, 0, "9"))  # delivered already: ignored
     cache.wrote_record(NS, record("release", 2, 0, "25", "first", "second"))
     cache.wrote_record(NS, record("release", 2, 1, "26", "third"))  # only written so far
 
@@ -316,7 +363,8 @@ def test_the_index_copy_of_a_record_wins_once_it_has_caught_up() -> None:
     cache.wrote_record(NS, record("release", 1, 0, "12", "hello", "mine"))
     assert ids(cache.records(NS, "release")) == [("release-t1", "12")]
 
-    put_record(idx, record_obj("release", 1, 0, "14", "hello", "mine", "theirs"))
+    deliver_record(cache, idx, record_obj("release", 1, 0, "12", "hello", "mine"))
+    deliver_record(cache, idx, record_obj("release", 1, 0, "14", "hello", "mine", "theirs"))
 
     records = cache.records(NS, "release")
     assert ids(records) == [("release-t1", "14")]
@@ -333,10 +381,12 @@ def test_records_of_another_task_are_not_mixed_in() -> None:
 # -- children -------------------------------------------------------------------------------------
 
 
-def test_children_are_the_index_ones_with_this_replicas_newer_writes() -> None:
+def test_children_are_the_index_ones_with_this_replicas_writes_not_yet_indexed() -> None:
     docs = task("release-docs", "10", parent="release")
     tests = task("release-tests", "11", parent="release")
     cache = Cache(indices(children={"release": [docs, tests]}))
+    cache.indexed_task(NS, "release-tests", "5")  # delivered before its write's response came
+    cache.indexed_task(NS, "release-tests", "11")
 
     cache.wrote_task(task("release-docs", "15", parent="release", state="TASK_STATE_COMPLETED"))
     cache.wrote_task(task("release-tests", "5", parent="release", state="TASK_STATE_CANCELED"))
@@ -440,6 +490,46 @@ def test_a_write_whose_event_came_first_is_not_kept_in_the_overlay() -> None:
 
     assert cache._tasks == {}
     assert cache._records == {}
+
+
+def test_a_write_the_index_delivered_and_then_passed_is_not_kept_in_the_overlay() -> None:
+    """The watch was faster than the write's response, and a later change came too: the
+    index's copy is newer than the response, and that is what is read."""
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx)
+    deliver(cache, idx, task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+    deliver(cache, idx, task("release", "13", state="TASK_STATE_COMPLETED"))
+
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    assert cache._tasks == {}
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+
+
+def test_a_write_the_watch_passed_over_is_dropped_after_a_while() -> None:
+    """kopf listed afresh (410 Gone) and its listing had a later version: our write's own event
+    never comes. Once other versions have come and the bound has passed, the index is read."""
+    clock = Clock()
+    idx = indices(tasks=[task("release", "10")])
+    cache = Cache(idx, clock)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+    deliver(cache, idx, task("release", "14", state="TASK_STATE_COMPLETED"))
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
+
+    clock.now += OVERLAY_SECONDS
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
+    assert cache._tasks == {}
+
+
+def test_a_watch_that_is_away_keeps_the_write_however_long() -> None:
+    clock = Clock()
+    cache = Cache(indices(tasks=[task("release", "10")]), clock)
+    cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
+
+    clock.now += 10 * OVERLAY_SECONDS
+
+    assert state_of(cache.task(NS, "release")) == "TASK_STATE_INPUT_REQUIRED"
 
 
 def test_a_record_written_here_is_dropped_once_indexed() -> None:
