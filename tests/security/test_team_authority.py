@@ -14,8 +14,7 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -32,20 +31,6 @@ from tiny_harness.kube.names import API_VERSION, KIND, MESSAGE_KIND
 pytestmark = pytest.mark.controlplane
 
 Operator = Callable[..., OperatorProcess]
-
-
-@pytest.fixture
-def gateway(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Replicas]:
-    replicas = Replicas(kubeconfig, namespace, tmp_path)
-    yield replicas
-    replicas.stop()
-
-
-@pytest.fixture
-async def users() -> AsyncIterator[Users]:
-    opened = Users()
-    yield opened
-    await opened.close()
 
 
 SECRET = "the launch code is 7-7-4"
