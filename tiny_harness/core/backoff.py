@@ -13,8 +13,9 @@ the same.
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 #: The largest exponent used: 2**64 seconds is past any cap, and a float cannot hold 2**1024.
@@ -48,3 +49,24 @@ class Backoff:
         exponent = min(max(retry - 1, 0), _MAX_EXPONENT)
         wait = min(self.first * 2.0**exponent, self.cap)
         return wait * (1 - self.jitter * self.draw())
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a server asked for, in seconds, or None to use our own backoff.
+
+    ``retry-after-ms`` (OpenAI, Anthropic) is more precise, so it wins when it parses. An
+    HTTP-date ``Retry-After`` is not parsed: it depends on both clocks agreeing, and our own
+    backoff is a safe answer to a server that is busy. Header names are matched in lower case
+    (httpx's headers match any case).
+    """
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    return None

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from tiny_harness.core.backoff import Backoff
+from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.tracing import add_event
 from tiny_harness.models.errors import (
@@ -146,11 +145,11 @@ async def call_with_retries(
                 too_long = is_context_too_long(message, code)
                 raise _rejected(context, status, detail, attempt, too_long=too_long) from None
             failure = f"HTTP {status}: {detail}"
-            retry_after = _retry_after(failed.response.headers)
+            asked = retry_after(failed.response.headers)
         except errors.no_answer as exc:
             status = None
             failure = "timed out" if isinstance(exc, errors.timeout) else "connection failed"
-            retry_after = None
+            asked = None
         if attempt > policy.max_retries:
             prefix = context.settings_prefix
             raise ModelUnavailableError(
@@ -163,7 +162,7 @@ async def call_with_retries(
                 reason="ModelUnavailable",
                 setting=f"{prefix}.max_retries",
             ) from None
-        delay = policy.backoff(attempt - 1, retry_after)
+        delay = policy.backoff(attempt - 1, asked)
         notice = RetryNotice(
             attempt=attempt, budget=policy.max_retries, reason=failure, delay_seconds=delay
         )
@@ -261,23 +260,3 @@ def _scrub(text: str, secrets: tuple[str, ...]) -> str:
     if len(text) > _MAX_DETAIL_CHARS:
         text = text[: _MAX_DETAIL_CHARS - 1] + "…"
     return text
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The server's requested wait in seconds, or None to use our own backoff.
-
-    ``retry-after-ms`` (OpenAI, Anthropic) is more precise, so it wins when it parses. An
-    HTTP-date ``Retry-After`` is not parsed: it depends on both clocks agreeing, and our own
-    backoff is a safe answer to a server that is busy.
-    """
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if math.isfinite(seconds) and seconds >= 0:
-            return seconds
-    return None

@@ -11,12 +11,13 @@ on, because what follows them (running a tool) must never happen twice.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
 import logging
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
+from tiny_harness.core.clock import now
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import stamped
 from tiny_harness.core.history import HistoryDelta, RecordEntry, history_delta, replay_history
@@ -56,6 +57,7 @@ from tiny_harness.kube.names import (
 )
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.children import pending_news, rows_of
+from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.initialise import initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import TurnIO
@@ -86,8 +88,10 @@ class OperatorTurnHost:
         history: tuple[ChatMessage, ...],
         own: list[TurnRecord],
         holding: Holding,
+        cut: Cut | None = None,
     ) -> None:
         self.w = worker
+        self.cut = cut or Cut()
         self.snap = snap
         self.turn = turn
         self.history_before = history
@@ -111,6 +115,10 @@ class OperatorTurnHost:
         self.closed = False
 
     # -- TurnHost ----------------------------------------------------------------------------
+
+    def cut_deferred(self) -> AbstractContextManager[None]:
+        """A step of the turn that a cut waits for (see operator/cut.py)."""
+        return self.cut.deferred()
 
     async def settings(self) -> TaskSettings:
         # A model call follows: everything but held-back drains must be in the API first.
@@ -341,7 +349,7 @@ async def create_child(
             status["state"] = TaskState.INPUT_REQUIRED.value
             status["subState"] = SubState.AWAITING_NEXT_MESSAGE.value
         # The times a first status implies (waitingSince for one that waits), as any write.
-        first = stamped(status, {}, dt.datetime.now(dt.UTC))
+        first = stamped(status, {}, now())
         try:
             child = await worker.tasks.patch_status(
                 name,

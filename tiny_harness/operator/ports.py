@@ -10,7 +10,7 @@ through it to the runtime's cache, metrics and records. Now:
 - a turn's host writes through a :class:`TurnIO` (the task's name and namespace, its records,
   its objects, the one status writer), which the worker satisfies;
 - the remote follower checkpoints through a :class:`JournalHost` (drain, checkpoint, flush,
-  end the turn), which the host satisfies.
+  end the turn, defer a cut over one step), which the host satisfies.
 
 An import-linter contract (``acyclic_siblings`` in pyproject.toml) keeps the package free of
 import cycles, so a new reach across these lines fails CI instead of growing a cycle again.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from kubernetes_asyncio import client
@@ -64,6 +65,11 @@ class JournalHost(Protocol):
     async def flush(self) -> None: ...
 
     async def end_turn(self, outcome: TurnOutcome) -> None: ...
+
+    def cut_deferred(self) -> AbstractContextManager[None]:
+        """A step that a cut of the turn waits for, at most its bound: the send of a brief
+        until the remote task's id is recorded (operator/cut.py)."""
+        ...
 
 
 class OperatorHost(TurnHost, JournalHost, Protocol):

@@ -20,7 +20,8 @@ write of its task id: a crash there sends the same message again. A tiny-harness
 as the same message (it names the task and the message by their ids); another agent may not.
 
 **Bounded.** A call that fails for a reason that may pass (unreachable, HTTP 429 or 5xx, a
-stream that breaks) is tried again after 0.5, 1, 2 ... seconds, ``spec.maxRetries`` times; a
+stream that breaks) is tried again after about 0.5, 1, 2 ... seconds (jittered, at most 10 s; an
+agent's ``Retry-After`` is believed within that), ``spec.maxRetries`` times; a
 remote task that shows no visible change for ``spec.answerTimeoutSeconds`` is given up on. Every
 failure ends the sub-task in FAILED with a reason and a message naming what to look at
 (:class:`RemoteCallError`): ``RemoteAgentNotReady``, ``RemoteUnauthorized``,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Final, TypeVar
@@ -57,6 +59,7 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.control import control_part
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.extensions import TASK_EXT_KEY
@@ -86,9 +89,11 @@ T = TypeVar("T")
 
 #: What this harness calls itself in the parent link of the tasks it creates on other agents.
 AGENT_SELF: Final = "tiny-harness"
-#: Polling a remote task that cannot be streamed: the first wait, doubling to the cap.
-POLL_FIRST: Final = 1.0
-POLL_CAP: Final = 10.0
+#: Polling a remote task that cannot be streamed: the first wait, doubling to the cap (no
+#: jitter: each poll is one task's, on its own schedule).
+POLL: Final = Backoff(first=1.0, cap=10.0, jitter=0.0)
+#: The waits before a failed call to an agent is tried again (``spec.maxRetries`` times).
+RETRY: Final = Backoff(first=0.5, cap=10.0)
 #: How long a cancel or a completion sent to a remote task is waited on.
 CONTROL_WAIT_SECONDS: Final = 30.0
 
@@ -97,10 +102,19 @@ class RemoteCallError(HarnessError):
     """The remote agent could not be talked to, or refused: the sub-task fails with ``reason``
     and this message. ``transient`` errors are tried again first, a bounded number of times."""
 
-    def __init__(self, reason: str, message: str, *, transient: bool = False) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        transient: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.transient = transient
+        #: The wait the agent asked for (``Retry-After``), believed within the backoff's cap.
+        self.retry_after = retry_after
 
 
 def classify(agent: str, exc: BaseException) -> RemoteCallError:
@@ -133,7 +147,10 @@ def classify(agent: str, exc: BaseException) -> RemoteCallError:
             )
         if code == 429 or code >= 500:
             return RemoteCallError(
-                "RemoteUnavailable", f"agent {agent} answered HTTP {code}", transient=True
+                "RemoteUnavailable",
+                f"agent {agent} answered HTTP {code}",
+                transient=True,
+                retry_after=retry_after(cause.response.headers),
             )
         return RemoteCallError("RemoteRefused", f"agent {agent} answered HTTP {code}: {exc}")
     if isinstance(cause, httpx.RequestError) or isinstance(exc, (OSError, httpx.RequestError)):
@@ -174,7 +191,6 @@ def envelope(task_id: str, task: TaskSpec) -> dict[str, object]:
 async def with_retries(agent: Agent, call: Callable[[], Awaitable[T]]) -> T:
     """``call``, tried again on transient failures as the agent's spec allows."""
     budget = agent.spec.max_retries if agent.spec is not None else 0
-    delay = 0.5
     for attempt in range(budget + 1):
         try:
             return await call()
@@ -188,9 +204,9 @@ async def with_retries(agent: Agent, call: Callable[[], Awaitable[T]]) -> T:
                         failure.reason, f"{failure} ({attempt + 1} attempts)", transient=True
                     )
                 raise failure from None
+            delay = RETRY.delay(attempt + 1, retry_after=failure.retry_after)
             log.info("agent %s: %s; trying again in %.1fs", agent.name, failure, delay)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -314,9 +330,11 @@ class RemoteLoop:
                 if follow.sent is None:
                     # Until the send is recorded, a cut waits for the record: a remote task
                     # whose id nobody wrote down could be neither followed nor cancelled.
-                    if not await _uncut(step):
-                        break
-                elif not await step:
+                    with host.cut_deferred():
+                        more = await step
+                else:
+                    more = await step
+                if not more:
                     break
         return await self.end(host, turn, view, drain.messages)
 
@@ -357,7 +375,7 @@ class RemoteLoop:
                     except UnsupportedOperationError:
                         # An ended task is not streamed: read it as it is.
                         yield StreamResponse(task=await self.get(client, view.task_id))
-                        await asyncio.sleep(POLL_FIRST)
+                        await asyncio.sleep(POLL.first)
                 else:
                     async for event in self.poll(client, view):
                         yield event
@@ -373,17 +391,15 @@ class RemoteLoop:
                             failure.reason, f"{failure} ({failures} attempts)"
                         ) from None
                     raise failure from None
-                delay = min(0.5 * 2 ** (failures - 1), 10.0)
+                delay = RETRY.delay(failures, retry_after=failure.retry_after)
                 log.info("agent %s: %s; again in %.1fs", agent.name, failure, delay)
                 await asyncio.sleep(delay)
 
     async def poll(self, client: Client, view: RemoteView) -> AsyncIterator[StreamResponse]:
         assert view.task_id is not None
-        wait = POLL_FIRST
-        while True:
+        for polled in itertools.count(1):
             yield StreamResponse(task=await self.get(client, view.task_id))
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, POLL_CAP)
+            await asyncio.sleep(POLL.delay(polled))
 
     async def get(self, client: Client, task_id: str) -> Task:
         return await client.get_task(GetTaskRequest(id=task_id))
@@ -433,33 +449,6 @@ class RemoteLoop:
         )
         await host.end_turn(outcome)
         return outcome
-
-
-#: How long a cut turn waits for the record of a send it interrupted.
-RECORD_WAIT_SECONDS: Final = 30.0
-
-
-async def _uncut(work: Awaitable[T]) -> T:
-    """``work``, carried to its end even when the turn is cut meanwhile (the cut then goes on,
-    as :class:`asyncio.CancelledError`), for at most :data:`RECORD_WAIT_SECONDS`."""
-    inner = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(inner)
-    except asyncio.CancelledError:
-        log.info(
-            "turn cut while its message was on its way to the remote agent: waiting up to %gs "
-            "for the agent to name its task, so that it can be cancelled",
-            RECORD_WAIT_SECONDS,
-        )
-        # The cut is repeated until the turn ends (worker.cut_turn): each repeat lands here
-        # and is let pass, so the wait keeps its one bound.
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + RECORD_WAIT_SECONDS
-        while not inner.done() and (left := deadline - loop.time()) > 0:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({inner}, timeout=left)
-        inner.cancel()
-        raise
 
 
 class _Following:

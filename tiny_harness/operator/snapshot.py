@@ -9,10 +9,10 @@ nothing in it is fetched from the API.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from tiny_harness.core.answers import refusal_id
+from tiny_harness.core.clock import now
 from tiny_harness.core.history import (
     AckEntry,
     NoticeEntry,
@@ -155,4 +155,4 @@ def expires_in_of(obj: Obj, default_ttl: int | None) -> float | None:
         state = TaskState(str(status.get("state") or ""))
     except ValueError:
         return None
-    return expires_in(state, status.get("completionTime"), ttl, dt.datetime.now(dt.UTC))
+    return expires_in(state, status.get("completionTime"), ttl, now())

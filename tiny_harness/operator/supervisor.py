@@ -16,9 +16,11 @@ When the turn's task ends, the guards are cancelled and the group waits for all 
 outlives its turn. A cut is a typed reason given once (:class:`Cut`: the first reason wins) and
 one cancellation of the turn's task; the turn's end is then read by that reason (a turn that
 finished the step it was in before the cancellation landed ends as it ended, and the next pass
-applies what cut it). Nothing under a turn is known to drop a cancellation (no
-``asyncio.wait_for``; the remote follower re-raises); if one ever did, the cut is given again
-after :data:`CUT_GRACE_SECONDS` and logged as the bug it is.
+applies what cut it). The one step a cut waits for is marked by the turn's code
+(:meth:`~tiny_harness.operator.cut.Cut.deferred`: a brief on its way to a remote agent): the
+cancellation is sent when the step ends, nothing shields the step. Nothing under a turn is known
+to drop a cancellation (no ``asyncio.wait_for``); if one ever did, the cut is given again after
+:data:`~tiny_harness.operator.cut.CUT_GRACE_SECONDS` and logged as the bug it is.
 A cancellation of the worker itself (the operator stopping) is not a cut: it leaves the turn
 open in its journal for the next replica.
 """
@@ -26,7 +28,6 @@ open in its journal for the next replica.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -57,10 +58,11 @@ from tiny_harness.core.tracing import end_turn, parent_and_links, turn_span
 from tiny_harness.core.turn import TurnInput, TurnOutcome
 from tiny_harness.core.usage import total, usage_of
 from tiny_harness.models.errors import ModelCallError
+from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.host import OperatorTurnHost
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import SupervisedWorker, TurnLoop
-from tiny_harness.operator.remote import RECORD_WAIT_SECONDS, RemoteCallError
+from tiny_harness.operator.remote import RemoteCallError
 from tiny_harness.operator.snapshot import Snapshot, history_before, rows_json, unique_entries
 from tiny_harness.operator.status_writes import failed_status, own_message_id, resumed_conditions
 
@@ -71,43 +73,6 @@ ANSWERING: Final = AnsweringLoop()
 #: Pause before a failed look for interrupts during a turn is made again (for as long as the
 #: turn runs, which its lease and deadline bound).
 INTERRUPT_RETRY_SECONDS: Final = 0.5
-#: How long a cut turn may take to end before the cut is given again. The longest wait a cut
-#: lets finish is the record of a brief on its way to a remote agent (``remote._uncut``).
-CUT_GRACE_SECONDS: Final = RECORD_WAIT_SECONDS + 5.0
-
-
-class Cut:
-    """The reason a running turn is cut: the first one given, said once."""
-
-    def __init__(self) -> None:
-        self.reason: CutReason | None = None
-        self._runner: asyncio.Task[Any] | None = None
-
-    def watch(self, runner: asyncio.Task[Any]) -> None:
-        self._runner = runner
-
-    def __call__(self, reason: CutReason) -> None:
-        """Cut the turn for ``reason`` (a later reason changes nothing)."""
-        if self.reason is not None:
-            return
-        self.reason = reason
-        if self._runner is not None:
-            self._runner.cancel()
-
-    async def see_through(self, grace: float = CUT_GRACE_SECONDS) -> None:
-        """Wait for the cut turn to end; give the cut again only if code under the turn
-        dropped it (a bug, logged as one)."""
-        runner = self._runner
-        while runner is not None and not runner.done():
-            await asyncio.wait({runner}, timeout=grace)
-            if not runner.done():
-                log.error(
-                    "a turn cut (%s) has not ended %.0fs later: code under it dropped the "
-                    "cancellation; cutting it again",
-                    self.reason,
-                    grace,
-                )
-                runner.cancel()
 
 
 def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
@@ -162,7 +127,7 @@ class TurnSupervisor:
         journal = tuple(
             e for e in unique_entries(own) if not isinstance(e, (NoticeEntry, AckEntry))
         )
-        host = OperatorTurnHost(w, snap, number, history, own, holding)
+        host = OperatorTurnHost(w, snap, number, history, own, holding, self.cut)
         remotes = w.rt.remotes
         turn_input = TurnInput(
             task_id=w.name,
@@ -231,9 +196,7 @@ class TurnSupervisor:
 
         # The task's status as the lease write left it: running, with the turn's start time.
         running = (self.w.rt.cache.task(self.w.namespace, self.w.name) or {}).get("status") or {}
-        left = deadline_left(
-            self.snap.spec.active_deadline_seconds, running, dt.datetime.now(dt.UTC)
-        )
+        left = deadline_left(self.snap.spec.active_deadline_seconds, running, now())
         token = retry_observer.set(self.retry_notice_writer())
         try:
             async with asyncio.TaskGroup() as group:

@@ -23,7 +23,6 @@ for with capped backoff, since nothing can be written until it is back.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
@@ -33,7 +32,7 @@ import aiohttp
 from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
-from tiny_harness.core.clock import rfc3339
+from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
@@ -247,7 +246,7 @@ class TaskWorker:
         status = snap.status
         raw = snap.obj.get("status") or {}
         spec = snap.spec
-        now = dt.datetime.now(dt.UTC)
+        moment = now()
         lease, wait = self.rt.leases.judge(self.key, status.runner)
         registry = self.rt.commands.registry
         pending: list[Pending] = []
@@ -271,8 +270,8 @@ class TaskWorker:
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
             expires_in=self.expires_in(snap.obj),
-            deadline_left=deadline_left(spec.active_deadline_seconds, raw, now),
-            input_left=input_time_left(spec.input_timeout_seconds, raw, now),
+            deadline_left=deadline_left(spec.active_deadline_seconds, raw, moment),
+            input_left=input_time_left(spec.input_timeout_seconds, raw, moment),
             on_timeout=spec.on_timeout,
             budget_freed=self.budget_freed(snap),
         )
@@ -433,7 +432,7 @@ class TaskWorker:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
             current = (self.rt.cache.task(self.namespace, self.name) or {}).get("status") or {}
-            patch = self.with_usage(stamped(patch, current, dt.datetime.now(dt.UTC)))
+            patch = self.with_usage(stamped(patch, current, now()))
             while True:
                 if leased:
                     self.held().check()

@@ -1,19 +1,19 @@
-"""A cut is a typed reason given once (:class:`supervisor.Cut`): the first reason wins, the
-turn's task is cancelled once, and the one wait a cut must let finish, for the record of a brief
-on its way (:func:`remote._uncut`), keeps its bound. A turn whose code dropped the cancellation
-(a bug: nothing under a turn is known to) is cut again after the grace, and logged."""
+"""A cut is a typed reason given once (:class:`cut.Cut`): the first reason wins, the turn's
+task is cancelled once, and a step the cut must let finish (:meth:`cut.Cut.deferred`, the record
+of a brief on its way) holds it back for that step only, within its bound. A turn whose code
+dropped the cancellation (a bug: nothing under a turn is known to) is cut again after the grace,
+and logged."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 import pytest
 
 from tiny_harness.core.decide import CutReason
-from tiny_harness.operator import remote
-from tiny_harness.operator.supervisor import Cut
+from tiny_harness.operator import cut as cut_module
+from tiny_harness.operator.cut import Cut
 
 
 async def test_the_first_reason_wins_and_the_turn_is_cancelled_once() -> None:
@@ -67,48 +67,71 @@ async def test_a_turn_that_drops_the_cancellation_is_cut_again_after_the_grace_a
     assert "code under it dropped the cancellation" in caplog.text
 
 
-async def test_a_cut_during_a_send_waits_for_its_record_then_goes_on() -> None:
-    recorded = asyncio.Event()
-
-    async def send_then_record() -> str:
-        await asyncio.sleep(0.2)  # the agent names its task
-        recorded.set()
-        return "remote-task"
+async def test_a_cut_during_a_deferred_step_waits_for_its_end_then_goes_on() -> None:
+    cut = Cut()
+    named = asyncio.Event()
+    steps: list[str] = []
 
     async def turn() -> None:
-        await remote._uncut(send_then_record())
-        await asyncio.sleep(60)  # pragma: no cover - the cut goes on after the record
+        with cut.deferred():
+            await named.wait()  # the agent names its task
+            steps.append("recorded")
+        steps.append("after the step")  # no await: the cancellation lands at the next one
+        await asyncio.sleep(60)
+        steps.append("ran on")  # pragma: no cover - the cut goes on after the step
 
     runner = asyncio.create_task(turn())
-    await asyncio.sleep(0)
-    cut = Cut()
     cut.watch(runner)
+    await asyncio.sleep(0)  # the turn is in its step
     cut(CutReason.CONTROL)
+    await asyncio.sleep(0)
+    assert not runner.done()  # held back, not delivered
+    named.set()
     async with asyncio.timeout(5):
         await cut.see_through()
 
-    assert recorded.is_set()
+    assert steps == ["recorded", "after the step"]
     assert runner.cancelled()
+    assert cut.reason is CutReason.CONTROL
 
 
-async def test_a_send_that_never_answers_holds_the_cut_for_its_bound_only(
+async def test_a_cut_given_before_the_deferred_step_is_not_held() -> None:
+    cut = Cut()
+    entered: list[int] = []
+
+    async def turn() -> None:
+        await asyncio.sleep(60)
+        with cut.deferred():  # pragma: no cover - never reached
+            entered.append(1)
+
+    runner = asyncio.create_task(turn())
+    cut.watch(runner)
+    await asyncio.sleep(0)
+    cut(CutReason.DEADLINE)
+    async with asyncio.timeout(5):
+        await cut.see_through()
+    assert runner.cancelled()
+    assert entered == []
+
+
+async def test_a_step_that_never_ends_holds_the_cut_for_its_bound_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(remote, "RECORD_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(cut_module, "DEFER_SECONDS", 0.2)
     stuck = asyncio.Event()
+    cut = Cut()
 
     async def never() -> None:
-        await stuck.wait()
+        with cut.deferred():
+            await stuck.wait()
 
-    runner = asyncio.create_task(remote._uncut(never()))
+    runner = asyncio.create_task(never())
+    cut.watch(runner)
     await asyncio.sleep(0)
     loop = asyncio.get_running_loop()
     started = loop.time()
-    cut = Cut()
-    cut.watch(runner)
     cut(CutReason.CONTROL)
-    with contextlib.suppress(asyncio.CancelledError):
-        async with asyncio.timeout(5):
-            await cut.see_through()
+    async with asyncio.timeout(5):
+        await cut.see_through()
     assert runner.cancelled()
     assert loop.time() - started >= 0.2
