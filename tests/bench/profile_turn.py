@@ -217,7 +217,7 @@ def _child(argv: list[str]) -> int:
     apply_experiments(experiments)
 
     import tiny_harness.cli.main as cli
-    from tiny_harness.operator import runner as operator_runner
+    from tiny_harness.operator import process as operator_runner
 
     original_run = operator_runner.run_operator
 

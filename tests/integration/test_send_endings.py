@@ -30,8 +30,8 @@ from tests.integration.gateway_support import (
     task_id_of,
     text_message,
 )
-from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
+from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 
 pytestmark = pytest.mark.controlplane
 

@@ -1,4 +1,4 @@
-"""A sharded replica's kopf watches only its shards' objects (operator/watches.py), on the real
+"""A sharded replica's kopf watches only its shards' objects (operator/kopf_shards.py), on the real
 API server: what its cache holds and what it is poked for follow the shards it is told to
 watch, a change of shards lists the new ones before they are read, and nothing sent during a
 hand-over is missed. And every object of a task tree carries the tree's shard label, whoever
@@ -37,8 +37,8 @@ from tiny_harness.kube.names import (
 )
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
-from tiny_harness.operator.shards import shard_of
-from tiny_harness.operator.watches import Watches
+from tiny_harness.operator.kopf_shards import Watches
+from tiny_harness.operator.shard_deal import shard_of
 
 pytestmark = pytest.mark.controlplane
 

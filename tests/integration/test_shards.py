@@ -1,4 +1,4 @@
-"""Shard Leases on the real API server (operator/sharding.py): replicas joining, leaving and
+"""Shard Leases on the real API server (operator/shard_leases.py): replicas joining, leaving and
 dying, and at every moment no shard believed held by two replicas.
 
 The managers run in this process, each with its own identity, on the real clock with a short
@@ -17,7 +17,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.eventually import NotYet, eventually_async
-from tiny_harness.operator.sharding import SET_LABEL, ShardManager
+from tiny_harness.operator.shard_leases import SET_LABEL, ShardManager
 
 pytestmark = pytest.mark.controlplane
 

@@ -89,7 +89,7 @@ from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
 from tiny_harness.a2a_gateway.stream import TaskChange
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.answers import command_reply_id, refusal_id
+from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.task import TaskStatus
 
 #: The ASGI request state, as the call context carries it to the handler (for metrics).

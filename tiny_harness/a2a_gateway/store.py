@@ -68,7 +68,6 @@ from tiny_harness.a2a_gateway.rendering import (
     task_version,
 )
 from tiny_harness.core.a2a_task import extension_from_a2a
-from tiny_harness.core.answers import Fate, answered_as_of, fate_of
 from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
     InvalidEnvelopeError,
@@ -77,6 +76,7 @@ from tiny_harness.core.errors import (
     TaskNotFoundError,
 )
 from tiny_harness.core.inbox import Control, MessageSpec, message_name
+from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
 from tiny_harness.kube.client import HarnessTasks, Obj, child_metadata, translate
@@ -185,7 +185,7 @@ class KubeTaskStore(VersionedTaskStore):
         return await self._turns.for_task(obj)
 
     async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
-        """:func:`tiny_harness.core.answers.answered_as_of` a status showing ``turn`` (running
+        """:func:`tiny_harness.core.reply_ids.answered_as_of` a status showing ``turn`` (running
         or not), with the records read now: they only grow, and the answer is as of that
         status."""
         records = await self._records(task_id)

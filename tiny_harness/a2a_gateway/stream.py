@@ -33,7 +33,7 @@ class TaskChange(VersionedEvent):
     """A change as a subscriber sees it, and where the task's turns stood at it: whether the
     turn that took a message had ended *as of this change* is a question about the change,
     not about the task as it is by the time the subscriber asks
-    (:func:`tiny_harness.core.answers.turn_has_ended`)."""
+    (:func:`tiny_harness.core.reply_ids.turn_has_ended`)."""
 
     turn: int = 0
     running: bool = False

@@ -8,7 +8,7 @@ from quiet ticks of the watch):
 2. the status message is the message's answer outside a turn: the command's reply
    (``cmd-<id>``) or a refused completion's notice (``refused-<id>``);
 3. the task waits for a participant again after the turn that took the message has ended, as of
-   that status (:func:`tiny_harness.core.answers.turn_has_ended`);
+   that status (:func:`tiny_harness.core.reply_ids.turn_has_ended`);
 4. the watch has been quiet for a while (:data:`QUIET_FIRST` seconds, doubling to
    :data:`QUIET_CAP`), and the journal, read once, says the message was answered outside a turn
    without a status event (a refusal the operator keeps out of the status, or a command reply
@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from tiny_harness.core.answers import Fate
+from tiny_harness.core.reply_ids import Fate
 from tiny_harness.core.settings import GatewaySettings
 
 T = TypeVar("T")

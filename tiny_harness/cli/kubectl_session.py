@@ -28,12 +28,6 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
-from tiny_harness.core.answers import (
-    command_reply_id,
-    refusal_of,
-    turn_has_ended,
-    turn_that_took,
-)
 from tiny_harness.core.errors import (
     HarnessError,
     NotPermittedError,
@@ -45,6 +39,12 @@ from tiny_harness.core.history import (
     transcript,
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
+from tiny_harness.core.reply_ids import (
+    command_reply_id,
+    refusal_of,
+    turn_has_ended,
+    turn_that_took,
+)
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                         "operator": settings.operator.model_copy(update={"identity": args.identity})
                     }
                 )
-            from tiny_harness.operator.runner import run_operator
+            from tiny_harness.operator.process import run_operator
 
             with tracing(settings.tracing, "tiny-harness-operator"):
                 return _run(
@@ -328,7 +328,7 @@ async def _serve_all(
     and no key in the environment, the demo model answers, so a first run works."""
     from tiny_harness.a2a_gateway.app import serve_gateway
     from tiny_harness.models.demo import KEY_ENV, DemoModel
-    from tiny_harness.operator.runner import run_operator
+    from tiny_harness.operator.process import run_operator
 
     settings = _local_destinations(settings, say)
     demo: DemoModel | None = None

@@ -38,7 +38,7 @@ PARENT_LABEL: Final = f"{PREFIX}/parent"
 TASK_LABEL: Final = f"{PREFIX}/task"
 TURN_LABEL: Final = f"{PREFIX}/turn"
 #: On a task, its messages, its turn records and its children: the shard of the task tree
-#: (see tiny_harness/operator/shards.py). Sharded operators watch only their shards' objects
+#: (see tiny_harness/operator/shard_deal.py). Sharded operators watch only their shards' objects
 #: by this label, so an event reaches only the replica that works its task.
 SHARD_LABEL: Final = f"{PREFIX}/shard"
 #: The task's A2A context id: the one its first message named (or the gateway chose), or, on a

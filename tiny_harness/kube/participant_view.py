@@ -12,7 +12,7 @@ below it, and nowhere else:
 - the conversation as a participant sees it (:func:`conversation`): the transcript of the turn
   journals, refused messages with their reasons, then the messages no turn has taken yet;
 - "may this participant end the task?" is :func:`tiny_harness.core.speakers.refuse_ending`,
-  and "has the turn that took my message ended?" is :mod:`tiny_harness.core.answers`.
+  and "has the turn that took my message ended?" is :mod:`tiny_harness.core.reply_ids`.
 """
 
 from __future__ import annotations

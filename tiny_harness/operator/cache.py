@@ -138,7 +138,7 @@ class Feed:
     """One kopf instance's indexes, and the shard label of each task they hold.
 
     Unsharded, one instance feeds the cache for the operator's whole life. Sharded, each
-    watched shard has an instance of its own (:mod:`tiny_harness.operator.watches`); the
+    watched shard has an instance of its own (:mod:`tiny_harness.operator.kopf_shards`); the
     cache reads a shard's feed from the moment its indexes are filled (:meth:`Cache.adopt`)
     until the shard is no longer watched (:meth:`Cache.drop`). A task, its children, its
     messages and its turn records share a shard, so all of them are in one feed.
@@ -148,7 +148,7 @@ class Feed:
         self.indexers = OperatorIndexers()
         #: What the cache reads: ``indices[index][key] -> packed objects``.
         self.indices: Mapping[str, Any] = self.indexers.indices
-        #: Each indexed task's shard label (its value as written; see operator/shards.py).
+        #: Each indexed task's shard label (its value as written; see operator/shard_deal.py).
         self.shards: dict[Key, str] = {}
         #: Set by the instance's first handler call: kopf calls none before every index holds
         #: all that its first listing returned.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tiny_harness.core.answers import command_reply_id
 from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.commands.parse import CommandCall, parse_command
@@ -25,6 +24,7 @@ from tiny_harness.core.history import (
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.loop import CompletionVerdict, decide_completion
 from tiny_harness.core.remote_view import remote_ref_of
+from tiny_harness.core.reply_ids import command_reply_id
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
@@ -196,7 +196,7 @@ class Controls:
         decision = decide_completion(
             snap.extension(),
             requested_by=sender,
-            override=completion_override(self.w.rt.commands.runner, sender),
+            override=completion_override(self.w.rt.commands.hooks, sender),
         )
         refused = (
             await self.end_remote(snap, "complete")
@@ -282,7 +282,7 @@ class Controls:
     ) -> None:
         spec = message.spec
         result = await run_command(
-            self.w.rt.commands.runner,
+            self.w.rt.commands.hooks,
             call,
             sender=spec.sender,
             role=snap.spec.role_of(spec.sender),
@@ -340,7 +340,7 @@ class Controls:
         else:
             await self.w.append_notices(snap, entries)
         # Once the reply is in the journal, it is also the status message, so whoever waits on
-        # the task hears it (core/answers.py). The state stays as it is.
+        # the task hears it (core/reply_ids.py). The state stays as it is.
         await self.w.write_status(
             {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
         )

@@ -39,13 +39,13 @@ class Cut:
 
     def __init__(self) -> None:
         self.reason: CutReason | None = None
-        self._runner: asyncio.Task[Any] | None = None
+        self._turn: asyncio.Task[Any] | None = None
         self._deferring = 0
         self._held = False
         self._bound: asyncio.TimerHandle | None = None
 
-    def watch(self, runner: asyncio.Task[Any]) -> None:
-        self._runner = runner
+    def watch(self, turn: asyncio.Task[Any]) -> None:
+        self._turn = turn
 
     def __call__(self, reason: CutReason) -> None:
         """Cut the turn for ``reason`` (a later reason changes nothing)."""
@@ -81,20 +81,20 @@ class Cut:
         if self._bound is not None:
             self._bound.cancel()
             self._bound = None
-        if self._runner is not None and not self._runner.done():
-            self._runner.cancel()
+        if self._turn is not None and not self._turn.done():
+            self._turn.cancel()
 
     async def see_through(self, grace: float = CUT_GRACE_SECONDS) -> None:
         """Wait for the cut turn to end; give the cut again only if code under the turn
         dropped it (a bug, logged as one)."""
-        runner = self._runner
-        while runner is not None and not runner.done():
-            await asyncio.wait({runner}, timeout=grace)
-            if not runner.done():
+        turn = self._turn
+        while turn is not None and not turn.done():
+            await asyncio.wait({turn}, timeout=grace)
+            if not turn.done():
                 log.error(
                     "a turn cut (%s) has not ended %.0fs later: code under it dropped the "
                     "cancellation; cutting it again",
                     self.reason,
                     grace,
                 )
-                runner.cancel()
+                turn.cancel()

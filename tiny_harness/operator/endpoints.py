@@ -2,7 +2,7 @@
 (``HarnessAgent``, ``HarnessToolServer``), followed, resolved once per spec, and told Ready.
 
 Both kinds are the same loop, kept here once; what differs (what resolving one means, and
-what its status holds) is each kind's own (operator/agents.py, operator/toolservers.py):
+what its status holds) is each kind's own (operator/agents.py, operator/tool_discovery.py):
 
 - **Followed.** One follower per watched namespace (or one for the cluster) keeps every object
   in memory (:func:`~tiny_harness.kube.watching.follow`: on a watch client of its own, and

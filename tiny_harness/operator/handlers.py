@@ -27,7 +27,7 @@ def build_registry(
 ) -> kopf.OperatorRegistry:
     """One kopf instance's registry: its indexes feed ``feed``, and each handler first calls
     ``filled`` (kopf runs no handler before the indexes hold their first listing; see
-    :mod:`tiny_harness.operator.watches`)."""
+    :mod:`tiny_harness.operator.kopf_shards`)."""
     registry = kopf.OperatorRegistry()
     register_indexes(registry, runtime.cache, feed)
 

@@ -1,7 +1,7 @@
 """Shard labels for the objects that arrive without one.
 
 Sharded replicas watch only the objects that carry the shard label of a shard they hold
-(:mod:`tiny_harness.operator.watches`), so an object without one is seen by no replica's
+(:mod:`tiny_harness.operator.kopf_shards`), so an object without one is seen by no replica's
 kopf. Writers copy the label from the task an object belongs to
 (:func:`~tiny_harness.kube.labels.shard_labels`); what is left is a new root task (its
 shard is a hash of its uid, which exists only once the API server has created it), a message
@@ -9,7 +9,7 @@ sent before its task was labelled, and whatever is applied with ``kubectl`` or w
 sharding was turned on. The labeller adds the label to those.
 
 Every sharded replica watches the objects whose label is missing or names no shard of the
-current count (:func:`~tiny_harness.operator.shards.unlabelled`): none at all in the steady
+current count (:func:`~tiny_harness.operator.shard_deal.unlabelled`): none at all in the steady
 state, so the watch costs nothing per turn. It is followed as every collection is
 (:func:`~tiny_harness.kube.watching.follow`: on a watch client of its own, never on the
 operator's capped write client).
@@ -44,7 +44,7 @@ from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.client import KubeError, Obj
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, SHARD_LABEL, TURN_PLURAL, VERSION
 from tiny_harness.kube.watching import WatchEvent, follow
-from tiny_harness.operator.shards import labelled, shard_of, unlabelled
+from tiny_harness.operator.shard_deal import labelled, shard_of, unlabelled
 
 log = logging.getLogger(__name__)
 

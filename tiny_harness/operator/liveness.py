@@ -1,7 +1,7 @@
 """The operator's liveness endpoint (``--liveness http://host:port/path``).
 
 The operator serves it itself rather than through kopf's, because a sharded replica runs one
-kopf instance after another (:mod:`tiny_harness.operator.watches`) and each would bind the
+kopf instance after another (:mod:`tiny_harness.operator.kopf_shards`) and each would bind the
 port anew. It answers 200 once the first kopf instance has started, and 503 before: as kopf's
 own, which listens only from then on.
 """

@@ -87,7 +87,7 @@ class TurnLoop(Protocol):
 
 
 class ToolOffers(Protocol):
-    """The tool servers a task's turn is offered (operator/toolservers.py)."""
+    """The tool servers a task's turn is offered (operator/tool_discovery.py)."""
 
     async def offer(self, namespace: str, spec: TaskSpec) -> Offer: ...
 

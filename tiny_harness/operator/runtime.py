@@ -27,11 +27,11 @@ from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.remote import Remotes
-from tiny_harness.operator.sharding import ShardManager
-from tiny_harness.operator.shards import shard_named
+from tiny_harness.operator.shard_deal import shard_named
+from tiny_harness.operator.shard_leases import ShardManager
 from tiny_harness.operator.slots import Ticket, WorkerSlots
+from tiny_harness.operator.tool_discovery import ToolServers
 from tiny_harness.operator.tool_offers import NoToolServers
-from tiny_harness.operator.toolservers import ToolServers
 from tiny_harness.operator.worker import TaskWorker
 
 log = logging.getLogger(__name__)
@@ -76,14 +76,14 @@ class Runtime:
         self.commands = commands or build_command_registry(catalog)
         self._workers: dict[Key, tuple[TaskWorker, asyncio.Task[None]]] = {}
         self._written: dict[tuple[str, str, str], deque[str]] = {}
-        #: Set when the replicas split the tasks (operator/sharding.py): then a task is worked
+        #: Set when the replicas split the tasks (operator/shard_leases.py): then a task is worked
         #: only while this replica holds its shard.
         self.shards: ShardManager | None = None
         #: Set with ``shards``: labels the objects that came without a shard label.
         self.labeller: Labeller | None = None
         #: The remote agents (HarnessAgents) sub-tasks may run on, when the operator has them.
         self.remotes: Remotes | None = None
-        #: The tool servers tasks' turns are offered (operator/toolservers.py).
+        #: The tool servers tasks' turns are offered (operator/tool_discovery.py).
         self.tool_servers: ToolServers | NoToolServers = NoToolServers()
         self._strays_reported: set[str] = set()
 

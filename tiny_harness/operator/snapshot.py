@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tiny_harness.core.answers import refusal_id
 from tiny_harness.core.clock import now
 from tiny_harness.core.history import (
     AckEntry,
@@ -22,6 +21,7 @@ from tiny_harness.core.history import (
     replay_history,
 )
 from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.reply_ids import refusal_id
 from tiny_harness.core.retention import expires_in
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (

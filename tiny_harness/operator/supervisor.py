@@ -33,7 +33,6 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
-from tiny_harness.core.answering import AnsweringLoop
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.deadlines import deadline_left
@@ -50,6 +49,7 @@ from tiny_harness.core.decide import (
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
+from tiny_harness.core.participant_turn import AnsweringLoop
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle
@@ -200,8 +200,8 @@ class TurnSupervisor:
         token = retry_observer.set(self.retry_notice_writer())
         try:
             async with asyncio.TaskGroup() as group:
-                runner = group.create_task(run())
-                self.cut.watch(runner)
+                turn_task = group.create_task(run())
+                self.cut.watch(turn_task)
                 guards = [
                     group.create_task(self.renew_lease(holding)),
                     group.create_task(self.watch_lease(holding)),
@@ -214,7 +214,7 @@ class TurnSupervisor:
                     for guard in guards:
                         guard.cancel()
 
-                runner.add_done_callback(stop_guards)
+                turn_task.add_done_callback(stop_guards)
         finally:
             retry_observer.reset(token)
         if crashed is not None:
@@ -381,7 +381,7 @@ class TurnSupervisor:
     def refused_completions(self, snap: Snapshot, pending: Sequence[Pending]) -> frozenset[str]:
         """The completions the task would refuse now, judged as the next pass would judge
         them (``core.loop.decide_completion``, with the hooks' override)."""
-        runner = self.w.rt.commands.runner
+        hooks = self.w.rt.commands.hooks
         return frozenset(
             m.message_id
             for m in pending
@@ -390,7 +390,7 @@ class TurnSupervisor:
             and not decide_completion(
                 snap.extension(),
                 requested_by=m.sender,
-                override=completion_override(runner, m.sender),
+                override=completion_override(hooks, m.sender),
             ).complete
         )
 

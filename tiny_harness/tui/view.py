@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 from a2a.types import Message, Role, StreamResponse, Task, TaskStatusUpdateEvent
 
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
-from tiny_harness.core.answers import command_reply_id, refusal_id
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
 from tiny_harness.core.task import Lifecycle, Participant, SubTaskRow, TaskExtension, TaskUsage
 
-#: How the ids of the answers given outside a turn begin (``core.answers``).
+#: How the ids of the answers given outside a turn begin (``core.reply_ids``).
 REFUSED_PREFIX = refusal_id("")
 COMMAND_PREFIX = command_reply_id("")
 #: What the composer says when nothing more particular applies.

@@ -81,7 +81,7 @@ async def send(
     if call is None:
         return None
     return await run_command(
-        reg.runner,
+        reg.hooks,
         call,
         sender=sender,
         role=ROLES.get(sender),

@@ -149,12 +149,12 @@ async def test_the_command_chains_run_pre_then_in_then_post() -> None:
         assert ctx.result is not None
         return ctx.model_copy(update={"result": ctx.result.model_copy(update={"reply": "amended"})})
 
-    registry.runner.register(COMMAND_INVOKED_PRE, pre)
-    registry.runner.register(COMMAND_INVOKED_POST, post)
+    registry.hooks.register(COMMAND_INVOKED_PRE, pre)
+    registry.hooks.register(COMMAND_INVOKED_POST, post)
     registry.command("demo", "A demo")(body)
     registry.freeze()
     result = await run_command(
-        registry.runner,
+        registry.hooks,
         CommandCall("demo"),
         sender="alice",
         role=Role.REPORTER,

@@ -104,7 +104,7 @@ async def test_a_plugin_adds_a_command_and_a_policy_hook(plugins: PluginFactory)
     assert await send(built.registry, "/hello WORLD") == CommandResult(reply="refused: no shouting")
     # The ordinary policy hook sees every command, built-ins included.
     assert await send(built.registry, "/model GPT") == CommandResult(reply="refused: no shouting")
-    pre = [h.name for h in built.runner.chain(COMMAND_INVOKED_PRE)]
+    pre = [h.name for h in built.hooks.chain(COMMAND_INVOKED_PRE)]
     assert pre == ["builtin/role-check", "greeter/no-shouting"]
 
 
@@ -136,7 +136,7 @@ async def test_a_plugin_overrides_a_built_in_only_when_it_says_so(plugins: Plugi
     )
     # Its body is command-owned, so it is not registered anywhere else either.
     assert ("hook", "status-body") in skipped(built)
-    assert [h.name for h in built.runner.chain(COMMAND_INVOKED_IN)] == [
+    assert [h.name for h in built.hooks.chain(COMMAND_INVOKED_IN)] == [
         "builtin/model",
         "builtin/effort",
         "builtin/sub-task",
@@ -196,7 +196,7 @@ def test_an_invalid_command_entry_is_skipped_with_its_reason(
     # The hook it names stays command-owned: never registered unfiltered.
     assert ("hook", "body") in skipped(built)
     assert built.report.hooks == ()
-    assert all(not h.name.startswith("bad/") for h in built.runner.chain(COMMAND_INVOKED_IN))
+    assert all(not h.name.startswith("bad/") for h in built.hooks.chain(COMMAND_INVOKED_IN))
 
 
 def test_a_command_naming_no_hookdef_is_skipped(plugins: PluginFactory) -> None:
@@ -225,7 +225,7 @@ def test_a_command_body_with_other_points_is_skipped_with_its_hook(
         "it is the body of command 'greedy' in commands.json, which was skipped"
     )
     assert "greedy" not in built.registry
-    assert all(h.name != "greedy/body" for h in built.runner.chain(COMMAND_INVOKED_PRE))
+    assert all(h.name != "greedy/body" for h in built.hooks.chain(COMMAND_INVOKED_PRE))
 
 
 def test_a_command_body_on_a_single_other_point_is_skipped(plugins: PluginFactory) -> None:
@@ -352,13 +352,13 @@ def test_a_plugin_lets_a_task_complete_with_an_open_sub_task(plugins: PluginFact
         f"executor '{mod}:async_complete' is async, but task.complete.in takes synchronous "
         "executors only"
     )
-    assert [h.name for h in built.runner.chain(TASK_COMPLETE_IN)] == ["closer/close"]
+    assert [h.name for h in built.hooks.chain(TASK_COMPLETE_IN)] == ["closer/close"]
     task = TaskExtension(
         goal="g",
         lifecycle=Lifecycle.CONVERSATION,
         sub_tasks=(SubTaskRow(task_id="t1.1", state=TaskState.WORKING),),
     )
-    decision = decide_completion(task, "alice", override=completion_override(built.runner, "alice"))
+    decision = decide_completion(task, "alice", override=completion_override(built.hooks, "alice"))
     assert decision.complete
     assert decision.overridden
 

@@ -38,7 +38,7 @@ def test_the_built_ins_are_listed_in_order_for_the_card() -> None:
         "budget",
     ]
     assert built.registry.frozen
-    assert built.runner.frozen
+    assert built.hooks.frozen
 
 
 def test_registering_a_name_twice_from_code_is_an_error() -> None:
@@ -103,21 +103,21 @@ def test_a_frozen_registry_and_its_runner_refuse_registrations() -> None:
     with pytest.raises(CommandError, match="frozen"):
         registry.register(spec(), hello)
     with pytest.raises(HookError, match="frozen"):
-        registry.runner.register(COMMAND_INVOKED_PRE, lambda ctx: None)
+        registry.hooks.register(COMMAND_INVOKED_PRE, lambda ctx: None)
 
 
 def test_freezing_installs_each_body_filtered_on_command_invoked_in() -> None:
     registry = CommandRegistry()
     registry.register(spec("hello"), hello, priority=300)
     registry.register(spec("bye"), hello, hook="mine/bye")
-    assert registry.runner.chain(COMMAND_INVOKED_IN) == ()
+    assert registry.hooks.chain(COMMAND_INVOKED_IN) == ()
     registry.freeze()
-    chain = registry.runner.chain(COMMAND_INVOKED_IN)
+    chain = registry.hooks.chain(COMMAND_INVOKED_IN)
     assert [(h.name, h.priority) for h in chain] == [("command/hello", 300), ("mine/bye", 500)]
 
 
 def test_every_registry_carries_the_role_check() -> None:
-    pre = CommandRegistry().runner.chain(COMMAND_INVOKED_PRE)
+    pre = CommandRegistry().hooks.chain(COMMAND_INVOKED_PRE)
     assert [(h.name, h.priority) for h in pre] == [("builtin/role-check", 100)]
 
 

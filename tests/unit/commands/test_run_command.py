@@ -144,7 +144,7 @@ async def test_an_operator_can_tighten_the_rules_with_a_pre_executor() -> None:
             raise HookAbort("sub-tasks are paused")
 
     def configure(reg: CommandRegistry) -> None:
-        reg.runner.register(COMMAND_INVOKED_PRE, no_sub_tasks_on_weekends)
+        reg.hooks.register(COMMAND_INVOKED_PRE, no_sub_tasks_on_weekends)
 
     reg = with_commands(configure)
     assert await send(reg, "/sub-task go", "alice") == CommandResult(
@@ -162,7 +162,7 @@ async def test_a_lower_priority_in_executor_answers_a_built_in_instead() -> None
         return ctx.model_copy(update={"result": CommandResult(reply="all good")})
 
     def configure(reg: CommandRegistry) -> None:
-        reg.runner.register(COMMAND_INVOKED_IN, my_status, priority=400)
+        reg.hooks.register(COMMAND_INVOKED_IN, my_status, priority=400)
 
     reg = with_commands(configure)
     assert await send(reg, "/status") == CommandResult(reply="all good")
@@ -178,7 +178,7 @@ async def test_an_in_executor_after_the_body_sees_the_result_already_set() -> No
         seen.append(ctx.result.reply.splitlines()[0] if ctx.result else None)
 
     def configure(reg: CommandRegistry) -> None:
-        reg.runner.register(COMMAND_INVOKED_IN, observer, priority=900)
+        reg.hooks.register(COMMAND_INVOKED_IN, observer, priority=900)
 
     result = await send(with_commands(configure), "/status")
     assert result is not None
@@ -208,7 +208,7 @@ async def test_for_command_passes_other_commands_and_answered_contexts_through()
 async def test_running_on_an_unfrozen_runner_is_a_programming_error() -> None:
     with pytest.raises(CommandError, match=r"freeze\(\)"):
         await run_command(
-            CommandRegistry().runner,
+            CommandRegistry().hooks,
             CommandCall("status"),
             sender="alice",
             role=Role.REPORTER,

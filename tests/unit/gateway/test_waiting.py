@@ -24,14 +24,14 @@ from tiny_harness.a2a_gateway.waiting import (
     with_quiet_ticks,
 )
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.answers import (
+from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
+from tiny_harness.core.reply_ids import (
     Fate,
     answered_as_of,
     command_reply_id,
     fate_of,
     refusal_id,
 )
-from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Participant, Role, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.turn import DrainEntry, InboundMessage

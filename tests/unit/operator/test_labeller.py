@@ -11,7 +11,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.kube.names import MESSAGE_PLURAL, PLURAL, SHARD_LABEL, TURN_PLURAL
 from tiny_harness.operator.labeller import Labeller
-from tiny_harness.operator.shards import shard_of
+from tiny_harness.operator.shard_deal import shard_of
 
 NS = "team-a"
 SHARDS = 8

@@ -344,9 +344,7 @@ class _PluginLoad:
         label = f"{self.ns}/{hookdef.name}"
         try:
             for point in points:
-                self.registry.runner.register(
-                    point, executor, priority=hookdef.priority, name=label
-                )
+                self.registry.hooks.register(point, executor, priority=hookdef.priority, name=label)
         except HookError as exc:
             self.skip(ComponentKind.HOOK, hookdef.name, str(exc))
             return

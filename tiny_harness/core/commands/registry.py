@@ -85,12 +85,12 @@ class _Command:
 class CommandRegistry:
     """The commands a harness accepts, each with one body. Iterating yields their specs."""
 
-    def __init__(self, runner: HookRunner | None = None) -> None:
-        self.runner = runner or HookRunner()
+    def __init__(self, hooks: HookRunner | None = None) -> None:
+        self.hooks = hooks or HookRunner()
         self._commands: dict[str, _Command] = {}
         self._frozen = False
         # Always on: a registry without it would let anyone with no role run anything.
-        self.runner.register(
+        self.hooks.register(
             COMMAND_INVOKED_PRE, role_check, priority=ROLE_CHECK_PRIORITY, name="builtin/role-check"
         )
 
@@ -174,14 +174,14 @@ class CommandRegistry:
         if self._frozen:
             return
         for command in self._commands.values():
-            self.runner.register(
+            self.hooks.register(
                 COMMAND_INVOKED_IN,
                 ForCommand(command.spec.name, command.body),
                 priority=command.priority,
                 name=command.hook,
             )
         self._frozen = True
-        self.runner.freeze()
+        self.hooks.freeze()
 
 
 def check_name(name: str) -> None:

@@ -26,8 +26,8 @@ class BuiltCommands(NamedTuple):
     report: LoadReport
 
     @property
-    def runner(self) -> HookRunner:
-        return self.registry.runner
+    def hooks(self) -> HookRunner:
+        return self.registry.hooks
 
 
 def build_command_registry(
@@ -38,7 +38,7 @@ def build_command_registry(
     configure: Callable[[CommandRegistry], None] | None = None,
 ) -> BuiltCommands:
     """The frozen registry: built-ins (unless ``builtin_commands=False``), then ``configure``
-    (which may register commands on the registry and hooks on ``registry.runner``), then each
+    (which may register commands on the registry and hooks on ``registry.hooks``), then each
     plugin folder in ``plugin_dirs``.
 
     Raises :class:`~.errors.CommandError` or :class:`~.errors.HookError` for a bad registration

@@ -4,12 +4,12 @@ a parent's reply to a sub-task's question (reply_to_subtask)."""
 
 from __future__ import annotations
 
-from tiny_harness.core.answering import AnsweringLoop, answer_text
 from tiny_harness.core.intrinsics import (
     CREATE_TASK_FOR_PARTICIPANT,
     REPLY_TO_SUBTASK,
     apply_intrinsic,
 )
+from tiny_harness.core.participant_turn import AnsweringLoop, answer_text
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, Participant, Role, TaskExtension
 from tiny_harness.core.turn import DrainEntry, OutcomeKind, TurnInput

@@ -96,9 +96,6 @@ _REASONS: Final = {
     "blocked": "DestinationRefused",
 }
 
-#: The name tests/unit/operator/test_toolservers.py knows a failed discovery by.
-_NotReadyError = NotReadyError
-
 
 @dataclass(frozen=True)
 class _Offered:

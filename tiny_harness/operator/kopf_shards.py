@@ -57,7 +57,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.operator.cache import Feed
 from tiny_harness.operator.settings import operator_settings
-from tiny_harness.operator.shards import selector
+from tiny_harness.operator.shard_deal import selector
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ The written rules (docs/design/scale.md has the why):
   those whose member Lease this replica has seen change within ``lease_seconds`` on its own
   monotonic clock (the same rule as a task's runner lease: :class:`LeaseObserver`), plus itself.
 - **The deal.** Every tick (a quarter of the lease time) each replica computes the deal from the
-  live replicas (:func:`~tiny_harness.operator.shards.mine`) and moves toward it:
+  live replicas (:func:`~tiny_harness.operator.shard_deal.mine`) and moves toward it:
   - a shard it holds and is dealt: renewed (a write on the version read);
   - a shard it holds and is not dealt: it stops working it *first*, then releases it (clears
     the holder), so two replicas never both think they hold it;
@@ -58,7 +58,7 @@ from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.decide import Lease
 from tiny_harness.core.task import Runner
 from tiny_harness.operator.lease import Clock, LeaseObserver
-from tiny_harness.operator.shards import mine
+from tiny_harness.operator.shard_deal import mine
 
 log = logging.getLogger(__name__)
 

@@ -15,15 +15,15 @@ from tests.eventually import eventually_async
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, compile_schema
+from tiny_harness.operator.endpoints import NotReadyError
 from tiny_harness.operator.metrics import OperatorMetrics
-from tiny_harness.operator.tool_offers import CONDITION
-from tiny_harness.operator.toolservers import (
+from tiny_harness.operator.tool_discovery import (
     DISCOVERY_ATTEMPTS,
     ToolServers,
-    _NotReadyError,
     _Offered,
     _Server,
 )
+from tiny_harness.operator.tool_offers import CONDITION
 
 
 def tool(name: str) -> Tool:
@@ -130,7 +130,7 @@ class Unreachable(ToolServers):
 
     async def _find_tools(self, server: _Server) -> str:
         self.attempts += 1
-        raise _NotReadyError("Unreachable", "connection refused")
+        raise NotReadyError("Unreachable", "connection refused")
 
     async def _write_ready(self, server: _Server, *args: Any) -> None:
         self.written.append(str(args[3]))
@@ -139,7 +139,7 @@ class Unreachable(ToolServers):
 async def test_a_server_that_stays_down_is_retried_a_bounded_number_of_times_then_on_demand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import tiny_harness.operator.toolservers as module
+    import tiny_harness.operator.tool_discovery as module
 
     # Retries come at once here; the bound and the on-demand rule are what is tested.
     monkeypatch.setattr(module, "RETRY_CAP", 0.0)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tiny_harness.core.answers import (
+from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
+from tiny_harness.core.reply_ids import (
     answer_outside_turn,
     command_reply_id,
     refusal_id,
@@ -21,7 +22,6 @@ from tiny_harness.core.answers import (
     turn_that_drained,
     turn_that_took,
 )
-from tiny_harness.core.history import AckEntry, NoticeEntry, RecordEntry
 from tiny_harness.core.turn import DrainEntry, InboundMessage
 
 

@@ -2,7 +2,7 @@
 
 Pure functions, so every replica that sees the same live replicas computes the same deal,
 and the tests can check the deal's balance and its moves without a cluster. The leases that
-make a deal real are :mod:`tiny_harness.operator.sharding`'s.
+make a deal real are :mod:`tiny_harness.operator.shard_leases`'s.
 
 - A task tree's shard is a hash of its root task's ``uid`` (not its name: a task deleted and
   created again under the same name is a new task, and may land elsewhere). Stable across

@@ -1,4 +1,4 @@
-"""The deal of shards to replicas (operator/shards.py): even, the same for every replica that
+"""The deal of shards to replicas (operator/shard_deal.py): even, the same for every replica that
 sees the same members, and moving few shards when a replica joins or leaves."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tiny_harness.kube.names import SHARD_LABEL
-from tiny_harness.operator.shards import (
+from tiny_harness.operator.shard_deal import (
     deal,
     labelled,
     mine,

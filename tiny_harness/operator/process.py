@@ -27,14 +27,14 @@ from tiny_harness.models.factory import build_adapter
 from tiny_harness.operator.agents import AgentDirectory
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
+from tiny_harness.operator.kopf_shards import Watches
 from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.liveness import liveness
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
 from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.runtime import Runtime
-from tiny_harness.operator.sharding import ShardManager
-from tiny_harness.operator.toolservers import ToolServers
-from tiny_harness.operator.watches import Watches
+from tiny_harness.operator.shard_leases import ShardManager
+from tiny_harness.operator.tool_discovery import ToolServers
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ async def run_operator(
         catalog,
         metered_tools(load_tools(settings.operator.tools), metrics),
         config=LoopConfig(max_model_calls=settings.operator.max_model_calls),
-        completion_override=completion_override(commands.runner),
+        completion_override=completion_override(commands.hooks),
     )
     api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
     runtime = Runtime(api, loop, catalog, settings.operator, metrics, Cache(), commands=commands)
