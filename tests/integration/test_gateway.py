@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from a2a.types import Role, StreamResponse, TaskState
+from a2a.helpers.proto_helpers import new_data_part
+from a2a.types import Message, Role, StreamResponse, TaskState
 from a2a.utils.errors import TaskNotFoundError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
@@ -144,6 +146,38 @@ async def test_a_whole_conversation_through_the_gateway(
     # kubectl shows the task the A2A client created, in the same state.
     rows = kubectl.run("get", "ht").stdout.splitlines()
     assert rows[1].split()[:2] == [task_id, "TASK_STATE_COMPLETED"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_data_part_reaches_the_model_as_its_json_under_its_media_type(
+    transport: str, gateway: Replicas, users: Users, operator: Operator, model_server: ModelServer
+) -> None:
+    """A message of one data part is the model's to read, as a line naming its media type and
+    the JSON itself; the model answers it like any other message."""
+    order = {"id": "A-1", "items": [{"sku": "x", "qty": 2, "gift": True}], "note": "für Ana"}
+    await model_server.control.script(
+        [{"type": "text", "text": "Hello Alice."}, {"type": "text", "text": "Order filed."}]
+    )
+    operator()
+    alice = await users(gateway().url, "alice", transport=transport)
+    task_id = task_id_of(await alice.send("Hi!"))
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        task_id=task_id,
+        role=Role.ROLE_USER,
+        parts=[new_data_part(order, media_type="application/vnd.acme.order+json")],
+    )
+
+    events = await alice.stream(message)
+
+    assert events[-1].status_update.status.message.parts[0].text == "Order filed."
+    last = (await model_server.control.requests())[-1]
+    read = [item["content"] for item in last.body["input"] if item.get("role") == "user"]
+    assert read == [
+        "Hi!",
+        "Data (application/vnd.acme.order+json):\n"
+        '{"id": "A-1", "items": [{"gift": true, "qty": 2, "sku": "x"}], "note": "für Ana"}',
+    ]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -11,6 +11,8 @@ See ``docs/design/messages-and-history.md`` for why the inbox and the history ar
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Iterable
 from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
@@ -19,6 +21,10 @@ from tiny_harness.core.task import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
 MESSAGE_TEXT_MAX: Final = 256 * 1024
+
+#: The media type a data part is labelled with when its sender named none: it holds a JSON
+#: object, and JSON is what the agent card says it accepts.
+DATA_MEDIA_TYPE: Final = "application/json"
 
 
 class MessagePart(Model):
@@ -88,12 +94,36 @@ class MessageSpec(Model):
 
     @property
     def text(self) -> str:
-        """The message's text parts, joined: what the model reads."""
-        return "\n".join(p.text for p in self.parts if p.text is not None)
+        """What the model reads of the message: every part, as :func:`model_text` renders it."""
+        return model_text(self.parts)
 
     @property
     def is_text_only(self) -> bool:
         return len(self.parts) == 1 and self.parts[0].text is not None
+
+
+def model_text(parts: Iterable[MessagePart]) -> str:
+    """The parts of a message as the one text the model reads, a part to a line or more: a
+    text part as it is, a data part as a line naming its media type and then its JSON.
+
+    Data is rendered, not refused at the gateway: the agent card accepts ``application/json``,
+    so a client may well send a form's answers or another agent's result as a data part, and a
+    model reads JSON as well as prose. Dropping it instead (as a text-only join would) leaves
+    a message the model cannot see at all, and an empty one that Anthropic refuses on every
+    later call of the conversation.
+
+    The JSON has sorted keys and keeps non-ASCII characters as they are (as a tool's structured
+    result is rendered), so the same message always reads the same: a prompt cache keeps
+    hitting on a history that holds it.
+    """
+    return "\n".join(_part_text(p) for p in parts)
+
+
+def _part_text(part: MessagePart) -> str:
+    if part.text is not None:
+        return part.text
+    data = json.dumps(part.data, ensure_ascii=False, sort_keys=True)
+    return f"Data ({part.media_type or DATA_MEDIA_TYPE}):\n{data}"
 
 
 def message_name(task: str, uid: str, message_id: str) -> str:
@@ -104,4 +134,4 @@ def message_name(task: str, uid: str, message_id: str) -> str:
     return f"{task[: NAME_MAX - 20]}-m-{digest}"
 
 
-__all__ = ["TEXT_MAX", "MessagePart", "MessageSpec", "message_name"]
+__all__ = ["TEXT_MAX", "MessagePart", "MessageSpec", "message_name", "model_text"]

@@ -23,7 +23,7 @@ from anthropic.types import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
 from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors
 
 #: The API requires ``max_tokens``; used when neither the request nor the settings set one.
@@ -95,6 +95,10 @@ def anthropic_messages(messages: tuple[ChatMessage, ...]) -> list[MessageParam]:
 
 
 def _message(role: Literal["user", "assistant"], blocks: list[ContentBlockParam]) -> MessageParam:
+    # Blank text never makes a block (see `blank`), so a message of nothing but blank text has
+    # none left; the API refuses an empty content list, so it says that it was empty.
+    if not blocks:
+        blocks = [{"type": "text", "text": EMPTY_MESSAGE}]
     # A lone text block goes as a plain string, the simplest form and the one people write.
     only = blocks[0] if len(blocks) == 1 else None
     content: str | list[ContentBlockParam] = (
@@ -118,7 +122,7 @@ def _blocks(message: ChatMessage) -> list[ContentBlockParam]:
             result["is_error"] = True
         return [result]
     blocks: list[ContentBlockParam] = []
-    if message.content or not message.tool_calls:
+    if not blank(message.content):
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
         {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call)}

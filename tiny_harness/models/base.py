@@ -15,7 +15,7 @@ response (``raw_type``) are the same as ``create`` would use.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
 from tiny_harness.core.llm import LLMRequest, LLMResponse
 from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors, call_with_retries
@@ -23,6 +23,23 @@ from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors, call_
 Raw = TypeVar("Raw")
 Client = TypeVar("Client", bound="PostingClient")
 Body = dict[str, object]
+
+#: What a message with nothing to say is sent as, when it has no tool call to carry either.
+EMPTY_MESSAGE: Final = "(empty message)"
+
+
+def blank(text: str) -> bool:
+    """``text`` says nothing: it is empty or only whitespace.
+
+    Anthropic refuses a text block like that ("text content blocks must be non-empty", "...
+    must contain non-whitespace text"), and a message with no content at all; the history is
+    sent again on every call, so one such message would fail every later call of the
+    conversation. Every adapter therefore treats blank text the same way: beside a tool call
+    it is left out, and a message with nothing else is sent as :data:`EMPTY_MESSAGE`, which
+    keeps the turn in its place (roles still alternate, the model sees something was said).
+    The OpenAI APIs accept blank text, but the same history reads the same on every provider.
+    """
+    return not text.strip()
 
 
 class PostingClient(Protocol):

@@ -15,7 +15,7 @@ from openai.types.chat import (
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
 from tiny_harness.models.openai_responses import OPENAI_ERRORS
 from tiny_harness.models.retry import CallContext
 
@@ -55,7 +55,7 @@ def chat_messages(
     )
     for message in messages:
         if message.role == "user":
-            out.append({"role": "user", "content": message.content})
+            out.append({"role": "user", "content": _said(message.content)})
         elif message.role == "tool":
             out.append(
                 {
@@ -69,13 +69,18 @@ def chat_messages(
     return out
 
 
+def _said(content: str) -> str:
+    """The content of a message without tool calls: blank text is sent as a placeholder."""
+    return EMPTY_MESSAGE if blank(content) else content
+
+
 def _assistant(message: ChatMessage) -> ChatCompletionAssistantMessageParam:
     if not message.tool_calls:
-        return {"role": "assistant", "content": message.content}
+        return {"role": "assistant", "content": _said(message.content)}
     return {
         "role": "assistant",
-        # null rather than "" beside tool calls, as the API itself returns it.
-        "content": message.content or None,
+        # null rather than blank text beside tool calls, as the API itself returns it.
+        "content": None if blank(message.content) else message.content,
         "tool_calls": [
             {
                 "id": call.id,

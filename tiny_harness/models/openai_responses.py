@@ -11,7 +11,7 @@ from openai import AsyncOpenAI
 from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
-from tiny_harness.models.base import Body, RetryingAdapter
+from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
 from tiny_harness.models.retry import CallContext, SdkErrors
 
 #: The OpenAI SDK's exceptions (shared with the Chat Completions adapter).
@@ -61,8 +61,11 @@ def input_items(messages: tuple[ChatMessage, ...]) -> list[ResponseInputItemPara
                 }
             )
             continue
-        if message.content or not message.tool_calls:
+        # Blank text is no message item beside tool calls, and a placeholder without them.
+        if not blank(message.content):
             items.append({"role": message.role, "content": message.content})
+        elif not message.tool_calls:
+            items.append({"role": message.role, "content": EMPTY_MESSAGE})
         items.extend(
             {
                 "type": "function_call",
