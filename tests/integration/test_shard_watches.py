@@ -58,6 +58,9 @@ class Recorder:
     def task_state(self, namespace: str, name: str, state: str | None) -> None:
         pass
 
+    def skipped(self, kind: str) -> None:
+        pass
+
     def owns(self, namespace: str, name: str) -> bool:
         return True
 

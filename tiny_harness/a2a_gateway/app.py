@@ -109,7 +109,7 @@ def build_app(
     watches = watch_client(api)
     card = build_agent_card(settings.url, commands)
     handler = GatewayRequestHandler(
-        KubeTaskStore(api, settings.namespace),
+        KubeTaskStore(api, settings.namespace, skipped=metrics.skipped),
         KubeTaskEventStream(watches, settings.namespace),
         metrics,
         waits=Waits(take=settings.send_take_seconds, idle=settings.send_idle_seconds),

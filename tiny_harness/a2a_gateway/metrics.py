@@ -52,6 +52,17 @@ class GatewayMetrics:
             ["method"],
             registry=self.registry,
         )
+        self.unreadable = Counter(
+            "tiny_harness_gateway_unreadable_objects",
+            "Stored objects a read left out because they cannot be parsed, by kind "
+            "(HarnessMessage, HarnessTurn); every read that meets one counts it.",
+            ["kind"],
+            registry=self.registry,
+        )
+
+    def skipped(self, kind: str) -> None:
+        """A read skipped an object of ``kind`` it cannot parse (kube/unreadable.py)."""
+        self.unreadable.labels(kind).inc()
 
     async def endpoint(self, request: Request) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

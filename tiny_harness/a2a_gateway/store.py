@@ -10,7 +10,8 @@ and the only writes a participant makes (a new task, a message, a cancel request
 - Reads are scoped to the caller, as the SDK's own stores scope them to an owner: a task the
   caller does not participate in is absent (``get`` returns None, ``list`` leaves it out).
 - The history is the turn journals folded into the transcript, followed by the messages sent
-  but not yet taken by a turn (see ``docs/design/messages-and-history.md``).
+  but not yet taken by a turn (see ``docs/design/messages-and-history.md``). A message or a
+  record that cannot be parsed is left out of it, and flagged (``kube/unreadable.py``).
 - :meth:`KubeTaskStore.save` writes only what participants own; the task's state belongs to the
   operator (status subresource, RBAC). It compares the task with the one it was derived from:
 
@@ -93,6 +94,7 @@ from tiny_harness.kube.names import (
 )
 from tiny_harness.kube.ownership import uid_of
 from tiny_harness.kube.participant_view import conversation, role_of
+from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.kube.watching import read_for_watch
 
 log = logging.getLogger(__name__)
@@ -118,13 +120,14 @@ class KubeTaskStore(VersionedTaskStore):
         namespace: str,
         *,
         owner_resolver: OwnerResolver = participant_of,
+        skipped: Skipped = uncounted,
     ) -> None:
         self.namespace = namespace
         self._api = api
         self._objects = client.CustomObjectsApi(api)
         self._tasks = HarnessTasks(api, namespace)
-        self._messages = HarnessMessages(api, namespace)
-        self._turns = TurnRecords(api, namespace)
+        self._messages = HarnessMessages(api, namespace, skipped=skipped)
+        self._turns = TurnRecords(api, namespace, skipped=skipped)
         self._owner = owner_resolver
 
     # -- reads -------------------------------------------------------------------------------
@@ -192,13 +195,14 @@ class KubeTaskStore(VersionedTaskStore):
         return answered_as_of(records, message_id, turn=turn, running=running)
 
     async def already_sent(self, task_id: str, message_id: str, sender: str) -> bool:
-        """Whether ``sender`` already sent this message to the task (a retry)."""
+        """Whether ``sender`` already sent this message to the task (a retry); a stored one
+        that cannot be read was sent by no one it can tell."""
         try:
             obj = await self._tasks.get(task_id)
             stored = await self._messages.get(message_name(task_id, uid_of(obj), message_id))
         except TaskNotFoundError:
             return False
-        return stored.spec.sender == sender and stored.belongs_to(obj)
+        return stored is not None and stored.spec.sender == sender and stored.belongs_to(obj)
 
     async def fate(self, task_id: str, message_id: str) -> Fate:
         """What the journal says of the message now (:func:`.answers.fate_of`)."""

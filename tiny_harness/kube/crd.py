@@ -2,7 +2,8 @@
 
 :class:`~tiny_harness.core.task.TaskSpec` and :class:`~tiny_harness.core.task.TaskStatus` are
 the one definition of a task; this module turns their JSON Schema (by alias, camelCase) into the
-structural OpenAPI v3 schema the API server needs, keeping the CEL rules declared on the models.
+structural OpenAPI v3 schema the API server needs, keeping every CEL rule declared on the models:
+a rule the CRD adds (a message's immutability) goes beside them, never in place of one.
 ``crds/harnesstasks.yaml`` is this module's output, written by ``python -m tiny_harness.kube.crd
 --write`` and compared by a test, so the CRD cannot drift from the model.
 """
@@ -52,20 +53,39 @@ CRD_DIRS: Final = (REPO_ROOT / "crds", REPO_ROOT / "charts" / "tiny-harness" / "
 _DROPPED: Final = frozenset({"title", "default", "additionalProperties", "$defs", "examples"})
 
 
+#: The keyword of a schema's CEL rules.
+RULES: Final = "x-kubernetes-validations"
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over``'s keywords over ``base``'s, except the CEL rules: both sets are kept (a field's
+    own rules beside its model's), so no rule a model declares is ever lost."""
+    merged = {**base, **over}
+    rules = [*base.get(RULES, ()), *over.get(RULES, ())]
+    if rules:
+        merged[RULES] = rules
+    return merged
+
+
+def with_rules(schema: dict[str, Any], *rules: dict[str, str]) -> dict[str, Any]:
+    """The schema with ``rules`` added after the ones it declares already."""
+    return _merged(schema, {RULES: list(rules)})
+
+
 def structural(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Turn a pydantic JSON Schema into a structural schema: refs inlined, optional-as-null
     folded into ``nullable``, and keywords the API server does not accept removed."""
     defs = defs if defs is not None else schema.get("$defs", {})
     if "$ref" in schema:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
-        merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+        merged = _merged(target, {k: v for k, v in schema.items() if k != "$ref"})
         return structural(merged, defs)
     if "anyOf" in schema:
         options = [o for o in schema["anyOf"] if o.get("type") != "null"]
         if len(options) != 1:
             raise ValueError(f"cannot express this union in a structural schema: {schema}")
         rest = {k: v for k, v in schema.items() if k != "anyOf"}
-        folded = structural({**options[0], **rest}, defs)
+        folded = structural(_merged(options[0], rest), defs)
         folded["nullable"] = True
         return folded
     out: dict[str, Any] = {}
@@ -145,11 +165,11 @@ def _kinds() -> tuple[_Kind, ...]:
     status_schema = _schema_of(TaskStatus)
     spec_schema["description"] = "What a participant asks for: the task's goal and people."
     status_schema["description"] = "What the operator reports; written only by the operator."
-    message_schema = _schema_of(MessageSpec)
+    message_schema = with_rules(
+        _schema_of(MessageSpec),
+        {"rule": "self == oldSelf", "message": "spec: a message cannot be changed once sent"},
+    )
     message_schema["description"] = "A participant's message to a task; immutable once created."
-    message_schema["x-kubernetes-validations"] = [
-        {"rule": "self == oldSelf", "message": "spec: a message cannot be changed once sent"}
-    ]
     return (
         _Kind(
             KIND,

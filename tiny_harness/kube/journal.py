@@ -41,6 +41,7 @@ from tiny_harness.kube.names import (
     VERSION,
 )
 from tiny_harness.kube.ownership import owned_by, owner_uids, uid_of
+from tiny_harness.kube.unreadable import Skipped, parsed, uncounted
 
 #: Start a new chunk before a record would pass this size (etcd refuses ~1.5 MiB).
 CHUNK_BYTES: Final = 768 * 1024
@@ -83,6 +84,12 @@ class TurnRecord:
             owners=owner_uids(obj),
         )
 
+    @classmethod
+    def read(cls, obj: Obj, skipped: Skipped = uncounted) -> TurnRecord | None:
+        """The record, or None when it cannot be read: skipped and flagged (:mod:`.unreadable`),
+        so one bad record never fails the read of its task."""
+        return parsed(obj, cls.of, kind=TURN_KIND, skipped=skipped)
+
     @property
     def ended(self) -> bool:
         return self.history is not None
@@ -103,15 +110,20 @@ def _dump(entries: tuple[RecordEntry, ...]) -> list[dict[str, Any]]:
 
 
 class TurnRecords:
-    """The turn records of one namespace."""
+    """The turn records of one namespace. ``skipped`` hears of each stored record a read
+    skipped because it cannot be parsed (the component's metrics count them)."""
 
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+    def __init__(
+        self, api: client.ApiClient, namespace: str, *, skipped: Skipped = uncounted
+    ) -> None:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
+        self._skipped = skipped
 
     async def for_task(self, task: Obj, turn: int | None = None) -> list[TurnRecord]:
         """The records (or one turn's) of the task object ``task``, in order: those its uid
-        owns, so an older task's of the same name are never among them."""
+        owns, so an older task's of the same name are never among them. One that cannot be
+        read is left out (:mod:`.unreadable`)."""
         name = str(task["metadata"]["name"])
         selector = f"{TASK_LABEL}={label_value(name)}"
         if turn is not None:
@@ -122,12 +134,12 @@ class TurnRecords:
             )
         except ApiException as exc:
             raise translate(exc) from None
-        records = [
-            TurnRecord.of(o)
+        mine = (
+            TurnRecord.read(o, self._skipped)
             for o in result["items"]
             if o["spec"].get("task") == name and owned_by(owner_uids(o), task)
-        ]
-        return sorted(records, key=lambda r: (r.turn, r.chunk))
+        )
+        return sorted((r for r in mine if r is not None), key=lambda r: (r.turn, r.chunk))
 
     async def append(
         self,

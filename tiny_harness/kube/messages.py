@@ -4,7 +4,8 @@ Any writer (the gateway, ``kubectl harness``, the operator) sends through
 :meth:`HarnessMessages.send`, with the task object it read: the message is owned by that task's
 uid and named from it, so a task re-created under an old name never shares a message with the
 old one (``kube/ownership.py``). The operator lists a task's messages to find the ones its turn
-journals have not taken yet. See ``docs/design/messages-and-history.md``.
+journals have not taken yet. A stored message the model cannot read is skipped by every reader,
+and flagged (:mod:`.unreadable`). See ``docs/design/messages-and-history.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.core.clock import rfc3339_nanos
 from tiny_harness.core.inbox import MessageSpec, message_name
 from tiny_harness.core.tracing import carrier
-from tiny_harness.kube.client import Obj, translate
+from tiny_harness.kube.client import ConflictError, Obj, translate
 from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import (
     API_VERSION,
@@ -31,6 +32,7 @@ from tiny_harness.kube.names import (
     VERSION,
 )
 from tiny_harness.kube.ownership import message_belongs, uid_of
+from tiny_harness.kube.unreadable import Skipped, parsed, uncounted
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class StoredMessage:
 
     @classmethod
     def of(cls, obj: Obj) -> StoredMessage:
+        """The message, or a pydantic ValidationError when its spec is not one the model reads
+        (a reader skips it with :meth:`read`)."""
         meta = obj["metadata"]
         return cls(
             name=meta["name"],
@@ -58,6 +62,12 @@ class StoredMessage:
             owners=tuple(str(o.get("uid")) for o in meta.get("ownerReferences") or ()),
             annotations=meta.get("annotations") or {},
         )
+
+    @classmethod
+    def read(cls, obj: Obj, skipped: Skipped = uncounted) -> StoredMessage | None:
+        """The message, or None when it cannot be read: skipped and flagged (:mod:`.unreadable`),
+        so one bad object never fails the read of its task."""
+        return parsed(obj, cls.of, kind=MESSAGE_KIND, skipped=skipped)
 
     def belongs_to(self, task: Obj) -> bool:
         """Is this a message of the task object ``task`` (:mod:`.ownership`)?"""
@@ -73,11 +83,15 @@ class StoredMessage:
 
 
 class HarnessMessages:
-    """The ``HarnessMessage`` objects of one namespace."""
+    """The ``HarnessMessage`` objects of one namespace. ``skipped`` hears of each stored message
+    a read skipped because it cannot be parsed (the component's metrics count them)."""
 
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+    def __init__(
+        self, api: client.ApiClient, namespace: str, *, skipped: Skipped = uncounted
+    ) -> None:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
+        self._skipped = skipped
 
     async def send(self, spec: MessageSpec, *, task: Obj) -> StoredMessage:
         """Create the message. Sending the same (task, message id) again returns the message
@@ -110,23 +124,32 @@ class HarnessMessages:
                 GROUP, VERSION, self.namespace, MESSAGE_PLURAL, body
             )
         except ApiException as exc:
-            if exc.status == 409:
-                return await self.get(name)
-            raise translate(exc, name) from None
+            if exc.status != 409:
+                raise translate(exc, name) from None
+            existing = await self.get(name)
+            if existing is None:
+                raise ConflictError(
+                    f"the message {name} is stored already and cannot be read; send it under "
+                    "another message id"
+                ) from None
+            return existing
         return StoredMessage.of(cast(Obj, created))
 
-    async def get(self, name: str) -> StoredMessage:
+    async def get(self, name: str) -> StoredMessage | None:
+        """The stored message of that name; None when it cannot be read (skipped and
+        flagged); :class:`TaskNotFoundError` when there is none."""
         try:
             obj = await self._api.get_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, MESSAGE_PLURAL, name
             )
         except ApiException as exc:
             raise translate(exc, name) from None
-        return StoredMessage.of(cast(Obj, obj))
+        return StoredMessage.read(cast(Obj, obj), self._skipped)
 
     async def for_task(self, task: Obj) -> list[StoredMessage]:
         """Every message of the task object ``task``, oldest first: those that belong to its
-        uid (:func:`.ownership.message_belongs`), never an older task's of the same name."""
+        uid (:func:`.ownership.message_belongs`), never an older task's of the same name. One
+        that cannot be read is left out (:mod:`.unreadable`): the others still are."""
         name = str(task["metadata"]["name"])
         try:
             result = await self._api.list_namespaced_custom_object(
@@ -138,7 +161,8 @@ class HarnessMessages:
             )
         except ApiException as exc:
             raise translate(exc) from None
-        messages = [StoredMessage.of(o) for o in result["items"]]
+        read = (StoredMessage.read(o, self._skipped) for o in result["items"])
+        messages = [m for m in read if m is not None]
         # The label may be a hash of a long name: keep only this task's messages.
         return sorted(
             (m for m in messages if m.spec.task == name and m.belongs_to(task)),

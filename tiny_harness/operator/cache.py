@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -66,8 +65,7 @@ from tiny_harness.kube.names import (
     VERSION,
 )
 from tiny_harness.kube.ownership import is_child_of, is_stray_of, owned_by
-
-log = logging.getLogger(__name__)
+from tiny_harness.kube.unreadable import Skipped, uncounted
 
 Key = tuple[str, str]
 
@@ -404,14 +402,18 @@ def _plain(body: kopf.Body) -> Obj:
     }
 
 
-def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) -> None:
+def register_indexes(
+    registry: kopf.OperatorRegistry, cache: Cache, feed: Feed, skipped: Skipped = uncounted
+) -> None:
     """The three indexes the cache reads, on our own registry, feeding ``feed``.
 
     The functions are ``async`` on purpose: kopf runs a plain function in a thread pool, and
     these update the overlay that workers iterate on the event loop. On the loop they never
     run concurrently with a worker, and skip a thread hop per event. Each parses what it
-    indexes once (an unreadable message or record is reported here, once) and hands the
-    parsed form to the cache, so a read right after the event parses nothing.
+    indexes once and hands the parsed form to the cache, so a read right after the event
+    parses nothing. A message or record that cannot be parsed is never indexed: it is flagged
+    here, as every reader flags one (:mod:`tiny_harness.kube.unreadable`), and ``skipped``
+    (the operator's metrics) counts it.
     """
 
     @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=TASKS)
@@ -439,10 +441,8 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) 
     ) -> dict[Key, Packed] | None:
         ns = namespace or ""
         obj = _plain(body)
-        try:
-            message = StoredMessage.of(obj)
-        except Exception as exc:  # an unreadable message cannot be taken; say so, once
-            log.warning("message %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
+        message = StoredMessage.read(obj, skipped)
+        if message is None:  # it cannot be taken: flagged, and left out
             return None
         packed = pack(obj)
         cache.parsed((MESSAGES, ns, packed.name, packed.resource_version), message)
@@ -452,10 +452,8 @@ def register_indexes(registry: kopf.OperatorRegistry, cache: Cache, feed: Feed) 
     async def turns(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Packed] | None:
         ns = namespace or ""
         obj = _plain(body)
-        try:
-            record = TurnRecord.of(obj)
-        except Exception as exc:
-            log.warning("turn record %s is unreadable, ignored: %s", body["metadata"]["name"], exc)
+        record = TurnRecord.read(obj, skipped)
+        if record is None:
             return None
         if cache.reads(feed):
             cache.indexed_record(ns, record)

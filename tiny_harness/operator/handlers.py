@@ -29,7 +29,7 @@ def build_registry(
     ``filled`` (kopf runs no handler before the indexes hold their first listing; see
     :mod:`tiny_harness.operator.kopf_shards`)."""
     registry = kopf.OperatorRegistry()
-    register_indexes(registry, runtime.cache, feed)
+    register_indexes(registry, runtime.cache, feed, runtime.metrics.skipped)
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).

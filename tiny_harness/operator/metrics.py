@@ -107,6 +107,13 @@ class OperatorMetrics:
             ["server", "outcome"],
             registry=r,
         )
+        self.unreadable = Counter(
+            "tiny_harness_unreadable_objects_total",
+            "Stored objects left out because they cannot be parsed, by kind (HarnessMessage, "
+            "HarnessTurn): counted as the watch delivers each version of one.",
+            ["kind"],
+            registry=r,
+        )
         self._states: dict[tuple[str, str], str] = {}
         self._tally: Tally[str] = Tally()
 
@@ -124,6 +131,10 @@ class OperatorMetrics:
         if old is not None:
             self._tally[old] -= 1
             self.tasks.labels(state=old).set(self._tally[old])
+
+    def skipped(self, kind: str) -> None:
+        """An object of ``kind`` was left out, as it cannot be parsed (kube/unreadable.py)."""
+        self.unreadable.labels(kind=kind).inc()
 
     def serve(self, bind: str) -> None:
         host, _, port = bind.rpartition(":")
