@@ -38,7 +38,7 @@ def stamped(
     - a state: ``completionTime`` (:func:`.retention.with_completion_time`), and
       ``waitingSince`` set for a state that waits for a participant, cleared for any other;
     - the runner cleared while a turn had started: that turn's time added to
-      ``activeSeconds``, and ``turnStartTime`` cleared.
+      ``activeSeconds``, and ``turnStartTime`` and ``turnAttempts`` cleared.
     """
     out = dict(with_completion_time(patch, now))
     state = out.get("state")
@@ -50,6 +50,7 @@ def stamped(
             spent = max((now - started).total_seconds(), 0.0)
             out["activeSeconds"] = round(float(current.get("activeSeconds") or 0) + spent, 3)
             out["turnStartTime"] = None
+        out.setdefault("turnAttempts", None)  # the turn is over: a new one counts from 1
     return out
 
 

@@ -15,7 +15,8 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  2    rejected spec                                    row 13
  3    the last turn's record is not in view yet        :class:`AwaitRecords`
  4    another replica holds a live lease               :class:`WaitForLease`
- 5    a pending message from a non-participant         :class:`Refuse`
+ 5    a pending message from a non-participant, or     :class:`Refuse`
+      one too big to take (:mod:`.sizes`)
  6    ended task (not a resumable failure): a message  :class:`Refuse`, or :class:`Acknowledge`
       (a control that already took effect is acked)    for the control that ended it, from
                                                        someone who may end the task
@@ -24,8 +25,10 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
       its assignee (it is not the answer)
  8    a command before any ordinary message            :class:`RunCommand`
  9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
-                                                       :class:`FailPastDeadline` when the task
-                                                       has worked its activeDeadlineSeconds
+                                                       :class:`GiveUpTurn` once it has been
+                                                       started :data:`MAX_TURN_ATTEMPTS` times,
+                                                       or :class:`FailPastDeadline` when the
+                                                       task has worked its activeDeadlineSeconds
  10   an ordinary message, a child's news, or a        :class:`RunTurn` (a new turn), or
       budget raised for a task that waited for it
                                                        :class:`FailPastDeadline` (as row 9)
@@ -70,6 +73,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from tiny_harness.core.commands.parse import parse_command
+from tiny_harness.core.commands.registry import CommandRegistry
+from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.sizes import refuse_size
 from tiny_harness.core.speakers import refuse_answer, refuse_ending, refuse_speaker
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, OnTimeout, TaskSpec
@@ -85,6 +92,20 @@ class Pending:
     sender: str
     kind: MessageKind
     control: str | None = None
+    #: Why the message cannot be taken at all, whoever sent it (too big): refused first.
+    refusal: str | None = None
+
+
+def pending_of(message: MessageSpec, registry: CommandRegistry) -> Pending:
+    """How a waiting message is seen, by the reconciler and by a running turn alike (one
+    classification): a control, a command, or ordinary words for the model; and whether it
+    is too big to be taken (``core/sizes.py``)."""
+    kind: MessageKind = "ordinary"
+    if message.control is not None:
+        kind = "control"
+    elif parse_command(message, registry) is not None:
+        kind = "command"
+    return Pending(message.message_id, message.sender, kind, message.control, refuse_size(message))
 
 
 class Lease(StrEnum):
@@ -108,6 +129,8 @@ class Facts:
     lease: Lease = Lease.FREE
     lease_wait: float = 0.0
     turn: int = 0
+    #: How many times the open turn has been started (``status.turnAttempts``).
+    attempts: int = 0
     pending: tuple[Pending, ...] = ()
     news: bool = False
     rows_stale: bool = False
@@ -201,6 +224,14 @@ class FailPastDeadline:
 
 
 @dataclass(frozen=True)
+class GiveUpTurn:
+    """The open turn has been started :data:`MAX_TURN_ATTEMPTS` times and never finished:
+    fail the task (TurnNotFinished) instead of asking the model again for the same step."""
+
+    attempts: int
+
+
+@dataclass(frozen=True)
 class InputTimedOut:
     """No participant answered within inputTimeoutSeconds: fail the task (InputTimeout), or
     complete it when ``complete`` (onTimeout) and no sub-task holds it open."""
@@ -242,9 +273,15 @@ Action = (
     | Collect
     | WaitToCollect
     | FailPastDeadline
+    | GiveUpTurn
     | InputTimedOut
     | WaitForInput
 )
+
+#: How many times one turn may be started before it is given up: each start after the first
+#: resumes it from its journal, and may ask the model again for the step it was in (the one
+#: model call whose answer had not been journaled yet), so the bound is the bound on those.
+MAX_TURN_ATTEMPTS = 4
 
 #: The terminal state each control leaves a task in.
 CONTROL_ENDS_IN = {"cancel": TaskState.CANCELED, "complete": TaskState.COMPLETED}
@@ -268,7 +305,7 @@ def decide(facts: Facts) -> Action:
     spec = facts.spec
     closed = facts.state.is_terminal and not resumable(facts.state, facts.lifecycle)
     for m in facts.pending:
-        why = refuse_speaker(spec, m.sender, m.message_id)
+        why = refuse_speaker(spec, m.sender, m.message_id) or m.refusal
         if why is not None:
             return Refuse(m.message_id, why)
         if closed:
@@ -298,6 +335,8 @@ def decide(facts: Facts) -> Action:
             return RunCommand(m.message_id)
         break  # an ordinary message comes first: the turn takes it, commands wait their turn
     if facts.lease in (Lease.MINE, Lease.EXPIRED) and not facts.state.is_terminal:
+        if facts.attempts >= MAX_TURN_ATTEMPTS:
+            return GiveUpTurn(facts.attempts)
         return _within_deadline(facts, RunTurn(facts.turn, resume=True))
     ordinary = any(m.kind == "ordinary" for m in facts.pending)
     freed = facts.budget_freed and not facts.state.is_terminal

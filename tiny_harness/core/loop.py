@@ -41,6 +41,7 @@ from tiny_harness.core.intrinsics import (
     spawn_subtask_spec,
 )
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
+from tiny_harness.core.sizes import entry_text
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension, TaskUsage
 from tiny_harness.core.tools import (
@@ -465,8 +466,13 @@ class _Turn:
 
     async def call_tool(self, call: ToolCall, entry_id: str) -> ToolEntry:
         def entry(content: str, **effects: Any) -> ToolEntry:
+            # Bounded before it is journaled, whatever the tool: an entry fits in a chunk.
             return ToolEntry(
-                id=entry_id, call_id=call.id, name=call.name, content=content, **effects
+                id=entry_id,
+                call_id=call.id,
+                name=call.name,
+                content=entry_text(content, "tool result"),
+                **effects,
             )
 
         try:

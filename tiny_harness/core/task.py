@@ -414,6 +414,13 @@ class TaskStatus(Model):
         default=None,
         description="When the running turn started (RFC 3339), while one runs.",
     )
+    turn_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        description="How many times the running turn has been started (1, then one more for "
+        "every resume after a restart or a lost lease), while one runs; past a bound the turn "
+        "is given up.",
+    )
     waiting_since: str | None = Field(
         default=None,
         description="Since when the task has waited for a participant (RFC 3339), while it "

@@ -18,13 +18,15 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field
 
+from tiny_harness.core.sizes import ENTRY_TEXT_BYTES
 from tiny_harness.core.task import NAME_MAX, Condition, Model, ShortText
 
 #: Defaults and bounds of a call's time and its result's size.
 DEFAULT_TIMEOUT_SECONDS: Final = 30
 MAX_TIMEOUT_SECONDS: Final = 600
 DEFAULT_MAX_RESULT_BYTES: Final = 64 * 1024
-MAX_RESULT_BYTES: Final = 1024 * 1024
+#: The most a tool server may be allowed to return: what one journal entry may hold.
+MAX_RESULT_BYTES: Final = ENTRY_TEXT_BYTES
 #: The most tools one server may offer the model (more is refused as not ready).
 MAX_TOOLS: Final = 128
 

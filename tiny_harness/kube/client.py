@@ -6,6 +6,7 @@ and plural, the content types of patches, and the handling of 404 and 409 live h
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -30,6 +31,17 @@ class KubeError(HarnessError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"the Kubernetes API refused the request ({status}): {message}")
         self.status = status
+
+
+class RefusedWriteError(KubeError):
+    """The API server refused a write for what it is, not for when it came: too large for
+    the API server (413) or for etcd (500 "request is too large"), or invalid (422). The same
+    write would be refused again, so it is never retried: the caller ends in a state that
+    says so."""
+
+
+def _refused_for_good(status: int, body: str) -> bool:
+    return status in (413, 422) or (status == 500 and "too large" in body.lower())
 
 
 async def connect(
@@ -85,7 +97,22 @@ def translate(exc: ApiException, name: str | None = None) -> HarnessError:
         return TaskNotFoundError(name)
     if exc.status == 409:
         return ConflictError(f"the task {name!r} changed meanwhile; re-read it and try again")
-    return KubeError(int(exc.status or 0), str(exc.reason or exc.body))
+    status = int(exc.status or 0)
+    body = str(exc.body or "")
+    if _refused_for_good(status, body):
+        return RefusedWriteError(status, _said(body) or str(exc.reason or ""))
+    return KubeError(status, str(exc.reason or exc.body))
+
+
+def _said(body: str) -> str:
+    """The API server's own message in an error body (a ``Status`` object), or the body."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body[:2048]
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return str(parsed["message"])[:2048]
+    return body[:2048]
 
 
 def child_metadata(parent: Mapping[str, Any]) -> Obj:

@@ -144,6 +144,11 @@ def _turn_spec_schema() -> dict[str, Any]:
                 "type": "object",
                 "x-kubernetes-preserve-unknown-fields": True,
             },
+            "historyContinues": {
+                "type": "boolean",
+                "description": "The history delta goes on in the next chunk (it was too big "
+                "for one); the turn has ended once a chunk without this holds the last piece.",
+            },
         },
     }
 

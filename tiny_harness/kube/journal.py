@@ -28,6 +28,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.history import ENTRIES, HistoryDelta, RecordEntry
+from tiny_harness.core.sizes import CHUNK_BYTES
 from tiny_harness.kube.client import Obj, translate
 from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import (
@@ -43,12 +44,15 @@ from tiny_harness.kube.names import (
 from tiny_harness.kube.ownership import owned_by, owner_uids, uid_of
 from tiny_harness.kube.unreadable import Skipped, parsed, uncounted
 
-#: Start a new chunk before a record would pass this size (etcd refuses ~1.5 MiB).
-CHUNK_BYTES: Final = 768 * 1024
-
 
 class FencedError(HarnessError):
     """The turn record is fenced by a newer runner lease: this writer no longer holds it."""
+
+
+class EntryTooLargeError(HarnessError):
+    """One journal entry is bigger than a whole chunk: it can never be written. Every text an
+    entry holds is bounded before it is journaled (core/sizes.py), so this is a bug to
+    report, and the turn fails on it rather than trying again."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,9 @@ class TurnRecord:
     history: HistoryDelta | None
     size: int
     lease: int | None = None
+    #: The history delta goes on in the next chunk: the turn's end is written only once the
+    #: last piece is (a delta too big for one chunk is split into consecutive deltas).
+    history_continues: bool = False
     resource_version: str = ""
     #: The uids of the tasks its owner references name (the operator writes one).
     owners: tuple[str, ...] = ()
@@ -82,6 +89,7 @@ class TurnRecord:
             lease=int(lease) if lease is not None else None,
             resource_version=str(obj["metadata"].get("resourceVersion", "")),
             owners=owner_uids(obj),
+            history_continues=bool(spec.get("historyContinues")),
         )
 
     @classmethod
@@ -92,7 +100,8 @@ class TurnRecord:
 
     @property
     def ended(self) -> bool:
-        return self.history is not None
+        """This chunk holds the last piece of the turn's history delta: the turn has ended."""
+        return self.history is not None and not self.history_continues
 
 
 #: How much of the task's uid a record's name carries: enough that two tasks of one name never
@@ -103,6 +112,48 @@ UID_IN_NAME: Final = 8
 def record_name(task: str, uid: str, turn: int, chunk: int = 0) -> str:
     suffix = f"-{uid[:UID_IN_NAME]}-t{turn}" + (f"-c{chunk}" if chunk else "")
     return task[: 253 - len(suffix)] + suffix
+
+
+def _split_entries(entries: list[dict[str, Any]], *, name: str) -> list[list[dict[str, Any]]]:
+    """``entries`` in groups that each fit in one chunk, in order."""
+    groups: list[list[dict[str, Any]]] = []
+    group: list[dict[str, Any]] = []
+    size = 0
+    for entry in entries:
+        n = len(json.dumps(entry))
+        if n >= CHUNK_BYTES:
+            raise EntryTooLargeError(
+                f"a journal entry of turn record {name} is {n} bytes, more than a whole chunk "
+                f"({CHUNK_BYTES}); it cannot be stored"
+            )
+        if group and size + n >= CHUNK_BYTES:
+            groups.append(group)
+            group, size = [], 0
+        group.append(entry)
+        size += n
+    if group:
+        groups.append(group)
+    return groups
+
+
+def _split_history(delta: HistoryDelta) -> list[HistoryDelta]:
+    """``delta`` as consecutive deltas that each fit in one chunk. Applied in order they make
+    the same history, and each keeps an absolute ``keep``, so applying a piece again (a turn
+    whose end was written twice) changes nothing."""
+    pieces: list[HistoryDelta] = []
+    keep = delta.keep
+    current: list[Any] = []
+    size = 0
+    for message in delta.messages:
+        n = len(message.model_dump_json())
+        if current and size + n >= CHUNK_BYTES:
+            pieces.append(HistoryDelta(keep=keep, messages=tuple(current)))
+            keep += len(current)
+            current, size = [], 0
+        current.append(message)
+        size += n
+    pieces.append(HistoryDelta(keep=keep, messages=tuple(current)))
+    return pieces
 
 
 def _dump(entries: tuple[RecordEntry, ...]) -> list[dict[str, Any]]:
@@ -161,13 +212,45 @@ class TurnRecords:
         """
         added = _dump(entries)
         added_size = len(json.dumps(added)) + (len(history.model_dump_json()) if history else 0)
-        if last is not None and last.turn == turn and last.size + added_size < CHUNK_BYTES:
+        same_turn = last is not None and last.turn == turn
+        if last is not None and same_turn and last.size + added_size < CHUNK_BYTES:
             return await self._patch(last, added, history, added_size, lease=lease)
+        if added_size < CHUNK_BYTES:
+            return await self._next_chunk(task, turn, last, added, history, owner, lease)
+        # More than one chunk holds: entries in chunks of their own, then the history delta
+        # in consecutive pieces, the last one ending the turn (see core/sizes.py).
+        record = last
+        for group in _split_entries(added, name=record_name(task, uid_of(owner), turn)):
+            record = await self._next_chunk(task, turn, record, group, None, owner, lease)
+        pieces = _split_history(history) if history is not None else []
+        for i, piece in enumerate(pieces):
+            record = await self._next_chunk(
+                task, turn, record, [], piece, owner, lease, continues=i < len(pieces) - 1
+            )
+        assert record is not None
+        return record
+
+    async def _next_chunk(
+        self,
+        task: str,
+        turn: int,
+        last: TurnRecord | None,
+        entries: list[dict[str, Any]],
+        history: HistoryDelta | None,
+        owner: Obj,
+        lease: int | None,
+        *,
+        continues: bool = False,
+    ) -> TurnRecord:
+        """A new chunk after ``last``: the last one sealed under the same fence test, so a
+        fenced-out writer cannot start a chunk either."""
         chunk = 0
         if last is not None and last.turn == turn:
             await self._patch(last, [], None, 0, lease=lease, seal=True)
             chunk = last.chunk + 1
-        return await self._create(task, turn, chunk, added, history, owner, lease)
+        return await self._create(
+            task, turn, chunk, entries, history, owner, lease, continues=continues
+        )
 
     async def fence(self, record: TurnRecord, lease: int) -> TurnRecord:
         """Take the record over for the lease epoch ``lease``: from now on only appends that
@@ -214,6 +297,8 @@ class TurnRecords:
         history: HistoryDelta | None,
         owner: Obj,
         lease: int | None,
+        *,
+        continues: bool = False,
     ) -> TurnRecord:
         name = record_name(task, uid_of(owner), turn, chunk)
         metadata: dict[str, Any] = {
@@ -233,6 +318,8 @@ class TurnRecords:
             spec["lease"] = lease
         if history is not None:
             spec["history"] = history.model_dump(mode="json")
+        if continues:
+            spec["historyContinues"] = True
         body = {"apiVersion": API_VERSION, "kind": TURN_KIND, "metadata": metadata, "spec": spec}
         try:
             obj = await self._api.create_namespaced_custom_object(
@@ -247,7 +334,12 @@ class TurnRecords:
             if existing is None:
                 raise translate(exc, name) from None
             return await self._patch(
-                existing, entries, history, len(json.dumps(entries)), lease=lease
+                existing,
+                entries,
+                history,
+                len(json.dumps(entries)),
+                lease=lease,
+                continues=continues,
             )
         return TurnRecord.of(cast(Obj, obj))
 
@@ -260,6 +352,7 @@ class TurnRecords:
         *,
         lease: int | None = None,
         seal: bool = False,
+        continues: bool = False,
     ) -> TurnRecord:
         ops: list[dict[str, Any]] = []
         if lease is not None:
@@ -269,6 +362,8 @@ class TurnRecords:
             ops.append(
                 {"op": "add", "path": "/spec/history", "value": history.model_dump(mode="json")}
             )
+            if continues:
+                ops.append({"op": "add", "path": "/spec/historyContinues", "value": True})
         if seal:
             ops.append({"op": "add", "path": "/spec/sealed", "value": True})
         if len(ops) == (1 if lease is not None else 0):
@@ -278,6 +373,7 @@ class TurnRecords:
             record,
             entries=(*record.entries, *ENTRIES.validate_python(entries)),
             history=history or record.history,
+            history_continues=continues if history is not None else record.history_continues,
             size=record.size + added_size,
             resource_version=str(obj["metadata"].get("resourceVersion", "")),
         )

@@ -72,6 +72,25 @@ class Controls:
     def __init__(self, worker: Acting) -> None:
         self.w = worker
 
+    async def fail_past_deadline(self, snap: Snapshot) -> None:
+        spent = (snap.obj.get("status") or {}).get("activeSeconds") or 0
+        await self.w.fail_task(
+            "DeadlineExceeded",
+            f"the task has worked for {float(spent):.0f}s, its whole "
+            f"activeDeadlineSeconds ({snap.spec.active_deadline_seconds}s); raise "
+            "spec.activeDeadlineSeconds to give a new task more time",
+        )
+
+    async def give_up_turn(self, attempts: int) -> None:
+        """The open turn was started ``attempts`` times and never finished: closed from its
+        journal, and the task failed, so the model is not asked again for the same step."""
+        await self.w.fail_task(
+            "TurnNotFinished",
+            f"the turn was started {attempts} times and never finished (the operator stopped, "
+            "or lost the API server or its lease, each time during it); it is given up so that "
+            "the model is not asked again for the same step. Send a message to try again.",
+        )
+
     async def collect(self, obj: Obj) -> None:
         """Delete the ended task whose time to live has passed, as it was read (a task changed
         or re-created meanwhile is a conflict, and the pass starts again). Its turn records,

@@ -18,8 +18,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from tiny_harness.core.clock import now
-from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import stamped
+from tiny_harness.core.decide import pending_of
 from tiny_harness.core.history import HistoryDelta, RecordEntry, history_delta, replay_history
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
@@ -101,7 +101,7 @@ class OperatorTurnHost:
         self.last_record: TurnRecord | None = own[-1] if own else None
         self.recorded = {e.id for r in own for e in r.entries}
         self.entries: list[Any] = [e for r in own for e in r.entries]
-        self.ended = any(r.history is not None for r in own)
+        self.ended = any(r.ended for r in own)
         self.task_settings = TaskSettings(
             model=snap.status.model, reasoning_effort=snap.status.reasoning_effort
         )
@@ -132,14 +132,18 @@ class OperatorTurnHost:
         the worker handles those between turns."""
         spec = self.snap.spec
         registry = self.w.rt.commands.registry
-        return [
-            m
-            for m in self.w.rt.cache.messages(self.w.namespace, self.w.name)
-            if m.spec.message_id not in self.acked
-            and m.spec.control is None
-            and refuse_speaker(spec, m.spec.sender, m.spec.message_id) is None
-            and parse_command(m.spec, registry) is None
-        ]
+        taken = []
+        for m in self.w.rt.cache.messages(self.w.namespace, self.w.name):
+            if m.spec.message_id in self.acked:
+                continue
+            seen = pending_of(m.spec, registry)
+            if (
+                seen.kind == "ordinary"
+                and seen.refusal is None
+                and refuse_speaker(spec, m.spec.sender, m.spec.message_id) is None
+            ):
+                taken.append(m)
+        return taken
 
     async def drain(self) -> Sequence[InboundMessage]:
         """The waiting participants' messages, then children's news not yet taken."""

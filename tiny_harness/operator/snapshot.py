@@ -23,6 +23,7 @@ from tiny_harness.core.history import (
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.reply_ids import refusal_id
 from tiny_harness.core.retention import expires_in
+from tiny_harness.core.sizes import excerpt
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     Budget,
@@ -102,10 +103,12 @@ def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, .
         if r.turn < turn:
             by_turn.setdefault(r.turn, []).append(r)
     for number in sorted(by_turn):
-        chunks = by_turn[number]
-        delta = next((c.history for c in chunks if c.history is not None), None)
-        if delta is not None:
-            history = apply_delta(history, delta)
+        chunks = sorted(by_turn[number], key=lambda c: c.chunk)
+        if any(c.ended for c in chunks):
+            # The delta, in as many consecutive pieces as it took (kube/journal.py).
+            for chunk in chunks:
+                if chunk.history is not None:
+                    history = apply_delta(history, chunk.history)
         else:
             loop_entries: list[JournalEntry] = [
                 e for e in unique_entries(chunks) if not isinstance(e, (NoticeEntry, AckEntry))
@@ -117,7 +120,8 @@ def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, .
 
 def ack_entry(message: StoredMessage) -> AckEntry:
     spec = message.spec
-    text = spec.text if spec.control is None else f"/{spec.control}"
+    # An excerpt: the message itself is its object; a refused one may be too big to copy.
+    text = excerpt(spec.text) if spec.control is None else f"/{spec.control}"
     return AckEntry(
         id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
     )

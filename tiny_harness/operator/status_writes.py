@@ -7,11 +7,35 @@ host both write them, so they live below both.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from tiny_harness.core.clock import rfc3339
+from tiny_harness.core.sizes import condition_text, status_text
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, TaskStatus
+
+
+def bounded(patch: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``patch`` with its texts within the sizes a status keeps (``core/sizes.py``): the
+    status text cut with a note saying the whole text is in the history, and each condition's
+    message cut. The one status writer (``worker.write_status``) passes every patch through
+    here, so no reply, answer or remote result, however long, makes the write refused."""
+    message = patch.get("message")
+    conditions = patch.get("conditions")
+    if not isinstance(message, str) and not isinstance(conditions, list):
+        return patch
+    out = dict(patch)
+    if isinstance(message, str):
+        out["message"] = status_text(message)
+    if isinstance(conditions, list):
+        out["conditions"] = [
+            {**c, "message": condition_text(c["message"])}
+            if isinstance(c, dict) and isinstance(c.get("message"), str)
+            else c
+            for c in conditions
+        ]
+    return out
 
 
 def own_message_id() -> str:
@@ -26,7 +50,7 @@ def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, An
         type="Error",
         status="True",
         reason=reason,
-        message=message[:32768],
+        message=condition_text(message),
         last_transition_time=now,
         observed_generation=status.observed_generation,
     )
@@ -34,7 +58,7 @@ def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, An
         "state": TaskState.FAILED.value,
         "subState": None,
         "runner": None,
-        "message": message[:16384],
+        "message": message,
         "messageId": own_message_id(),
         "conditions": _conditions_json(_with_condition(status.conditions, error)),
     }

@@ -52,7 +52,7 @@ from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.participant_turn import AnsweringLoop
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Lifecycle
+from tiny_harness.core.task import Lifecycle, TaskUsage
 from tiny_harness.core.tracing import enabled as tracing_enabled
 from tiny_harness.core.tracing import end_turn, parent_and_links, turn_span
 from tiny_harness.core.turn import TurnInput, TurnOutcome
@@ -73,6 +73,14 @@ ANSWERING: Final = AnsweringLoop()
 #: Pause before a failed look for interrupts during a turn is made again (for as long as the
 #: turn runs, which its lease and deadline bound).
 INTERRUPT_RETRY_SECONDS: Final = 0.5
+
+
+def lost_calls(snap: Snapshot) -> TaskUsage:
+    """The model calls a resumed turn may have made and never journaled: at most one per
+    earlier start (the loop journals a call's answer before its next call), counted against
+    the budget whether or not their answers were kept."""
+    earlier = snap.status.turn_attempts or 0
+    return TaskUsage(model_calls=earlier)
 
 
 def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
@@ -104,6 +112,9 @@ class TurnSupervisor:
             "subTasks": rows_json(snap.rows),
         }
         raw_status = snap.obj.get("status") or {}
+        # Counted on every start, so a turn that never finishes is given up after a bound
+        # (decide.MAX_TURN_ATTEMPTS) rather than resumed, and its model asked, for ever.
+        start["turnAttempts"] = (snap.status.turn_attempts or 0) + 1 if self.resume else 1
         if not (self.resume and raw_status.get("turnStartTime")):
             # A resumed turn keeps its start: the time the replica that ran it was away counts.
             start["turnStartTime"] = rfc3339(now())
@@ -136,7 +147,7 @@ class TurnSupervisor:
             history=history,
             journal=journal,
             budget=w.budget_of(snap),
-            used=total(snap.status.usage, snap.status.sub_task_usage),
+            used=total(snap.status.usage, snap.status.sub_task_usage) + lost_calls(snap),
             agents=remotes.directory.offered(w.namespace) if remotes else (),
             remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
             if snap.spec.agent

@@ -33,7 +33,6 @@ from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
@@ -43,12 +42,11 @@ from tiny_harness.core.decide import (
     Collect,
     Facts,
     FailPastDeadline,
+    GiveUpTurn,
     Initialise,
     InputTimedOut,
-    MessageKind,
     Nothing,
     Park,
-    Pending,
     Refuse,
     RunCommand,
     RunTurn,
@@ -57,6 +55,7 @@ from tiny_harness.core.decide import (
     WaitForLease,
     WaitToCollect,
     decide,
+    pending_of,
 )
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
@@ -71,8 +70,14 @@ from tiny_harness.core.task import (
     TaskUsage,
 )
 from tiny_harness.core.usage import total, usage_of
-from tiny_harness.kube.client import ConflictError, HarnessTasks, KubeError, Obj
-from tiny_harness.kube.journal import FencedError, TurnRecord, TurnRecords
+from tiny_harness.kube.client import (
+    ConflictError,
+    HarnessTasks,
+    KubeError,
+    Obj,
+    RefusedWriteError,
+)
+from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news
@@ -90,6 +95,7 @@ from tiny_harness.operator.snapshot import (
     rows_json,
 )
 from tiny_harness.operator.status_writes import (
+    bounded,
     failed_status,
 )
 from tiny_harness.operator.supervisor import TurnSupervisor
@@ -111,6 +117,8 @@ RECORDS_GRACE_SECONDS: Final = 2.0
 
 def unreachable(exc: BaseException) -> bool:
     """Is this the API server (or the network to it) being away, rather than a refusal?"""
+    if isinstance(exc, RefusedWriteError):
+        return False
     if isinstance(exc, KubeError):
         return exc.status == 0 or exc.status == 429 or exc.status >= 500
     return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError))
@@ -186,6 +194,20 @@ class TaskWorker:
         self.rt.cache.wrote_task(obj)
 
     async def failed_pass(self, exc: Exception) -> bool:
+        if isinstance(exc, (RefusedWriteError, EntryTooLargeError)):
+            # The same write would be refused again: a state now, never a retry (and never a
+            # second model call for the step whose record could not be stored).
+            self.rt.metrics.errors.labels(where="refused").inc()
+            log.warning("task %s/%s: a write was refused for good: %s", *self.key, exc)
+            try:
+                await self.fail_task(
+                    "WriteRefused",
+                    f"The operator could not store this task's work: {exc}. What a task "
+                    "stores is bounded (docs/design/limits.md); send a shorter message to go on.",
+                )
+            except Exception:
+                log.exception("task %s/%s: could not record the failure", *self.key)
+            return False
         if unreachable(exc):
             self.unreachable += 1
             delay = UNREACHABLE_BACKOFF.delay(self.unreachable + 1)
@@ -249,14 +271,7 @@ class TaskWorker:
         moment = now()
         lease, wait = self.rt.leases.judge(self.key, status.runner)
         registry = self.rt.commands.registry
-        pending: list[Pending] = []
-        for m in snap.pending:
-            kind: MessageKind = "ordinary"
-            if m.spec.control is not None:
-                kind = "control"
-            elif parse_command(m.spec, registry) is not None:
-                kind = "command"
-            pending.append(Pending(m.spec.message_id, m.spec.sender, kind, m.spec.control))
+        pending = [pending_of(m.spec, registry) for m in snap.pending]
         return Facts(
             initialised=True,
             state=status.state,
@@ -266,6 +281,7 @@ class TaskWorker:
             lease=lease,
             lease_wait=wait,
             turn=status.turn,
+            attempts=status.turn_attempts or 0,
             pending=tuple(pending),
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
@@ -346,13 +362,9 @@ class TaskWorker:
             case Collect() | WaitToCollect():
                 return await self.at_rest(snap.obj, action)
             case FailPastDeadline():
-                spent = (snap.obj.get("status") or {}).get("activeSeconds") or 0
-                await self.fail_task(
-                    "DeadlineExceeded",
-                    f"the task has worked for {float(spent):.0f}s, its whole "
-                    f"activeDeadlineSeconds ({snap.spec.active_deadline_seconds}s); raise "
-                    "spec.activeDeadlineSeconds to give a new task more time",
-                )
+                await self.controls.fail_past_deadline(snap)
+            case GiveUpTurn(attempts=attempts):
+                await self.controls.give_up_turn(attempts)
             case InputTimedOut(complete=complete):
                 await self.controls.input_timed_out(snap, complete=complete)
             case WaitForInput(seconds=seconds):
@@ -432,7 +444,7 @@ class TaskWorker:
             if renewal and self.held().closing:
                 return None  # the turn is ending: its last write clears the runner
             current = (self.rt.cache.task(self.namespace, self.name) or {}).get("status") or {}
-            patch = self.with_usage(stamped(patch, current, now()))
+            patch = self.with_usage(stamped(bounded(patch), current, now()))
             while True:
                 if leased:
                     self.held().check()

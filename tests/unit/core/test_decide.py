@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tiny_harness.core.decide import (
+    MAX_TURN_ATTEMPTS,
     Acknowledge,
     Action,
     ApplyControl,
@@ -25,6 +26,7 @@ from tiny_harness.core.decide import (
     Collect,
     Facts,
     FailPastDeadline,
+    GiveUpTurn,
     Initialise,
     InputTimedOut,
     Lease,
@@ -66,6 +68,7 @@ ALL_ACTIONS = (
     FailPastDeadline,
     InputTimedOut,
     WaitForInput,
+    GiveUpTurn,
 )
 #: Actions that write something (a record, a status, a turn, a deletion). Initialise writes
 #: too, but it is row 1 and comes before anything else is known.
@@ -80,6 +83,7 @@ WRITES = (
     Collect,
     FailPastDeadline,
     InputTimedOut,
+    GiveUpTurn,
 )
 #: Actions that act on one pending message, named by ``message_id``.
 ABOUT_A_MESSAGE = (Refuse, Acknowledge, ApplyControl, RunCommand)
@@ -384,6 +388,25 @@ def test_row_9_an_open_turn_is_resumed(lease: Lease) -> None:
     open_turn = facts(state=TaskState.WORKING, lease=lease, pending=(say("alice"),))
 
     assert decide(open_turn) == RunTurn(2, resume=True)
+
+
+@pytest.mark.parametrize("attempts", [0, 1, MAX_TURN_ATTEMPTS - 1])
+def test_row_9_an_open_turn_started_fewer_times_than_the_bound_is_resumed(attempts: int) -> None:
+    open_turn = facts(state=TaskState.WORKING, lease=Lease.EXPIRED, attempts=attempts)
+
+    assert decide(open_turn) == RunTurn(2, resume=True)
+
+
+def test_row_9_an_open_turn_started_the_bound_times_is_given_up() -> None:
+    open_turn = facts(state=TaskState.WORKING, lease=Lease.MINE, attempts=MAX_TURN_ATTEMPTS)
+
+    assert decide(open_turn) == GiveUpTurn(MAX_TURN_ATTEMPTS)
+
+
+def test_row_5_a_message_too_big_to_take_is_refused_whoever_sent_it() -> None:
+    too_big = Pending("m1", "alice", "ordinary", refusal="refused: the message carries 1.0 MiB")
+
+    assert decide(facts(pending=(too_big,))) == Refuse("m1", "refused: the message carries 1.0 MiB")
 
 
 def test_row_10_an_ordinary_message_starts_the_next_turn() -> None:

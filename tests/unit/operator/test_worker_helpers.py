@@ -16,13 +16,14 @@ import pytest
 from tiny_harness.core.decide import Pending, may_cut
 from tiny_harness.core.history import AckEntry, HistoryDelta, NoticeEntry, RecordEntry
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ToolCall
+from tiny_harness.core.sizes import CONDITION_CHARS, STATUS_TEXT_CHARS
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, Lifecycle, Runner, TaskStatus
 from tiny_harness.core.turn import DrainEntry, InboundMessage, ModelEntry, ToolEntry
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.models.errors import ModelUnavailableError
 from tiny_harness.operator.snapshot import Snapshot, history_before, unique_entries
-from tiny_harness.operator.status_writes import failed_status, resumed_conditions
+from tiny_harness.operator.status_writes import bounded, failed_status, resumed_conditions
 from tiny_harness.operator.supervisor import failure_text
 
 USER_HELLO = ChatMessage(role="user", content="hello")
@@ -254,11 +255,17 @@ def test_a_failure_replaces_an_earlier_error_and_keeps_other_conditions() -> Non
 
 
 def test_a_very_long_failure_message_is_cut_to_what_the_status_holds() -> None:
-    patch = failed_status(TaskStatus(), "OperatorError", "x" * 100_000)
+    patch = bounded(failed_status(TaskStatus(), "OperatorError", "x" * 100_000))
 
-    assert len(patch["message"]) == 16384
-    assert len(conditions_by_type(patch)["Error"]["message"]) == 32768
+    assert len(patch["message"]) == STATUS_TEXT_CHARS
+    assert patch["message"].endswith("the whole text is in the task's history]")
+    assert len(conditions_by_type(patch)["Error"]["message"]) == CONDITION_CHARS
     Condition.model_validate(patch["conditions"][0])  # still a valid condition
+
+
+def test_a_patch_with_short_texts_is_written_as_it_is() -> None:
+    patch = {"state": "TASK_STATE_WORKING", "message": "On it."}
+    assert bounded(patch) == patch
 
 
 def test_resuming_turns_the_error_off_and_says_why() -> None:
