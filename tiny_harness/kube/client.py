@@ -6,11 +6,13 @@ and plural, the content types of patches, and the handling of 404 and 409 live h
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+import aiohttp
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -42,6 +44,16 @@ class RefusedWriteError(KubeError):
 
 def _refused_for_good(status: int, body: str) -> bool:
     return status in (413, 422) or (status == 500 and "too large" in body.lower())
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Is this the API server (or the network to it) being away, rather than a refusal? Only
+    then is the same request worth sending again."""
+    if isinstance(exc, RefusedWriteError):
+        return False
+    if isinstance(exc, KubeError):
+        return exc.status == 0 or exc.status == 429 or exc.status >= 500
+    return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError))
 
 
 async def connect(

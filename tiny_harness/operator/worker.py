@@ -28,7 +28,6 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
-import aiohttp
 from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
@@ -73,9 +72,9 @@ from tiny_harness.core.usage import total, usage_of
 from tiny_harness.kube.client import (
     ConflictError,
     HarnessTasks,
-    KubeError,
     Obj,
     RefusedWriteError,
+    unreachable,
 )
 from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
@@ -113,15 +112,6 @@ UNREACHABLE_BACKOFF: Final = Backoff(first=0.2, cap=5.0)
 CONFLICT_BACKOFF: Final = Backoff(first=0.05, cap=2.0)
 #: How long a view whose last turn record is missing is trusted to catch up by itself.
 RECORDS_GRACE_SECONDS: Final = 2.0
-
-
-def unreachable(exc: BaseException) -> bool:
-    """Is this the API server (or the network to it) being away, rather than a refusal?"""
-    if isinstance(exc, RefusedWriteError):
-        return False
-    if isinstance(exc, KubeError):
-        return exc.status == 0 or exc.status == 429 or exc.status >= 500
-    return isinstance(exc, (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError, OSError))
 
 
 class TaskWorker:
@@ -573,7 +563,11 @@ class TaskWorker:
             return
         holding = self.holding
         if snap.status.runner is not None and (holding is None or holding.lost):
-            await self.close_open_turn(snap)
+            try:
+                await self.close_open_turn(snap)
+            except (RefusedWriteError, EntryTooLargeError) as exc:
+                # Left open, the turn is replayed from its journal by the next one.
+                log.warning("task %s/%s: the failed turn stays open: %s", *self.key, exc)
         await self.write_status(
             failed_status(snap.status, reason, message), leased=self.holding is not None
         )
