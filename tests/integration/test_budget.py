@@ -5,10 +5,12 @@ or fails when its budget says so; an assignee may not raise their own."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from tests.conftest import ModelServer, OperatorProcess
+from tests.eventually import NotYet, eventually_async
 from tests.integration.lifecycle_support import Tasks
 
 pytestmark = pytest.mark.controlplane
@@ -65,3 +67,40 @@ async def test_a_task_whose_budget_says_fail_fails_when_it_is_reached(
     error = next(c for c in failed["conditions"] if c["type"] == "Error")
     assert error["reason"] == "BudgetExceeded"
     assert "1 of 1 model calls" in failed["message"]
+
+
+async def test_a_parents_budget_bounds_its_sub_tasks_and_raising_it_frees_the_tree(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """The parent may make one model call in all: it spends it spawning a child, so the
+    child waits for budget without calling the model; raising the parent's frees the child."""
+    spawn = {"name": "spawn_subtask", "arguments": {"goal": "Count to three."}}
+    await model_server.control.script(
+        [
+            {"type": "tool_calls", "calls": [spawn]},
+            {"type": "text", "text": "One, two, three.", "when": "working on task lead-"},
+            {"type": "text", "text": "Counted."},
+            {"type": "text", "text": "Counted."},
+        ]
+    )
+    operator()
+    await tasks.create("lead", participants=TEAM, budget={"maxModelCalls": 1})
+    await tasks.send("lead", "Delegate the counting.")
+
+    [child] = await eventually_children(tasks, "lead")
+    name = child["metadata"]["name"]
+    waiting = await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-budget")
+    assert "the budget of task lead, which its sub-tasks share" in waiting["message"]
+    assert len(await model_server.control.requests()) == 1
+
+    await tasks.send("lead", "/budget calls 10", sender="carol")
+    done = await tasks.wait(name, "TASK_STATE_COMPLETED", within=60)
+    assert done["message"] == "One, two, three."
+
+
+async def eventually_children(tasks: Tasks, parent: str) -> list[dict[str, Any]]:
+    async def some() -> list[dict[str, Any]] | NotYet:
+        found = await tasks.children(parent)
+        return found if found else NotYet(found)
+
+    return await eventually_async(some, within=30, what=f"a sub-task of {parent}")

@@ -120,10 +120,10 @@ async def test_a_participant_completes_a_conversation(
 
 async def parent_with_asking_child(
     tasks: Tasks, operator: Operator, model_server: ModelServer, parent: str, goal: str
-) -> None:
+) -> OperatorProcess:
     """A parked parent with a delegated child ``<parent>-child`` that asked a question, so the
-    child stays open (unresolved) until someone answers it."""
-    operator()
+    child stays open (unresolved) until someone answers it; the operator that runs them."""
+    running = operator()
     await tasks.create(parent)
     await tasks.wait(parent, "TASK_STATE_INPUT_REQUIRED")
     await model_server.control.script(
@@ -136,6 +136,7 @@ async def parent_with_asking_child(
     )
     await tasks.create_child(parent, f"{parent}-child", goal)
     await tasks.wait(f"{parent}-child", "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-answer")
+    return running
 
 
 async def test_completion_is_refused_while_a_sub_task_is_open(
@@ -195,7 +196,29 @@ async def test_cancelling_a_parent_cancels_its_children(
 
     assert (await tasks.wait("boss", "TASK_STATE_CANCELED"))["message"] == "cancelled by alice"
     child = await tasks.wait("boss-child", "TASK_STATE_CANCELED")
-    assert child["message"] == "cancelled by task:boss"
+    assert child["message"] == "cancelled: its parent task boss has ended (canceled)"
+
+
+async def test_a_parent_that_ends_while_the_operator_is_away_ends_its_children_after(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """Level-triggered: the parent's end is written and the operator stops before anything
+    reaches the child; the next operator sees a child whose parent has ended, and ends it."""
+    first = await parent_with_asking_child(tasks, operator, model_server, "lead", "Wait.")
+    await tasks.wait("lead", "TASK_STATE_INPUT_REQUIRED")
+    first.stop(signal.SIGKILL)
+    lead = await tasks.tasks.get("lead")
+    await tasks.tasks.patch_status(
+        "lead",
+        {"state": "TASK_STATE_FAILED", "message": "failed while nobody watched"},
+        resource_version=lead["metadata"]["resourceVersion"],
+    )
+    assert (await tasks.status("lead-child"))["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+    operator()
+
+    child = await tasks.wait("lead-child", "TASK_STATE_CANCELED")
+    assert child["message"] == "cancelled: its parent task lead has ended (failed)"
 
 
 async def test_a_watchers_complete_is_refused_and_the_running_turn_keeps_running(

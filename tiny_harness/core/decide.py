@@ -15,6 +15,7 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  2    rejected spec                                    row 13
  3    the last turn's record is not in view yet        :class:`AwaitRecords`
  4    another replica holds a live lease               :class:`WaitForLease`
+ 4a   the parent has ended, this task has not          :class:`EndWithParent` (cancel it)
  5    a pending message from a non-participant, or     :class:`Refuse`
       one too big to take (:mod:`.sizes`)
  6    ended task (not a resumable failure): a message  :class:`Refuse`, or :class:`Acknowledge`
@@ -52,6 +53,8 @@ the second table (first match wins; ``docs/design/runtime.md``, "While a turn ru
  #    when                                             action
 ====  ===============================================  =========================================
  T1   the task is gone (deleted, or going)             :class:`CutTurn` (``GONE``)
+ T1a  the parent has ended                             :class:`CutTurn` (``PARENT``); the next
+                                                       pass cancels the task (row 4a)
  T2   a control from someone who may end the task      :class:`CutTurn` (``CONTROL``); the next
       (a completion only when it would be accepted:    pass applies it (row 7); a completion
       judged before it cuts)                           that would be refused leaves the turn
@@ -143,6 +146,8 @@ class Facts:
     on_timeout: OnTimeout = "fail"
     #: The task waits for its budget to be raised, and it has been: a new turn continues.
     budget_freed: bool = False
+    #: The parent's name and terminal state, once the parent (this task's owner) has ended.
+    parent_ended: tuple[str, TaskState] | None = None
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -224,6 +229,15 @@ class FailPastDeadline:
 
 
 @dataclass(frozen=True)
+class EndWithParent:
+    """The task's parent has ended and this task has not: cancel it (and its remote task,
+    and so its own children), whatever the crash that lost the parent's cancel."""
+
+    parent: str
+    state: TaskState
+
+
+@dataclass(frozen=True)
 class GiveUpTurn:
     """The open turn has been started :data:`MAX_TURN_ATTEMPTS` times and never finished:
     fail the task (TurnNotFinished) instead of asking the model again for the same step."""
@@ -274,6 +288,7 @@ Action = (
     | WaitToCollect
     | FailPastDeadline
     | GiveUpTurn
+    | EndWithParent
     | InputTimedOut
     | WaitForInput
 )
@@ -303,6 +318,8 @@ def decide(facts: Facts) -> Action:
     if facts.lease is Lease.HELD:
         return WaitForLease(max(facts.lease_wait, 0.0))
     spec = facts.spec
+    if facts.parent_ended is not None and not facts.state.is_terminal:
+        return EndWithParent(*facts.parent_ended)
     closed = facts.state.is_terminal and not resumable(facts.state, facts.lifecycle)
     for m in facts.pending:
         why = refuse_speaker(spec, m.sender, m.message_id) or m.refusal
@@ -391,6 +408,8 @@ class CutReason(StrEnum):
     CONTROL = "control"
     #: The task was deleted: nothing of the turn is to be written.
     GONE = "gone"
+    #: The task's parent has ended: the next pass cancels this task (row 4a).
+    PARENT = "parent"
 
 
 @dataclass(frozen=True)
@@ -408,6 +427,8 @@ class TurnFacts:
     #: The completions among ``pending`` that the task would refuse now (an unresolved
     #: sub-task holds it open): judged before they cut, so the turn's answer is not lost.
     refused: frozenset[str] = frozenset()
+    #: The task's parent has ended (row 4a applies once the turn is cut).
+    parent_ended: bool = False
 
 
 @dataclass(frozen=True)
@@ -447,6 +468,8 @@ def decide_during_turn(facts: TurnFacts) -> DuringTurn:
     """The one next action while a turn runs (see the second table in the module docstring)."""
     if not facts.present or facts.spec is None:
         return CutTurn(CutReason.GONE)
+    if facts.parent_ended:
+        return CutTurn(CutReason.PARENT)
     for m in facts.pending:
         if m.kind == "control" and may_cut(facts.spec, m) and m.message_id not in facts.refused:
             return CutTurn(CutReason.CONTROL)

@@ -181,6 +181,14 @@ class Controls:
                 task=obj,
             )
 
+    def ended_parent(self, obj: Obj) -> tuple[str, TaskState] | None:
+        """The parent's name and state once it has ended (None while it lives, or when the
+        task only names a parent it is not the child of)."""
+        state = self.parent_status(obj).get("state")
+        if not state or not TaskState(state).is_terminal:
+            return None
+        return str(local_parent_of(obj.get("spec"))), TaskState(state)
+
     def parent_status(self, obj: Obj) -> dict[str, Any]:
         parent = local_parent_of(obj.get("spec"))
         if not parent:
@@ -198,19 +206,8 @@ class Controls:
             # expired one): close it from its journal first, so nothing it did is lost.
             await self.w.close_open_turn(snap)
         if spec.control == "cancel":
-            remote = await self.end_remote(snap, "cancel") if snap.spec.agent else None
-            await self.w.write_status(
-                {
-                    "state": TaskState.CANCELED.value,
-                    "subState": None,
-                    "runner": None,
-                    "message": f"cancelled by {sender}" + (f" ({remote})" if remote else ""),
-                    "messageId": own_message_id(),
-                }
-            )
-            await self.cancel_children(snap)
+            await self.cancel(snap, f"cancelled by {sender}")
             await self.w.append_notices(snap, (ack_entry(message),))
-            await self.w.rt.event(snap.obj, "Cancelled", f"cancelled by {sender}")
             return
         decision = decide_completion(
             snap.extension(),
@@ -364,17 +361,25 @@ class Controls:
             {"message": reply[:TEXT_MAX], "messageId": reply_id}, leased=host is not None
         )
 
-    async def cancel_children(self, snap: Snapshot) -> None:
-        for child in self.w.rt.cache.children(self.w.namespace, self.w.name):
-            state = (child.get("status") or {}).get("state")
-            if state and TaskState(state).is_terminal:
-                continue
-            await self.w.messages.send(
-                MessageSpec(
-                    task=child["metadata"]["name"],
-                    message_id=f"cancel-from-{self.w.name}",
-                    sender=f"task:{self.w.name}",
-                    control="cancel",
-                ),
-                task=child,
-            )
+    async def cancel(self, snap: Snapshot, text: str) -> None:
+        """End the task in CANCELED (its remote task first). Its children see it has ended and
+        cancel themselves (row 4a of decide): level-triggered, so no crash between this write
+        and theirs can leave one at work."""
+        remote = await self.end_remote(snap, "cancel") if snap.spec.agent else None
+        await self.w.write_status(
+            {
+                "state": TaskState.CANCELED.value,
+                "subState": None,
+                "runner": None,
+                "message": text + (f" ({remote})" if remote else ""),
+                "messageId": own_message_id(),
+            }
+        )
+        await self.w.rt.event(snap.obj, "Cancelled", text)
+
+    async def end_with_parent(self, snap: Snapshot, parent: str, state: TaskState) -> None:
+        """Row 4a: the parent has ended; so does this task."""
+        if snap.status.runner is not None:
+            await self.w.close_open_turn(snap)
+        ended = state.value.removeprefix("TASK_STATE_").lower()
+        await self.cancel(snap, f"cancelled: its parent task {parent} has ended ({ended})")

@@ -3,23 +3,34 @@
 Indexes (:mod:`tiny_harness.operator.cache`) keep every task, message and turn record the
 operator may need, keyed by the task they belong to; kopf fills them before any handler runs.
 The event handlers do nothing but poke: a task's change pokes the task and its parent (whose
-sub-task row follows it), a message pokes the task its ``spec.task`` names, and a turn record
+sub-task row follows it), an ended task's change pokes its children (which end with it), a
+message pokes the task its ``spec.task`` names, and a turn record
 written by someone else pokes its task. Raw events (``on.event``) need no bookkeeping writes
 from kopf, which keeps a simple turn within its write budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import kopf
 
+from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.kube.ownership import is_stray_of
 from tiny_harness.operator.cache import Feed, register_indexes
 from tiny_harness.operator.runtime import Runtime
+
+
+def ended(body: Mapping[str, Any]) -> bool:
+    state = (body.get("status") or {}).get("state")
+    return isinstance(state, str) and TaskState(state).is_terminal
+
+
+def waits_for_budget(body: Mapping[str, Any]) -> bool:
+    return (body.get("status") or {}).get("subState") == SubState.AWAITING_BUDGET.value
 
 
 def build_registry(
@@ -54,6 +65,12 @@ def build_registry(
         else:
             rv = str(body.metadata.get("resourceVersion", ""))
             runtime.poke_unless_own("task", namespace, name, name, rv)
+            over = ended(body)
+            for child in runtime.cache.children(namespace, name):
+                # An ended parent's children end with it (decide row 4a); a child waiting for
+                # budget may have room now (its ancestors' budgets bound it: budgets.py).
+                if over or waits_for_budget(child):
+                    runtime.poke(namespace, str(child["metadata"]["name"]))
         if parent:
             above = runtime.cache.task(namespace, parent)
             if above is not None and is_stray_of(body, above):

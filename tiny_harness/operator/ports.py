@@ -32,7 +32,7 @@ from tiny_harness.core.decide import Facts
 from tiny_harness.core.history import RecordEntry
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
-from tiny_harness.core.task import Budget, TaskSpec
+from tiny_harness.core.task import Budget, TaskSpec, TaskUsage
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import (
     InboundMessage,
@@ -189,6 +189,8 @@ class SupervisedWorker(TurnIO, Protocol):
     async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]: ...
 
     def budget_of(self, snap: Snapshot) -> Budget | None: ...
+
+    def turn_budget(self, snap: Snapshot, used: TaskUsage) -> Budget | None: ...
 
     def snapshot(self) -> Snapshot | None: ...
 

@@ -140,14 +140,15 @@ class TurnSupervisor:
         )
         host = OperatorTurnHost(w, snap, number, history, own, holding, self.cut)
         remotes = w.rt.remotes
+        used = total(snap.status.usage, snap.status.sub_task_usage) + lost_calls(snap)
         turn_input = TurnInput(
             task_id=w.name,
             turn=number,
             task=snap.extension(),
             history=history,
             journal=journal,
-            budget=w.budget_of(snap),
-            used=total(snap.status.usage, snap.status.sub_task_usage) + lost_calls(snap),
+            budget=w.turn_budget(snap, used),
+            used=used,
             agents=remotes.directory.offered(w.namespace) if remotes else (),
             remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
             if snap.spec.agent
@@ -268,9 +269,9 @@ class TurnSupervisor:
             finished("deadline", failed=True)
             await w.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
             return True
-        if reason is CutReason.CONTROL:
-            # Cut by a participant's complete or cancel: close the turn from its journal, then
-            # the next pass applies the control message.
+        if reason in (CutReason.CONTROL, CutReason.PARENT):
+            # Cut by a participant's complete or cancel, or by the parent's end: close the turn
+            # from its journal, then the next pass applies the control (or row 4a).
             await host.close_cut_turn()
             finished("cut")
             return True
@@ -413,11 +414,13 @@ class TurnSupervisor:
             snap = w.snapshot()
             facts = TurnFacts(present=False)
             if snap is not None:
-                pending = w.facts(snap).pending
+                now_known = w.facts(snap)
+                pending = now_known.pending
                 facts = TurnFacts(
                     present=True,
                     spec=snap.spec,
                     pending=pending,
+                    parent_ended=now_known.parent_ended is not None,
                     commands_run=frozenset(host.acked),
                     rows_stale=snap.rows != snap.status.sub_tasks,
                     closed=host.closed,

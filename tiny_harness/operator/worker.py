@@ -39,6 +39,7 @@ from tiny_harness.core.decide import (
     ApplyControl,
     AwaitRecords,
     Collect,
+    EndWithParent,
     Facts,
     FailPastDeadline,
     GiveUpTurn,
@@ -68,7 +69,7 @@ from tiny_harness.core.task import (
     Runner,
     TaskUsage,
 )
-from tiny_harness.core.usage import total, usage_of
+from tiny_harness.core.usage import total
 from tiny_harness.kube.client import (
     ConflictError,
     HarnessTasks,
@@ -78,6 +79,7 @@ from tiny_harness.kube.client import (
 )
 from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
+from tiny_harness.operator.budgets import own_budget, turn_budget, with_usage
 from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.controls import Controls
@@ -272,6 +274,7 @@ class TaskWorker:
             lease_wait=wait,
             turn=status.turn,
             attempts=status.turn_attempts or 0,
+            parent_ended=self.controls.ended_parent(snap.obj),
             pending=tuple(pending),
             news=bool(pending_news(snap.children, snap.acked)),
             rows_stale=snap.rows != status.sub_tasks,
@@ -283,7 +286,8 @@ class TaskWorker:
         )
 
     def budget_freed(self, snap: Snapshot) -> bool:
-        return budget_freed(snap, self.budget_of(snap))
+        used = total(snap.status.usage, snap.status.sub_task_usage)
+        return budget_freed(snap, self.turn_budget(snap, used))
 
     def expires_in(self, obj: Obj) -> float | None:
         return expires_in_of(obj, self.rt.settings.ttl_seconds_after_finished)
@@ -355,6 +359,8 @@ class TaskWorker:
                 await self.controls.fail_past_deadline(snap)
             case GiveUpTurn(attempts=attempts):
                 await self.controls.give_up_turn(attempts)
+            case EndWithParent(parent=parent, state=state):
+                await self.controls.end_with_parent(snap, parent, state)
             case InputTimedOut(complete=complete):
                 await self.controls.input_timed_out(snap, complete=complete)
             case WaitForInput(seconds=seconds):
@@ -461,31 +467,17 @@ class TaskWorker:
                 return obj
 
     def budget_of(self, snap: Snapshot) -> Budget | None:
-        """The budget that applies: as last set with /budget, else the spec's, else the
-        operator's default."""
-        return snap.status.budget or snap.spec.budget or self.rt.settings.budget
+        """The task's own budget (operator/budgets.py)."""
+        return own_budget(snap.spec, snap.status, self.rt.settings.budget)
+
+    def turn_budget(self, snap: Snapshot, used: TaskUsage) -> Budget | None:
+        """The budget the task's model calls are held to: its own and its ancestors'."""
+        own = self.budget_of(snap)
+        default = self.rt.settings.budget
+        return turn_budget(self.rt.cache, self.namespace, snap.obj, own, used, default)
 
     def with_usage(self, patch: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The patch with what the task has used (:mod:`tiny_harness.core.usage`): its own
-        usage with every write that ends a turn (its records are in the cache by then), and
-        its sub-tasks' with every write of their rows."""
-        out = dict(patch)
-        if "runner" in out and out["runner"] is None and "usage" not in out:
-            used = usage_of(self.rt.cache.records(self.namespace, self.name))
-            out["usage"] = used.model_dump(by_alias=True)
-            # The turn has ended: what it used is in usage now, and no turn is running.
-            out["turnUsage"] = None
-        if "subTasks" in out and "subTaskUsage" not in out:
-            children = self.rt.cache.children(self.namespace, self.name)
-            used = TaskUsage()
-            for child in children:
-                status = child.get("status") or {}
-                used = used + total(
-                    TaskUsage.model_validate(status.get("usage") or {}),
-                    TaskUsage.model_validate(status.get("subTaskUsage") or {}),
-                )
-            out["subTaskUsage"] = used.model_dump(by_alias=True) if children else None
-        return out
+        return with_usage(patch, self.rt.cache, self.namespace, self.name)
 
     def held(self) -> Holding:
         if self.holding is None:

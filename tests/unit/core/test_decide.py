@@ -24,6 +24,7 @@ from tiny_harness.core.decide import (
     ApplyControl,
     AwaitRecords,
     Collect,
+    EndWithParent,
     Facts,
     FailPastDeadline,
     GiveUpTurn,
@@ -401,6 +402,32 @@ def test_row_9_an_open_turn_started_the_bound_times_is_given_up() -> None:
     open_turn = facts(state=TaskState.WORKING, lease=Lease.MINE, attempts=MAX_TURN_ATTEMPTS)
 
     assert decide(open_turn) == GiveUpTurn(MAX_TURN_ATTEMPTS)
+
+
+@pytest.mark.parametrize("ended", [TaskState.FAILED, TaskState.CANCELED, TaskState.COMPLETED])
+def test_row_4a_a_task_whose_parent_has_ended_ends_with_it(ended: TaskState) -> None:
+    child = facts(spec=CHILD_SPEC, parent_ended=(PARENT, ended), pending=(say("alice"),))
+
+    assert decide(child) == EndWithParent(PARENT, ended)
+
+
+def test_row_4a_an_open_turn_of_a_task_whose_parent_has_ended_ends_too() -> None:
+    child = facts(
+        spec=CHILD_SPEC,
+        state=TaskState.WORKING,
+        lease=Lease.MINE,
+        parent_ended=(PARENT, TaskState.FAILED),
+    )
+
+    assert decide(child) == EndWithParent(PARENT, TaskState.FAILED)
+
+
+def test_row_4a_an_ended_task_stays_as_it_ended_when_its_parent_ends() -> None:
+    done = facts(
+        spec=CHILD_SPEC, state=TaskState.COMPLETED, parent_ended=(PARENT, TaskState.FAILED)
+    )
+
+    assert not isinstance(decide(done), EndWithParent)
 
 
 def test_row_5_a_message_too_big_to_take_is_refused_whoever_sent_it() -> None:
@@ -829,6 +856,10 @@ _HELLO = Pending("m1", "alice", "ordinary")
     [
         # T1: the task is gone
         (TurnFacts(present=False), CutTurn(CutReason.GONE)),
+        (
+            TurnFacts(present=True, spec=_TEAM, pending=(_STATUS,), parent_ended=True),
+            CutTurn(CutReason.PARENT),
+        ),
         # T2: a control from someone who may end the task cuts, whatever else is pending
         (
             TurnFacts(present=True, spec=_TEAM, pending=(_STATUS, _CANCEL_BY_ALICE)),

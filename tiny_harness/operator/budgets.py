@@ -1,0 +1,102 @@
+"""Which budget a task works within: its own, and every ancestor's over the whole tree.
+
+A task's own budget is the one last set with ``/budget`` (``status.budget``), else its spec's,
+else the operator's default. A sub-task is bounded by its ancestors' too: at the start of every
+turn anywhere in a tree, each ancestor's total (its own usage and every descendant's, this
+one's included, summed from their journals in the cache: a tree is worked by one replica) is
+held against that ancestor's budget (``core.usage.tree_budget``), so a parent with
+``maxModelCalls: 2`` cannot spend more through its children, and ``/budget`` on the root raises
+the room of the whole tree at once. It is read level-triggered, so no copy of a budget goes
+stale in a child's spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tiny_harness.core.task import Budget, TaskSpec, TaskStatus, TaskUsage, local_parent_of
+from tiny_harness.core.usage import total, tree_budget, usage_of
+from tiny_harness.kube.client import Obj
+from tiny_harness.kube.ownership import is_child_of
+from tiny_harness.operator.cache import Cache
+
+#: How far up a tree is walked (a deeper tree is bounded by its nearest ancestors).
+MAX_DEPTH = 16
+
+
+def own_budget(spec: TaskSpec | None, status: TaskStatus, default: Budget | None) -> Budget | None:
+    """The task's own budget: as last set with /budget, else the spec's, else the default."""
+    return status.budget or (spec.budget if spec is not None else None) or default
+
+
+def ancestors(cache: Cache, namespace: str, obj: Obj) -> Iterator[Obj]:
+    """The task's parent, its parent's parent ..., as the cache has them (a task that only
+    names a parent it is not the child of has none)."""
+    current = obj
+    for _ in range(MAX_DEPTH):
+        name = local_parent_of(current.get("spec"))
+        parent = cache.task(namespace, name) if name else None
+        if parent is None or not is_child_of(current, parent):
+            return
+        yield parent
+        current = parent
+
+
+def tree_usage(cache: Cache, namespace: str, obj: Obj, depth: int = 0) -> TaskUsage:
+    """What the task and every task below it have used, summed from their journals as the
+    cache has them: current to the last journaled call, a running turn's included."""
+    name = str(obj["metadata"]["name"])
+    used = usage_of(cache.records(namespace, name))
+    if depth < MAX_DEPTH:
+        for child in cache.children(namespace, name):
+            used = used + tree_usage(cache, namespace, child, depth + 1)
+    return used
+
+
+def _bound_of(
+    cache: Cache, namespace: str, obj: Obj, default: Budget | None
+) -> tuple[str, Budget | None, TaskUsage]:
+    name = str(obj["metadata"]["name"])
+    try:
+        status = TaskStatus.model_validate(obj.get("status") or {})
+        spec = TaskSpec.model_validate(obj.get("spec") or {})
+    except ValueError:
+        return name, None, TaskUsage()  # an ancestor that does not parse bounds nothing here
+    budget = own_budget(spec, status, default)
+    return name, budget, tree_usage(cache, namespace, obj) if budget is not None else TaskUsage()
+
+
+def turn_budget(
+    cache: Cache,
+    namespace: str,
+    obj: Obj,
+    own: Budget | None,
+    used: TaskUsage,
+    default: Budget | None,
+) -> Budget | None:
+    """The budget the task's next model call is held to (see the module docstring)."""
+    above = [_bound_of(cache, namespace, a, default) for a in ancestors(cache, namespace, obj)]
+    return tree_budget(own, used, above)
+
+
+def with_usage(patch: Mapping[str, Any], cache: Cache, namespace: str, name: str) -> dict[str, Any]:
+    """The patch with what the task has used (:mod:`tiny_harness.core.usage`): its own usage
+    with every write that ends a turn (its records are in the cache by then), and its
+    sub-tasks' with every write of their rows; what its ancestors' budgets are held against."""
+    out = dict(patch)
+    if "runner" in out and out["runner"] is None and "usage" not in out:
+        out["usage"] = usage_of(cache.records(namespace, name)).model_dump(by_alias=True)
+        # The turn has ended: what it used is in usage now, and no turn is running.
+        out["turnUsage"] = None
+    if "subTasks" in out and "subTaskUsage" not in out:
+        children = cache.children(namespace, name)
+        used = TaskUsage()
+        for child in children:
+            status = child.get("status") or {}
+            used = used + total(
+                TaskUsage.model_validate(status.get("usage") or {}),
+                TaskUsage.model_validate(status.get("subTaskUsage") or {}),
+            )
+        out["subTaskUsage"] = used.model_dump(by_alias=True) if children else None
+    return out
