@@ -90,3 +90,24 @@ async def test_a_task_nobody_answers_within_its_input_timeout_fails_or_completes
     assert time.monotonic() - started >= 1
     assert "waitingSince" not in ended
     assert ended["completionTime"]
+
+
+@pytest.mark.parametrize("on_idle", ["complete", "cancel"])
+async def test_a_conversation_with_no_next_message_within_its_idle_timeout_ends(
+    on_idle: str, tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "Done for now."}])
+    operator()
+    await tasks.create("idle", idleTimeoutSeconds=2, onIdle=on_idle)
+    await tasks.send("idle", "One thing.")
+    await tasks.wait("idle", "TASK_STATE_INPUT_REQUIRED", turn=1)
+    started = time.monotonic()
+
+    if on_idle == "complete":
+        ended = await tasks.wait("idle", "TASK_STATE_COMPLETED", within=30)
+        assert ended["message"] == "completed: no message for 2s (idle timeout)"
+    else:
+        ended = await tasks.wait("idle", "TASK_STATE_CANCELED", within=30)
+        assert ended["message"] == "cancelled: no message for 2s (idle timeout)"
+    assert time.monotonic() - started >= 1
+    assert ended["completionTime"]

@@ -87,3 +87,14 @@ def input_time_left(
     if state not in INTERRUPTED or since is None:
         return None
     return timeout_seconds - (now - since).total_seconds()
+
+
+def idle_time_left(
+    timeout_seconds: int | None, status: Mapping[str, Any], now: dt.datetime
+) -> float | None:
+    """Seconds a conversation may still wait for its next message (parked awaiting it);
+    None: it is not so parked, or may wait for ever. Counted from ``waitingSince``, as the
+    input timeout is."""
+    if timeout_seconds is None or status.get("subState") != "awaiting-next-message":
+        return None
+    return input_time_left(timeout_seconds, status, now)

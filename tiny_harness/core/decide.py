@@ -39,6 +39,8 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
       (:mod:`tiny_harness.core.retention`), or has not  :class:`WaitToCollect`
  14   a task waiting for a participant past its        :class:`InputTimedOut`
       input timeout (:mod:`.deadlines`), or not yet    :class:`WaitForInput`
+ 14a  a conversation parked for its next message past  :class:`IdleEnded`
+      its idle timeout, or not yet                     :class:`WaitForInput`
  15   otherwise                                        :class:`Nothing`
 ====  ===============================================  =========================================
 
@@ -82,7 +84,7 @@ from tiny_harness.core.inbox import MessageSpec
 from tiny_harness.core.sizes import refuse_size
 from tiny_harness.core.speakers import refuse_answer, refuse_ending, refuse_speaker
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Lifecycle, OnTimeout, TaskSpec
+from tiny_harness.core.task import Lifecycle, OnIdle, OnTimeout, TaskSpec
 
 MessageKind = Literal["ordinary", "control", "command"]
 
@@ -144,6 +146,9 @@ class Facts:
     #: Seconds the task may still wait for a participant; None: not waiting, or no timeout.
     input_left: float | None = None
     on_timeout: OnTimeout = "fail"
+    #: Seconds a conversation parked for its next message may still wait; None: no bound.
+    idle_left: float | None = None
+    on_idle: OnIdle = "complete"
     #: The task waits for its budget to be raised, and it has been: a new turn continues.
     budget_freed: bool = False
     #: The parent's name and terminal state, once the parent (this task's owner) has ended.
@@ -229,6 +234,14 @@ class FailPastDeadline:
 
 
 @dataclass(frozen=True)
+class IdleEnded:
+    """A conversation waited its whole idle timeout for its next message: end it as onIdle
+    says (complete, when nothing holds it open; else cancel)."""
+
+    complete: bool
+
+
+@dataclass(frozen=True)
 class EndWithParent:
     """The task's parent has ended and this task has not: cancel it (and its remote task,
     and so its own children), whatever the crash that lost the parent's cancel."""
@@ -289,6 +302,7 @@ Action = (
     | FailPastDeadline
     | GiveUpTurn
     | EndWithParent
+    | IdleEnded
     | InputTimedOut
     | WaitForInput
 )
@@ -375,20 +389,25 @@ def _within_deadline(facts: Facts, turn: RunTurn) -> Action:
 
 def _at_rest(facts: Facts) -> Action:
     """Nothing to do for the task, unless it has ended and its time to live runs out, or it
-    waits for a participant and its input timeout runs out."""
+    waits for a participant and its input timeout (or, parked for its next message, its idle
+    timeout) runs out."""
     waiting = facts.state in (TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED)
     timed = facts.input_left is not None and waiting
+    idle = facts.idle_left is not None and waiting
     ended = facts.state is not None and facts.state.is_terminal and facts.expires_in is not None
-    if not (timed or ended):
+    if not (timed or idle or ended):
         return Nothing()
     if not facts.records_current:  # never act on a view behind the status
         return AwaitRecords()
     if facts.lease is Lease.HELD:  # nor on what another replica is still writing
         return WaitForLease(max(facts.lease_wait, 0.0))
-    if facts.input_left is not None and waiting:
-        if facts.input_left <= 0:
-            return InputTimedOut(complete=facts.on_timeout == "complete")
-        return WaitForInput(facts.input_left)
+    if timed and facts.input_left is not None and facts.input_left <= 0:
+        return InputTimedOut(complete=facts.on_timeout == "complete")
+    if idle and facts.idle_left is not None and facts.idle_left <= 0:
+        return IdleEnded(complete=facts.on_idle == "complete")
+    if timed or idle:
+        lefts = [x for x in (facts.input_left, facts.idle_left) if x is not None]
+        return WaitForInput(min(lefts))
     if facts.expires_in is not None and facts.expires_in <= 0:
         return Collect()
     return WaitToCollect(facts.expires_in or 0.0)

@@ -162,6 +162,17 @@ class OperatorSettings(_Section):
         description="Delete a finished task this many seconds after it ended, unless its "
         "spec.ttlSecondsAfterFinished says otherwise; empty: keep finished tasks.",
     )
+    idle_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        description="End a conversation that has waited this long for its next message "
+        "(onIdle), unless its spec.idleTimeoutSeconds says otherwise; with "
+        "ttl_seconds_after_finished it keeps etcd bounded. Empty: conversations never idle out.",
+    )
+    on_idle: Literal["complete", "cancel"] = Field(
+        default="complete",
+        description="How an idle conversation ends when its spec does not say.",
+    )
     metrics_bind: str | None = None
     tools: tuple[str, ...] = Field(
         default=(),

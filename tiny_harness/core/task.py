@@ -45,6 +45,7 @@ TTL_MAX: Final = 365 * 24 * 3600
 BUDGET_MAX: Final = 10**12
 #: What an input timeout does.
 OnTimeout = Literal["fail", "complete"]
+OnIdle = Literal["complete", "cancel"]
 TEXT_MAX: Final = 65536
 
 
@@ -256,6 +257,18 @@ class TaskSpec(Model):
         default="fail",
         description="What inputTimeoutSeconds does: fail the task (reason InputTimeout), or "
         "complete it (when no sub-task holds it open; otherwise it fails).",
+    )
+    idle_timeout_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=TTL_MAX,
+        description="How long a conversation may wait for its next message before onIdle "
+        "ends it; empty: the operator's default (operator.idle_timeout_seconds).",
+    )
+    on_idle: OnIdle | None = Field(
+        default=None,
+        description="How an idle conversation ends: complete it (when no sub-task holds it "
+        "open; otherwise it is cancelled), or cancel it; empty: the operator's default.",
     )
     tool_servers: tuple[ToolServerName, ...] = Field(
         default=(),

@@ -144,6 +144,29 @@ class Controls:
             "spec.inputTimeoutSeconds to wait longer",
         )
 
+    async def idle_ended(self, snap: Snapshot, *, complete: bool) -> None:
+        """The conversation waited its whole idle timeout for its next message: completed
+        when asked to and nothing holds it open, else cancelled; either way it is ended, so
+        its objects are collected after their time to live and etcd stays bounded."""
+        waited = snap.spec.idle_timeout_seconds or self.w.rt.settings.idle_timeout_seconds
+        said = f"no message for {waited}s (idle timeout)"
+        if complete:
+            decision = decide_completion(snap.extension())
+            if decision.complete:
+                text = f"completed: {said}"
+                await self.w.write_status(
+                    {
+                        "state": TaskState.COMPLETED.value,
+                        "subState": None,
+                        "message": text,
+                        "messageId": own_message_id(),
+                    }
+                )
+                await self.w.rt.event(snap.obj, "IdleTimeout", text)
+                return
+            said += f"; it could not complete: {decision.reason}"
+        await self.cancel(snap, f"cancelled: {said}")
+
     async def initialise(self, obj: Obj) -> None:
         meta = obj["metadata"]
         result = initialise(

@@ -23,6 +23,7 @@ from tiny_harness.core.history import (
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.reply_ids import refusal_id
 from tiny_harness.core.retention import expires_in
+from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.sizes import excerpt
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
@@ -137,6 +138,13 @@ def refusal_entries(message: StoredMessage, reason: str) -> tuple[RecordEntry, .
 
 def rows_json(rows: tuple[SubTaskRow, ...]) -> list[dict[str, Any]]:
     return [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows]
+
+
+def idle_timeout(snap: Snapshot, settings: OperatorSettings) -> int | None:
+    """How long the conversation may wait for its next message (no other task idles out)."""
+    if snap.lifecycle is not Lifecycle.CONVERSATION:
+        return None
+    return snap.spec.idle_timeout_seconds or settings.idle_timeout_seconds
 
 
 def budget_freed(snap: Snapshot, budget: Budget | None) -> bool:

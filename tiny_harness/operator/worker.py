@@ -32,7 +32,7 @@ from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.deadlines import deadline_left, input_time_left, stamped
+from tiny_harness.core.deadlines import deadline_left, idle_time_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
     Action,
@@ -43,6 +43,7 @@ from tiny_harness.core.decide import (
     Facts,
     FailPastDeadline,
     GiveUpTurn,
+    IdleEnded,
     Initialise,
     InputTimedOut,
     Nothing,
@@ -92,6 +93,7 @@ from tiny_harness.operator.snapshot import (
     budget_freed,
     expires_in_of,
     history_before,
+    idle_timeout,
     refusal_entries,
     rows_json,
 )
@@ -282,6 +284,8 @@ class TaskWorker:
             deadline_left=deadline_left(spec.active_deadline_seconds, raw, moment),
             input_left=input_time_left(spec.input_timeout_seconds, raw, moment),
             on_timeout=spec.on_timeout,
+            idle_left=idle_time_left(idle_timeout(snap, self.rt.settings), raw, moment),
+            on_idle=spec.on_idle or self.rt.settings.on_idle,
             budget_freed=self.budget_freed(snap),
         )
 
@@ -361,6 +365,8 @@ class TaskWorker:
                 await self.controls.give_up_turn(attempts)
             case EndWithParent(parent=parent, state=state):
                 await self.controls.end_with_parent(snap, parent, state)
+            case IdleEnded(complete=complete):
+                await self.controls.idle_ended(snap, complete=complete)
             case InputTimedOut(complete=complete):
                 await self.controls.input_timed_out(snap, complete=complete)
             case WaitForInput(seconds=seconds):

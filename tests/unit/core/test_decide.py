@@ -28,6 +28,7 @@ from tiny_harness.core.decide import (
     Facts,
     FailPastDeadline,
     GiveUpTurn,
+    IdleEnded,
     Initialise,
     InputTimedOut,
     Lease,
@@ -70,6 +71,7 @@ ALL_ACTIONS = (
     InputTimedOut,
     WaitForInput,
     GiveUpTurn,
+    IdleEnded,
 )
 #: Actions that write something (a record, a status, a turn, a deletion). Initialise writes
 #: too, but it is row 1 and comes before anything else is known.
@@ -85,6 +87,7 @@ WRITES = (
     FailPastDeadline,
     InputTimedOut,
     GiveUpTurn,
+    IdleEnded,
 )
 #: Actions that act on one pending message, named by ``message_id``.
 ABOUT_A_MESSAGE = (Refuse, Acknowledge, ApplyControl, RunCommand)
@@ -739,6 +742,24 @@ def test_row_14_a_task_waiting_past_its_input_timeout_fails_or_completes() -> No
     assert decide(replace(waiting, on_timeout="complete")) == InputTimedOut(complete=True)
     assert decide(replace(waiting, input_left=30.0)) == WaitForInput(30.0)
     assert decide(replace(waiting, input_left=None)) == Nothing()
+
+
+def test_row_14a_an_idle_conversation_ends_as_on_idle_says() -> None:
+    idle = facts(state=TaskState.INPUT_REQUIRED, idle_left=-1.0)
+    assert decide(idle) == IdleEnded(complete=True)
+    assert decide(replace(idle, on_idle="cancel")) == IdleEnded(complete=False)
+    assert decide(replace(idle, idle_left=60.0)) == WaitForInput(60.0)
+
+
+def test_row_14a_the_nearer_of_the_input_and_idle_timeouts_is_waited_for() -> None:
+    both = facts(state=TaskState.INPUT_REQUIRED, idle_left=60.0, input_left=5.0)
+    assert decide(both) == WaitForInput(5.0)
+    assert decide(replace(both, input_left=-1.0)) == InputTimedOut(complete=False)
+
+
+def test_row_14a_a_message_that_arrives_before_the_idle_timeout_is_answered() -> None:
+    idle = facts(state=TaskState.INPUT_REQUIRED, idle_left=-1.0, pending=(say("alice"),))
+    assert decide(idle) == RunTurn(3, resume=False)
 
 
 def test_row_14_a_message_that_arrives_in_time_is_answered_not_timed_out() -> None:
