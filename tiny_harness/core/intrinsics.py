@@ -25,6 +25,7 @@ from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.errors import PlanCycleError, PlanError
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
+from tiny_harness.core.sizes import MAX_SUB_TASKS
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
 from tiny_harness.core.turn import ReplyIntent, SpawnIntent
@@ -237,9 +238,22 @@ def complete_step(task: TaskExtension, args: dict[str, Any]) -> IntrinsicResult:
     )
 
 
+def too_many_sub_tasks(task: TaskExtension) -> IntrinsicResult | None:
+    """A spawn past :data:`~tiny_harness.core.sizes.MAX_SUB_TASKS`, refused to the model."""
+    if len(task.sub_tasks) < MAX_SUB_TASKS:
+        return None
+    return _error(
+        f"this task has {len(task.sub_tasks)} sub-tasks, the most one task may have; finish "
+        "with them, or do the work here"
+    )
+
+
 def spawn_subtask(
     task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
 ) -> IntrinsicResult:
+    refused = too_many_sub_tasks(task)
+    if refused is not None:
+        return refused
     current = task.plan.current_step() if task.plan is not None else None
     intent = SpawnIntent(
         id=step_id,
@@ -255,6 +269,9 @@ def spawn_subtask(
 def create_task_for_participant(
     task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
 ) -> IntrinsicResult:
+    refused = too_many_sub_tasks(task)
+    if refused is not None:
+        return refused
     participant = str(args["participant"]).strip()
     if not participant:
         return _error("participant: name the person who is to answer")

@@ -13,7 +13,10 @@ every update, so every object must stay well under 1.5 MiB however long it lives
   entry can be no bigger than a chunk, because every text that goes into one is bounded here;
 - a **status text** (``status.message``: a reply, an answer, a remote agent's result) is at most
   :data:`STATUS_TEXT_CHARS`, cut with a note that says where the whole text is (the task's
-  history), by the one status writer; a condition's message at most :data:`CONDITION_CHARS`.
+  history), by the one status writer; a condition's message at most :data:`CONDITION_CHARS`;
+- the **sub-task rows**: at most :data:`MAX_SUB_TASKS` children (a spawn past it is refused
+  to the model), each row's goal cut to :data:`ROW_GOAL_CHARS`; a **plan**'s step texts cut to
+  :data:`PLAN_TEXT_CHARS` in the status (the whole output is in the history).
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ ENTRY_TEXT_BYTES: Final = 256 * KIB
 STATUS_TEXT_CHARS: Final = 32 * KIB
 #: A condition's message (``metav1.Condition`` allows 32,768).
 CONDITION_CHARS: Final = 4 * KIB
+#: A sub-task row's goal: a row names its child, whose whole goal is on the child.
+ROW_GOAL_CHARS: Final = 512
+#: The most sub-tasks one task may have: its rows stay within the status.
+MAX_SUB_TASKS: Final = 256
+#: A plan step's description and output, as the status shows them.
+PLAN_TEXT_CHARS: Final = 2 * KIB
 
 #: The note that ends a cut status text.
 _CUT_NOTE: Final = (

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tiny_harness.core.sizes import ROW_GOAL_CHARS, excerpt
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow
 from tiny_harness.core.turn import InboundMessage
@@ -44,7 +45,7 @@ def row_of(child: Obj, acked: set[str]) -> SubTaskRow:
     return SubTaskRow(
         task_id=child["metadata"]["name"],
         agent=(child.get("spec") or {}).get("agent"),
-        goal=(child.get("spec") or {}).get("goal", ""),
+        goal=excerpt(str((child.get("spec") or {}).get("goal", "")), ROW_GOAL_CHARS),
         state=TaskState(status.get("state") or TaskState.SUBMITTED.value),
         sub_state=status.get("subState"),
         result_unread=nid is not None

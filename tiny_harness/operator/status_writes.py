@@ -11,21 +11,40 @@ from collections.abc import Mapping
 from typing import Any
 
 from tiny_harness.core.clock import rfc3339
-from tiny_harness.core.sizes import condition_text, status_text
+from tiny_harness.core.sizes import PLAN_TEXT_CHARS, condition_text, excerpt, status_text
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, TaskStatus
 
 
 def bounded(patch: Mapping[str, Any]) -> Mapping[str, Any]:
     """``patch`` with its texts within the sizes a status keeps (``core/sizes.py``): the
-    status text cut with a note saying the whole text is in the history, and each condition's
-    message cut. The one status writer (``worker.write_status``) passes every patch through
-    here, so no reply, answer or remote result, however long, makes the write refused."""
+    status text cut with a note saying the whole text is in the history, each condition's
+    message cut, and each plan step's description and output. The one status writer
+    (``worker.write_status``) passes every patch through here, so no reply, answer, remote
+    result or plan, however long, makes the write refused."""
     message = patch.get("message")
     conditions = patch.get("conditions")
-    if not isinstance(message, str) and not isinstance(conditions, list):
+    plan = patch.get("plan")
+    if not isinstance(message, str) and not isinstance(conditions, list) and plan is None:
         return patch
     out = dict(patch)
+    if isinstance(plan, dict) and isinstance(plan.get("steps"), list):
+        out["plan"] = {
+            **plan,
+            "steps": [
+                {
+                    **step,
+                    **{
+                        k: excerpt(step[k], PLAN_TEXT_CHARS)
+                        for k in ("description", "output")
+                        if isinstance(step.get(k), str)
+                    },
+                }
+                if isinstance(step, dict)
+                else step
+                for step in plan["steps"]
+            ],
+        }
     if isinstance(message, str):
         out["message"] = status_text(message)
     if isinstance(conditions, list):
