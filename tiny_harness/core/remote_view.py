@@ -25,6 +25,7 @@ from a2a.types import Artifact, Message, Role, StreamResponse, Task, TaskStatus
 
 from tiny_harness.core.a2a_task import state_from_a2a
 from tiny_harness.core.errors import InvalidTaskError
+from tiny_harness.core.sizes import entry_text
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.status_ext import sub_state_of
 from tiny_harness.core.turn import (
@@ -144,14 +145,15 @@ class RemoteView:
         rid = reply_id(message.message_id)
         if text and message.message_id and rid not in self.seen:
             self.seen.add(rid)
-            self.replies.append(RemoteReply(id=rid, text=text))
+            # Bounded before it is journaled: a long reply is cut, never refused by etcd.
+            self.replies.append(RemoteReply(id=rid, text=entry_text(text, "remote reply")))
 
     def _artifact(self, artifact: Artifact) -> None:
         text = _text(artifact.parts)
         rid = f"artifact:{artifact.artifact_id}"
         if text and artifact.artifact_id and rid not in self.seen:
             self.seen.add(rid)
-            self.replies.append(RemoteReply(id=rid, text=text))
+            self.replies.append(RemoteReply(id=rid, text=entry_text(text, "remote artifact")))
 
     # -- reading ---------------------------------------------------------------------------
 

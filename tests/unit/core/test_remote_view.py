@@ -22,6 +22,7 @@ from a2a.types import TaskState as A2AState
 
 from tiny_harness.core.extensions import STATUS_EXT_KEY
 from tiny_harness.core.remote_view import RemoteView, remote_ref_of, reply_id
+from tiny_harness.core.sizes import CHUNK_BYTES, ENTRY_TEXT_BYTES
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.turn import RemoteRef, RemoteSentEntry, RemoteStatusEntry
 
@@ -182,3 +183,15 @@ def test_a_stale_event_and_the_answer_in_any_order_answer_once_with_the_answer(s
     view.take(answer)
     assert view.answered("remote:m-1")
     assert [r.text for r in view.replies] == ["Europe, then."]
+
+
+def test_a_remote_reply_too_long_to_journal_is_cut_to_an_entry_and_says_so() -> None:
+    view = RemoteView.of(None)
+    view.take(created())
+    long = "w" * (2 * ENTRY_TEXT_BYTES)
+    view.take(status(A2AState.TASK_STATE_COMPLETED, agent_says("m-1", long)))
+    [reply] = view.replies
+    assert len(reply.text.encode()) <= ENTRY_TEXT_BYTES
+    assert reply.text.endswith("[the remote reply was 512 KiB; only its first 256 KiB are kept]")
+    entry = view.entry("t/remote-0", 0)
+    assert len(entry.model_dump_json()) < CHUNK_BYTES
