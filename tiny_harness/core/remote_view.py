@@ -95,7 +95,7 @@ class RemoteView:
                 # An answer with no task at all: the exchange is over, and this is its result.
                 self.state = TaskState.COMPLETED
                 self.message_id = reply_id(event.message.message_id)
-                self.text = _text(event.message.parts)
+                self.text = entry_text(_text(event.message.parts), "remote reply")
         elif event.HasField("artifact_update"):
             self._ids(event.artifact_update.task_id, event.artifact_update.context_id)
             self._artifact(event.artifact_update.artifact)
@@ -138,7 +138,7 @@ class RemoteView:
             message = status.message
             self._said(message)
             self.message_id = reply_id(message.message_id) if message.message_id else ""
-            self.text = _text(message.parts)
+            self.text = entry_text(_text(message.parts), "remote reply")
 
     def _said(self, message: Message) -> None:
         text = _text(message.parts)
