@@ -33,7 +33,7 @@ from tests.integration.chart_support import (
 )
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.settings import Settings
+from tiny_harness.core.settings import GatewaySettings, Settings
 from tiny_harness.kube.admission import exempt_users, sender_policy
 from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
@@ -76,6 +76,10 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
         "operator.budget.onExceeded": "fail",
     },
 }
+
+
+#: What the gateway's quotas count (``gateway.max_<kind>_per_<scope>``).
+QUOTA_KINDS = ("messages", "message_bytes", "live_tasks")
 
 
 def values_for(name: str, namespace: str) -> dict[str, Any]:
@@ -248,6 +252,29 @@ def test_token_audiences_and_the_failure_limit_reach_the_gateways_settings(helm:
     assert (defaults.token_audiences, defaults.auth_failures_per_minute) == ((), 20)
     assert empty.returncode != 0
     assert "/gateway/tokenAudiences/0" in empty.stderr
+
+
+def test_the_quotas_reach_the_gateways_settings_and_default_to_the_settings_defaults(
+    helm: Helm,
+) -> None:
+    values = {
+        "gateway.quotas.messagesPerParticipant": 50,
+        "gateway.quotas.messageBytesPerParticipant": 4 * 1024 * 1024,
+        "gateway.quotas.liveTasksPerParticipant": 3,
+        "gateway.quotas.messagesPerNamespace": 500,
+        "gateway.quotas.messageBytesPerNamespace": 3 * 1024 * 1024 * 1024,
+        "gateway.quotas.liveTasksPerNamespace": 30,
+    }
+
+    chosen = Settings.parse(settings_file(helm.render("tiny-harness", values))).gateway
+    defaults = Settings.parse(settings_file(helm.render("tiny-harness", {}))).gateway
+    zero = helm.template("tiny-harness", {"gateway.quotas.liveTasksPerNamespace": 0}, check=False)
+
+    quotas = [f"max_{k}_per_{s}" for s in ("participant", "namespace") for k in QUOTA_KINDS]
+    assert [getattr(chosen, q) for q in quotas] == [50, 4 * 1024 * 1024, 3, 500, 3 << 30, 30]
+    assert [getattr(defaults, q) for q in quotas] == [getattr(GatewaySettings(), q) for q in quotas]
+    assert zero.returncode != 0
+    assert "/gateway/quotas/liveTasksPerNamespace" in zero.stderr
 
 
 def test_model_api_key_reaches_only_the_operator_and_only_from_the_existing_secret(

@@ -3,8 +3,10 @@
 :func:`build_app` puts together the SDK's routes (agent card, JSON-RPC, HTTP+JSON with SSE)
 over :class:`~tiny_harness.a2a_gateway.handler.GatewayRequestHandler`, and in front of them, in
 this order: the request's trace span, metrics, the body size limit, authentication, the
-participant requirement and the rate limit. Nothing after the limits runs for a refused request,
-and the public paths are never authenticated (so they cost no TokenReview).
+participant requirement, the rate limit, and the status of a refusal for what a request would
+store. Nothing after the limits runs for a refused request, and the public paths are never
+authenticated (so they cost no TokenReview). While it runs, the app follows what is stored in
+its namespace for the quotas (:mod:`.tally`).
 The web UI's files (:mod:`.web`) are served beside them at ``/ui/``, public like the card.
 
 :func:`serve_gateway` runs it with uvicorn until cancelled; ``tiny-harness gateway`` calls it.
@@ -39,10 +41,16 @@ from tiny_harness.a2a_gateway.card import (
 )
 from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
 from tiny_harness.a2a_gateway.identity import Authenticate, RequireParticipant, identity_backend
-from tiny_harness.a2a_gateway.limits import BodySizeLimit, ParticipantRateLimit, QueryNumbers
+from tiny_harness.a2a_gateway.limits import (
+    BodySizeLimit,
+    ParticipantRateLimit,
+    QueryNumbers,
+    RefusalStatus,
+)
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
 from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
 from tiny_harness.a2a_gateway.web import WHOAMI_PATH, is_ui_path, ui_routes
@@ -103,13 +111,15 @@ def build_app(
     """The gateway for ``settings`` over the API ``api`` reaches, advertising ``commands``.
 
     ``api`` is the caller's and stays open; the app opens (and closes, at shutdown) a second
-    client of the same identity for its watches.
+    client of the same identity for its watches, and follows the namespace's messages and
+    tasks for its quotas from start-up (the lifespan) to shutdown.
     """
     metrics = metrics or GatewayMetrics()
     watches = watch_client(api)
     card = build_agent_card(settings.url, commands)
+    tally = QuotaTally(settings)
     handler = GatewayRequestHandler(
-        KubeTaskStore(api, settings.namespace, skipped=metrics.skipped),
+        KubeTaskStore(api, settings.namespace, tally=tally, skipped=metrics.skipped),
         KubeTaskEventStream(watches, settings.namespace),
         metrics,
         waits=Waits(take=settings.send_take_seconds, idle=settings.send_idle_seconds),
@@ -152,19 +162,32 @@ def build_app(
             per_minute=settings.rate_limit_per_minute,
             public_paths=PUBLIC_PATHS,
         ),
+        Middleware(RefusalStatus, rest_prefix=REST_PREFIX),
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        counting = asyncio.create_task(tally.run(watches), name="quota-tally")
+        counting.add_done_callback(_tally_ended)
         try:
             yield
         finally:
+            counting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await counting
             await watches.close()
 
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
     app.state.card = card
     app.state.metrics = metrics
     return app
+
+
+def _tally_ended(counting: asyncio.Task[None]) -> None:
+    # It follows until cancelled (its watches never give up); anything else is a fault whose
+    # counts would go stale, so it is said loudly.
+    if not counting.cancelled() and counting.exception() is not None:
+        log.error("the quota tally stopped: %r", counting.exception())
 
 
 class _HostedServer(uvicorn.Server):

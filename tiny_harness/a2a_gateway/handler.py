@@ -64,7 +64,7 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 from starlette.requests import Request
 
-from tiny_harness.a2a_gateway.limits import RAW_BODY_KEY
+from tiny_harness.a2a_gateway.limits import RAW_BODY_KEY, STATUS_KEY
 from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMetrics, note
 from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
 from tiny_harness.a2a_gateway.policy import (
@@ -76,6 +76,7 @@ from tiny_harness.a2a_gateway.policy import (
     task_envelope,
     validate_status_filter,
 )
+from tiny_harness.a2a_gateway.quotas import Refused
 from tiny_harness.a2a_gateway.rendering import (
     as_of,
     is_interrupted,
@@ -201,6 +202,11 @@ class GatewayRequestHandler(RequestHandler):
         except (GeneratorExit, asyncio.CancelledError):
             note(state, **{OUTCOME_KEY: "cancelled"})
             raise
+        except Refused as refused:
+            # Too much to store: the A2A error, with the HTTP status that says which kind
+            # (RefusalStatus gives it to an HTTP+JSON answer).
+            note(state, **{OUTCOME_KEY: refused.outcome, STATUS_KEY: str(refused.status)})
+            raise refused.error from None
         except BaseException as exc:
             note(state, **{OUTCOME_KEY: _outcome_of(exc)})
             raise

@@ -1,4 +1,5 @@
-"""The two limits every A2A request passes before the SDK sees it: body size and rate.
+"""The two limits every A2A request passes before the SDK sees it, body size and rate, and the
+status of a refusal for what a request would store.
 
 Both are ASGI middleware in front of the SDK's routes, so a refused request has read nothing
 from and written nothing to the cluster:
@@ -12,11 +13,16 @@ from and written nothing to the cluster:
 
 The buckets are :class:`TokenBuckets`, the one rate mechanism of the gateway: token review
 keeps another table of them, of refused tokens per client address (``identity.py``).
+
+What a request would store is decided later, by the store (a message too large, a quota:
+``quotas.py``), and answered as an A2A error; :class:`RefusalStatus` gives that answer the HTTP
+status it deserves (413, 429) over HTTP+JSON, as these limits' own answers have.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import time
 from collections import OrderedDict
@@ -34,6 +40,9 @@ _MAX_BUCKETS: Final = 10_000
 #: bodies leniently (unknown values become defaults), so a check that must see what the
 #: client actually sent reads it from here.
 RAW_BODY_KEY: Final = "raw_body"
+#: Where the request handler notes the HTTP status a refusal for what the request would store
+#: deserves (413, 429), which the SDK's error mapping cannot give it (:class:`RefusalStatus`).
+STATUS_KEY: Final = "refusal_status"
 
 
 def refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
@@ -248,3 +257,66 @@ class QueryNumbers:
                     await refused(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+
+class RefusalStatus:
+    """Answer an HTTP+JSON request refused for what it would store (a message too large, a
+    quota) with the status the refusal deserves: 413 or 429, as the handler noted it.
+
+    The SDK maps each A2A error type to one status (400 for the two these are), and A2A has no
+    error for "too much stored"; a client or proxy that reads only the status must still tell
+    "change the request" (413) and "try again later" (429) from "malformed" (400). So this sets
+    the noted status on the SDK's error response, in its status line and its body's ``code``
+    (with ``RESOURCE_EXHAUSTED`` for a 429, as the rate limit says); the body is otherwise the
+    SDK's, so an A2A client still reads the typed error from its reason. JSON-RPC answers are
+    left alone (200): a JSON-RPC error travels in a 200, and the SDK's JSON-RPC client reads
+    one only from a 2xx, so any other status would lose the typed error.
+    """
+
+    def __init__(self, app: ASGIApp, rest_prefix: str) -> None:
+        self.app = app
+        self.rest_prefix = rest_prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.rest_prefix):
+            await self.app(scope, receive, send)
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        held: Message | None = None
+        body = bytearray()
+
+        async def refusing(message: Message) -> None:
+            nonlocal held
+            noted = str(state.get(STATUS_KEY) or "")
+            if message["type"] == "http.response.start" and noted and message["status"] >= 400:
+                held = message  # sent once the body is read, with the status it deserves
+                return
+            if held is None or message["type"] != "http.response.body":
+                await send(message)
+                return
+            body.extend(message.get("body", b""))
+            if message.get("more_body", False):
+                return
+            status = int(noted)
+            rewritten = _with_code(bytes(body), status)
+            headers = [(k, v) for k, v in held["headers"] if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(rewritten)).encode()))
+            await send({**held, "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": rewritten, "more_body": False})
+
+        await self.app(scope, receive, refusing)
+
+
+def _with_code(body: bytes, status: int) -> bytes:
+    """The SDK's error body with ``status`` as its code; a body of another shape as it is."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return body
+    error = document.get("error") if isinstance(document, dict) else None
+    if not isinstance(error, dict):
+        return body
+    error["code"] = status
+    if status == 429:
+        error["status"] = "RESOURCE_EXHAUSTED"
+    return json.dumps(document).encode()

@@ -31,6 +31,11 @@ and the only writes a participant makes (a new task, a message, a cancel request
 
   Appending a message does not compare versions: a message is its own object and never
   conflicts with the operator's status writes, which is why messages are not kept on the task.
+
+- Before anything is written, a message over the size every message is held to is refused
+  (413), and so is a write that would take the caller or the namespace past a quota (429),
+  as the tally counts what is stored (:mod:`.quotas`, :mod:`.tally`). A task the gateway
+  creates is labelled with its sender, so it counts towards that participant's live tasks.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
+from tiny_harness.a2a_gateway.quotas import Demand, too_large
 from tiny_harness.a2a_gateway.rendering import (
     ResourceVersion,
     history_message,
@@ -68,6 +74,7 @@ from tiny_harness.a2a_gateway.rendering import (
     render_task,
     task_version,
 )
+from tiny_harness.a2a_gateway.tally import Hold, QuotaTally
 from tiny_harness.core.a2a_task import extension_from_a2a
 from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
@@ -78,10 +85,12 @@ from tiny_harness.core.errors import (
 )
 from tiny_harness.core.inbox import Control, MessageSpec, message_name
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
+from tiny_harness.core.sizes import message_bytes
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
 from tiny_harness.kube.client import HarnessTasks, Obj, child_metadata, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
+from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import (
     API_VERSION,
@@ -89,6 +98,7 @@ from tiny_harness.kube.names import (
     GROUP,
     KIND,
     PLURAL,
+    SENDER_LABEL,
     VERSION,
     context_id_of,
 )
@@ -112,17 +122,20 @@ def _sort_key(task: Task) -> tuple[bool, int, str]:
 
 
 class KubeTaskStore(VersionedTaskStore):
-    """The ``HarnessTask`` objects of one namespace as an a2a-sdk versioned task store."""
+    """The ``HarnessTask`` objects of one namespace as an a2a-sdk versioned task store, whose
+    writes ``tally`` admits (the quotas of that namespace)."""
 
     def __init__(
         self,
         api: client.ApiClient,
         namespace: str,
         *,
+        tally: QuotaTally,
         owner_resolver: OwnerResolver = participant_of,
         skipped: Skipped = uncounted,
     ) -> None:
         self.namespace = namespace
+        self._tally = tally
         self._api = api
         self._objects = client.CustomObjectsApi(api)
         self._tasks = HarnessTasks(api, namespace)
@@ -295,7 +308,7 @@ class KubeTaskStore(VersionedTaskStore):
         if not added:
             return prev_version
         specs = [message_spec(task.id, m, sender) for m in added]
-        return await self._send(specs, await self._tasks.get(task.id))
+        return await self._send(specs, await self._tasks.get(task.id), sender)
 
     async def _create(self, task: Task, sender: str) -> TaskVersion:
         try:
@@ -310,9 +323,17 @@ class KubeTaskStore(VersionedTaskStore):
             message_spec(task.id, m, sender) for m in task.history if m.role == Role.ROLE_USER
         ]
         parent = await self._parent_for(spec.local_parent, sender) if spec.local_parent else None
-        created = await self._create_object(task.id, task.context_id, spec, parent)
-        version = task_version(created)
-        await self._send(messages, created)
+        await self._tally.ready()
+        # The same first message again finds the task it made (409 below), and the message
+        # goes to that task, asked about the quotas there: here it adds nothing.
+        retried = self._tally.knows("task", task.id)
+        fresh = [] if retried else [m for m in messages if m.control is None]
+        demand = Demand(tuple(message_bytes(m) for m in fresh), tasks=0 if retried else 1)
+        with self._tally.admit(sender, demand) as hold:
+            created = await self._create_object(task.id, task.context_id, spec, sender, parent)
+            hold.wrote_task(task.id)
+            version = task_version(created)
+            await self._write(messages, created, hold, {m.message_id for m in fresh})
         return version
 
     async def _parent_for(self, parent: str, sender: str) -> Obj:
@@ -344,16 +365,21 @@ class KubeTaskStore(VersionedTaskStore):
         return obj
 
     async def _create_object(
-        self, name: str, context_id: str, spec: TaskSpec, parent: Obj | None = None
+        self, name: str, context_id: str, spec: TaskSpec, sender: str, parent: Obj | None = None
     ) -> Obj:
         metadata: dict[str, object] = {
             "name": name,
             "annotations": {CONTEXT_ID_ANNOTATION: context_id},
         }
+        # Whose first message made it: the live tasks a participant has are counted by it.
+        labels = {SENDER_LABEL: label_value(sender)}
         if parent is not None:
             # The owner reference to the parent's uid is what makes it the parent's child
             # (kube/ownership.py): only the harness writes one.
-            metadata |= child_metadata(parent)
+            child = child_metadata(parent)
+            labels |= child.pop("labels", {})
+            metadata |= child
+        metadata["labels"] = labels
         body = {
             "apiVersion": API_VERSION,
             "kind": KIND,
@@ -370,10 +396,31 @@ class KubeTaskStore(VersionedTaskStore):
             raise translate(exc, name) from None
         return cast(Obj, created)
 
-    async def _send(self, specs: Sequence[MessageSpec], task: Obj) -> TaskVersion:
+    async def _send(self, specs: Sequence[MessageSpec], task: Obj, sender: str) -> TaskVersion:
+        """Write the messages to ``task``, once the tally admits them: a control (complete,
+        cancel) is never refused, since ending tasks is how room is made, and a message
+        already stored (a retry) adds nothing."""
+        await self._tally.ready()
+        uid = uid_of(task)
+        fresh = [
+            spec
+            for spec in specs
+            if spec.control is None
+            and not self._tally.knows("message", message_name(spec.task, uid, spec.message_id))
+        ]
+        with self._tally.admit(sender, Demand(tuple(message_bytes(s) for s in fresh))) as hold:
+            return await self._write(specs, task, hold, {s.message_id for s in fresh})
+
+    async def _write(
+        self, specs: Sequence[MessageSpec], task: Obj, hold: Hold, held: set[str]
+    ) -> TaskVersion:
+        """Write the messages; each one ``hold`` admitted (by id, in ``held``) is named to it,
+        so that it is counted until the watch delivers it."""
         version = TaskVersion.MISSING
         for spec in specs:
             stored = await self._messages.send(spec, task=task)
+            if spec.message_id in held:
+                hold.wrote_message(stored.name)
             version = ResourceVersion(stored.resource_version)
         return version
 
@@ -390,7 +437,7 @@ class KubeTaskStore(VersionedTaskStore):
             sender=sender,
             control="cancel",
         )
-        return await self._send([spec], obj)
+        return await self._send([spec], obj, sender)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         raise UnsupportedOperationError(
@@ -402,7 +449,8 @@ class KubeTaskStore(VersionedTaskStore):
 def message_spec(task_id: str, message: Message, sender: str) -> MessageSpec:
     """The inbox message an A2A message becomes; a control message carries no parts.
 
-    Raises :class:`InvalidParamsError` naming what to fix.
+    Raises :class:`InvalidParamsError` naming what to fix, and :class:`~.quotas.Refused` (413)
+    when it carries more than a message may (``core.sizes.MESSAGE_BYTES``).
     """
     try:
         envelope = control_of(message)
@@ -410,7 +458,7 @@ def message_spec(task_id: str, message: Message, sender: str) -> MessageSpec:
         raise InvalidParamsError(message=str(exc)) from None
     control: Control | None = envelope.action if envelope is not None else None
     try:
-        return MessageSpec(
+        spec = MessageSpec(
             task=task_id,
             message_id=message.message_id,
             sender=sender,
@@ -420,3 +468,8 @@ def message_spec(task_id: str, message: Message, sender: str) -> MessageSpec:
         )
     except ValidationError as exc:
         raise InvalidParamsError(message=str(invalid_task_error(exc, prefix="message"))) from None
+    # The operator refuses such a message when it meets it; refused here, it is never stored.
+    refused = too_large(spec)
+    if refused is not None:
+        raise refused
+    return spec

@@ -23,6 +23,12 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``, or the CLI's configuration 
     auth_failures_per_minute = 20  # token review: refused tokens per client address
     max_request_bytes = 1048576
     rate_limit_per_minute = 120
+    max_messages_per_participant = 10000       # quotas: what one participant keeps stored
+    max_message_bytes_per_participant = 33554432
+    max_live_tasks_per_participant = 100
+    max_messages_per_namespace = 100000        # ... and the whole namespace
+    max_message_bytes_per_namespace = 134217728
+    max_live_tasks_per_namespace = 1000
     send_take_seconds = 60         # a send not taken by a turn this long ends with a note
     send_idle_seconds = 900        # a send with nothing visible changing this long ends too
 
@@ -103,6 +109,46 @@ class GatewaySettings(_Section):
     )
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
     rate_limit_per_minute: int = Field(default=120, ge=1)
+    # The quotas (a2a_gateway/quotas.py). The namespace's keep what one gateway lets into etcd
+    # to a fraction of etcd's default 2 GiB, with room above the load retention.md measures
+    # (a team's 70,000 turns kept a week); a participant's are a tenth of them (a quarter for
+    # bytes, which few participants send much of), so no one takes the namespace's room alone.
+    max_messages_per_participant: int = Field(
+        default=10_000,
+        ge=1,
+        description="Messages a participant may keep stored (sent and not yet deleted with "
+        "their task); past it a send is refused (429) until some are deleted.",
+    )
+    max_message_bytes_per_participant: int = Field(
+        default=32 * 1024 * 1024,
+        ge=1,
+        description="Bytes the messages a participant keeps stored may carry (core.sizes."
+        "message_bytes); past it a send is refused (429; 413 for one message larger than this).",
+    )
+    max_live_tasks_per_participant: int = Field(
+        default=100,
+        ge=1,
+        description="Tasks not yet ended that a participant's first messages created; past it "
+        "a first message is refused (429) until one ends.",
+    )
+    max_messages_per_namespace: int = Field(
+        default=100_000,
+        ge=1,
+        description="Messages the gateway's namespace may keep stored, whoever sent them; past "
+        "it every participant's send is refused (429).",
+    )
+    max_message_bytes_per_namespace: int = Field(
+        default=128 * 1024 * 1024,
+        ge=1,
+        description="Bytes the messages stored in the namespace may carry; past it every "
+        "participant's send is refused (429).",
+    )
+    max_live_tasks_per_namespace: int = Field(
+        default=1_000,
+        ge=1,
+        description="Tasks not yet ended in the namespace (sub-tasks included); past it every "
+        "first message is refused (429).",
+    )
     send_take_seconds: float = Field(
         default=60.0,
         gt=0,

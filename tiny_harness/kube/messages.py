@@ -19,15 +19,18 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.clock import rfc3339_nanos
 from tiny_harness.core.inbox import MessageSpec, message_name
+from tiny_harness.core.sizes import message_bytes
 from tiny_harness.core.tracing import carrier
 from tiny_harness.kube.client import ConflictError, Obj, translate
 from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import (
     API_VERSION,
+    BYTES_ANNOTATION,
     GROUP,
     KIND,
     MESSAGE_KIND,
     MESSAGE_PLURAL,
+    SENDER_LABEL,
     TASK_LABEL,
     VERSION,
 )
@@ -98,17 +101,23 @@ class HarnessMessages:
         already stored instead of creating a second one.
 
         ``task`` is the stored task the message is for: the message is owned by its uid (and
-        deleted with it) and carries its shard label (see ``kube.labels.shard_labels``).
+        deleted with it) and carries its shard label (see ``kube.labels.shard_labels``). It is
+        labelled with its sender and annotated with the bytes it carries, which the gateway's
+        quotas count (``a2a_gateway/tally.py``).
         """
         if spec.sent_at is None:
             spec = spec.model_copy(update={"sent_at": rfc3339_nanos()})
         name = message_name(spec.task, uid_of(task), spec.message_id)
-        labels = {TASK_LABEL: label_value(spec.task), **shard_labels(task)}
-        metadata: dict[str, Any] = {"name": name, "labels": labels}
-        trace_context = carrier()
-        if trace_context:
-            # The sender's span, so the turn that takes the message continues its trace.
-            metadata["annotations"] = trace_context
+        labels = {
+            TASK_LABEL: label_value(spec.task),
+            SENDER_LABEL: label_value(spec.sender),
+            **shard_labels(task),
+        }
+        # What it carries, beside who sent it: the gateway's quotas count both from metadata.
+        annotations = {BYTES_ANNOTATION: str(message_bytes(spec))}
+        # The sender's span, so the turn that takes the message continues its trace.
+        annotations |= carrier()
+        metadata: dict[str, Any] = {"name": name, "labels": labels, "annotations": annotations}
         # Owned by its task, so deleting the task deletes its messages.
         metadata["ownerReferences"] = [
             {"apiVersion": API_VERSION, "kind": KIND, "name": spec.task, "uid": uid_of(task)}

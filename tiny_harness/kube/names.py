@@ -41,6 +41,13 @@ TURN_LABEL: Final = f"{PREFIX}/turn"
 #: (see tiny_harness/operator/shard_deal.py). Sharded operators watch only their shards' objects
 #: by this label, so an event reaches only the replica that works its task.
 SHARD_LABEL: Final = f"{PREFIX}/shard"
+#: On a message, its sender; on a task the gateway creates, the participant whose first
+#: message created it (``kube.labels.label_value`` of the id): what the gateway's quotas count
+#: per participant, from a listing of metadata alone (a2a_gateway/tally.py).
+SENDER_LABEL: Final = f"{PREFIX}/sender"
+#: On a message: the bytes it carries (``core.sizes.message_bytes``), written with it, so the
+#: bytes a participant keeps stored are summed from metadata, never from the messages' bodies.
+BYTES_ANNOTATION: Final = f"{PREFIX}/bytes"
 #: The task's A2A context id: the one its first message named (or the gateway chose), or, on a
 #: child task, its parent's. A task without it is its own context (its name).
 CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"

@@ -10,7 +10,10 @@ it, and turns a ``410 Gone`` into :class:`WatchExpiredError`. There are two ways
 - one object (:func:`watch_object`, from :func:`read_for_watch`): the caller re-reads and
   starts again after a 410;
 - a collection (:func:`follow`): lists, watches, lists again after a 410 telling what changed
-  meanwhile (deletions too), and after an error waits a bounded, growing time and goes on.
+  meanwhile (deletions too), and after an error waits a bounded, growing time and goes on;
+- a collection for a follower that keeps a digest of each object, not the object
+  (:func:`follow_listings`): the same, with each listing told whole and in pages, and, if asked,
+  the objects' metadata alone.
 
 Long-lived watches hold an HTTP connection each, so they run on a client of their own
 (:func:`watch_client`): they can never use up the connections that short requests need.
@@ -22,7 +25,7 @@ import asyncio
 import copy
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, cast
 
@@ -191,6 +194,122 @@ async def follow(
         await watcher.close()
 
 
+@dataclass(frozen=True)
+class Relisted:
+    """A listing of the whole collection begins: the ``ADDED`` events up to the next
+    :class:`Synced` are every object it holds, and nothing else exists. A listing cut short
+    (an error) is followed by another :class:`Relisted`, never by :class:`Synced`."""
+
+
+#: The objects one page of a listing holds: a large collection comes in pages, so neither the
+#: API server nor the follower holds all of it in one response.
+LIST_PAGE: Final = 500
+_JSON: Final = "application/json"
+#: What the API server answers with the metadata of each object alone (no spec, no status).
+_METADATA_LIST: Final = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+_METADATA_WATCH: Final = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+async def follow_listings(
+    api: client.ApiClient,
+    namespace: str | None,
+    plural: str,
+    *,
+    metadata_only: bool = False,
+    page: int = LIST_PAGE,
+    backoff: Backoff = FOLLOW_BACKOFF,
+) -> AsyncGenerator[WatchEvent | Relisted | Synced, None]:
+    """Every object of the collection, then every change to it, until the caller stops: as
+    :func:`follow`, for a follower that keeps a digest of each object rather than the object.
+
+    Each listing is told whole (:class:`Relisted`, every object ``ADDED``, :class:`Synced`),
+    at the start and again after a 410 Gone or an error, never as a difference from the last:
+    so nothing here keeps the objects it has told, and the follower builds its digest anew from
+    a listing and swaps it in at :class:`Synced`. A listing comes in pages of ``page`` objects.
+    With ``metadata_only`` the objects, listed and watched, are their metadata alone
+    (``PartialObjectMetadata``), which is all a count by label and annotation needs, and a
+    fraction of the bytes. Errors wait as :func:`follow`'s do; it never gives up.
+    """
+    watcher = watch_client(api)
+    failures = 0
+    try:
+        while True:
+            try:
+                yield Relisted()
+                token: str | None = None
+                while True:
+                    listed = await _list_page(
+                        watcher, namespace, plural, metadata_only, limit=page, token=token
+                    )
+                    for item in cast(list[Obj], listed.get("items") or []):
+                        yield WatchEvent("ADDED", item)
+                    meta = listed.get("metadata") or {}
+                    token = meta.get("continue") or None
+                    if token is None:
+                        break
+                yield Synced()
+                failures = 0
+                async for event in _changes(
+                    watcher,
+                    namespace,
+                    plural,
+                    str(meta["resourceVersion"]),
+                    metadata_only=metadata_only,
+                ):
+                    yield event
+            except WatchExpiredError:
+                log.debug("%s in %s: the watch expired; listing again", plural, namespace or "all")
+            except Exception as exc:  # the API server away or refusing: list again, later
+                failures += 1
+                wait = backoff.delay(failures)
+                log.warning(
+                    "%s in %s: listing or watching failed (%s); again in %.1fs",
+                    plural,
+                    namespace or "all namespaces",
+                    exc,
+                    wait,
+                )
+                await asyncio.sleep(wait)
+    finally:
+        await watcher.close()
+
+
+def _path(namespace: str | None, plural: str) -> str:
+    if namespace is None:
+        return f"/apis/{GROUP}/{VERSION}/{plural}"
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
+
+
+async def _list_page(
+    api: client.ApiClient,
+    namespace: str | None,
+    plural: str,
+    metadata_only: bool,
+    *,
+    limit: int,
+    token: str | None,
+) -> Obj:
+    """One page of a listing; a continue token too old to use is a 410, as a watch's is."""
+    query: list[tuple[str, Any]] = [("limit", limit)]
+    if token is not None:
+        query.append(("continue", token))
+    try:
+        listed = await api.call_api(
+            _path(namespace, plural),
+            "GET",
+            query_params=query,
+            header_params={"Accept": _METADATA_LIST if metadata_only else _JSON},
+            response_types_map={200: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
+    except ApiException as exc:
+        if exc.status == 410:
+            raise WatchExpiredError(f"the listing of {plural} expired") from None
+        raise translate(exc, plural) from None
+    return cast(Obj, listed)
+
+
 def _key(obj: Obj) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -238,10 +357,13 @@ async def _changes(
     namespace: str | None,
     plural: str,
     resource_version: str,
+    *,
+    metadata_only: bool = False,
     **selectors: str,
 ) -> AsyncIterator[WatchEvent]:
     """The watch protocol: changes after ``resource_version`` to the objects the selectors
-    match, resumed from the last version seen each time the server ends a request."""
+    match (with ``metadata_only``, their metadata alone), resumed from the last version seen
+    each time the server ends a request."""
     objects = client.CustomObjectsApi(api)
     version = resource_version
     while True:
@@ -253,7 +375,9 @@ async def _changes(
             "timeout_seconds": SERVER_TIMEOUT_SECONDS,
             "_preload_content": False,
         }
-        if namespace is None:
+        if metadata_only:
+            response = await _watch_metadata(api, namespace, plural, options)
+        elif namespace is None:
             response = await objects.list_cluster_custom_object(GROUP, VERSION, plural, **options)
         else:
             response = await objects.list_namespaced_custom_object(
@@ -281,3 +405,30 @@ async def _changes(
         finally:
             response.close()
         # The server ended this request (its timeout): resume from the last version seen.
+
+
+#: The query parameters of a watch, by the client's option names.
+_QUERY_NAMES: Final = {
+    "watch": "watch",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "resource_version": "resourceVersion",
+    "timeout_seconds": "timeoutSeconds",
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+}
+
+
+async def _watch_metadata(
+    api: client.ApiClient, namespace: str | None, plural: str, options: dict[str, Any]
+) -> Any:
+    """A watch request answered with each object's metadata alone: the generated client
+    always asks for whole objects (it sets ``Accept`` itself), so this one is made directly."""
+    query = [(_QUERY_NAMES[k], v) for k, v in options.items() if k in _QUERY_NAMES and v != ""]
+    return await api.call_api(
+        _path(namespace, plural),
+        "GET",
+        query_params=query,
+        header_params={"Accept": _METADATA_WATCH},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
