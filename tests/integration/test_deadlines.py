@@ -111,3 +111,18 @@ async def test_a_conversation_with_no_next_message_within_its_idle_timeout_ends(
         assert ended["message"] == "cancelled: no message for 2s (idle timeout)"
     assert time.monotonic() - started >= 1
     assert ended["completionTime"]
+
+
+async def test_the_input_timeout_counts_from_a_turn_that_parks_the_task(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """The pass after a turn schedules the timeout the turn's park starts; nothing else needs
+    to happen to the task for it to run out."""
+    await model_server.control.script([{"type": "text", "text": "Anything else?"}])
+    operator()
+    await tasks.create("after", inputTimeoutSeconds=2)
+    await tasks.send("after", "One thing.")
+    await tasks.wait("after", "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    ended = await tasks.wait("after", "TASK_STATE_FAILED", within=30)
+    assert error_condition(ended)["reason"] == "InputTimeout"

@@ -117,27 +117,34 @@ class Controls:
             await self.w.messages.delete(message.name)
         self.w.rt.metrics.task_state(self.w.namespace, self.w.name, None)
 
+    async def timed_out_complete(self, snap: Snapshot, text: str, reason: str) -> str | None:
+        """Complete the task for a timeout that says so; None when it completed, else why it
+        could not (a sub-task holds it open), for the caller to end it another way."""
+        decision = decide_completion(snap.extension())
+        if not decision.complete:
+            return f"; it could not complete: {decision.reason}"
+        await self.w.write_status(
+            {
+                "state": TaskState.COMPLETED.value,
+                "subState": None,
+                "message": text,
+                "messageId": own_message_id(),
+            }
+        )
+        await self.w.rt.event(snap.obj, reason, text)
+        return None
+
     async def input_timed_out(self, snap: Snapshot, *, complete: bool) -> None:
         """No participant answered within inputTimeoutSeconds: complete the task if asked to
         and no sub-task holds it open, otherwise fail it (InputTimeout)."""
         waited = snap.spec.input_timeout_seconds
+        why = ""
         if complete:
-            decision = decide_completion(snap.extension())
-            if decision.complete:
-                text = f"completed: no participant answered within {waited}s (onTimeout)"
-                await self.w.write_status(
-                    {
-                        "state": TaskState.COMPLETED.value,
-                        "subState": None,
-                        "message": text,
-                        "messageId": own_message_id(),
-                    }
-                )
-                await self.w.rt.event(snap.obj, "InputTimeout", text)
+            text = f"completed: no participant answered within {waited}s (onTimeout)"
+            held = await self.timed_out_complete(snap, text, "InputTimeout")
+            if held is None:
                 return
-            why = f"; it could not complete: {decision.reason}"
-        else:
-            why = ""
+            why = held
         await self.w.fail_task(
             "InputTimeout",
             f"no participant answered within inputTimeoutSeconds ({waited}s){why}; raise "
@@ -151,20 +158,10 @@ class Controls:
         waited = snap.spec.idle_timeout_seconds or self.w.rt.settings.idle_timeout_seconds
         said = f"no message for {waited}s (idle timeout)"
         if complete:
-            decision = decide_completion(snap.extension())
-            if decision.complete:
-                text = f"completed: {said}"
-                await self.w.write_status(
-                    {
-                        "state": TaskState.COMPLETED.value,
-                        "subState": None,
-                        "message": text,
-                        "messageId": own_message_id(),
-                    }
-                )
-                await self.w.rt.event(snap.obj, "IdleTimeout", text)
+            held = await self.timed_out_complete(snap, f"completed: {said}", "IdleTimeout")
+            if held is None:
                 return
-            said += f"; it could not complete: {decision.reason}"
+            said += held
         await self.cancel(snap, f"cancelled: {said}")
 
     async def initialise(self, obj: Obj) -> None:

@@ -289,7 +289,9 @@ class TurnSupervisor:
             return True
         assert outcome is not None
         finished(outcome.kind.value)
-        return outcome.kind.value == "waiting_for_subtasks"
+        # Looked at again, whatever the outcome: a task parked by its turn has timeouts to
+        # schedule (input, idle) that only a pass after the turn sees; it costs no API call.
+        return True
 
     def loop_for(self, snap: Snapshot) -> TurnLoop:
         """What runs this task's turns: the model's core loop; for a participant task, the
