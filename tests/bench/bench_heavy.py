@@ -11,36 +11,41 @@ most 256 KiB, a journal chunk at most 768 KiB, a tool result is cut to 256 KiB.
 
 ::
 
-    python tests/bench/bench_heavy.py [--turns 500] [--message-kib 60] [--window 400000]
-        [--tasks 10000] [--goal-kib 64] [--phase-seconds 900] [--phases long,big,many]
-        [--log-dir DIR]
+    python tests/bench/bench_heavy.py [--turns 500] [--message-kib 60] [--window 200000]
+        [--big-window 400000] [--tasks 10000] [--steps 1000,2000,5000] [--goal-kib 64]
+        [--phase-seconds 900] [--phases long,big,many] [--log-dir DIR]
 
 What it prints, one section per phase (``--phases``):
 
 (1) **a long conversation**: ``--turns`` turns of one task, each a ``--message-kib`` message
     answered with one model call. With the model's context window set to ``--window`` tokens
-    (``context_window_tokens`` in the operator's configuration; 400,000 is gpt-5's) the history
-    passes the compaction budget after some turns, and from then on a turn that finds it over
-    compacts first (one more model call, the summary). It prints message → parked at turns 1,
-    N/5 and N (and the p50 of the ten turns up to each), beside the raw PATCH p50 of those turns
-    and a direct create of that turn's records; the model request's size and the operator's
-    RSS there; the turns that compacted; the model calls per turn; and the bytes the task's
-    ``HarnessTurn`` objects hold per turn (the sum of their JSON, as the API server returns
-    them), before the first compaction, at the compactions and between them, with etcd's live
-    size before and after;
-(2) **1 MiB inputs**: a message of one 1 MiB text part (refused by the client's own model and
-    by the CRD's schema, before anything is stored); a message of four 256 KiB parts (stored,
-    then refused by the operator with a reason the participant reads, before any model call);
-    a message at the limit (taken: one model call); one tool call whose result is 1 MiB, and
-    three in one step (each cut to 256 KiB, the turn going on with one model call per step).
-    For each: the model calls made (the scripted server's own count) against the steps the
-    journal holds, and what the journal stored;
-(3) **many tasks with big goals**: ``--tasks`` tasks with ``--goal-kib`` goals created with no
-    operator running, then an operator started on them: process start → live, → the first
-    task initialised, → all initialised; its RSS once it holds them all; the first turn after
-    that (message → parked); then the operator restarted on the initialised tasks: start →
-    live, and a message sent at once → parked, and its RSS again. If the phase would take
-    longer than ``--phase-seconds``, it creates fewer tasks or stops waiting, and says so.
+    (``context_window_tokens`` in the operator's configuration; 200,000 is Claude's) the
+    history passes the compaction budget after some turns, and from then on a turn that finds
+    it over compacts first (one more model call, the summary). The window also keeps every
+    model request under 1 MiB, the most the scripted server reads of one (aiohttp's default;
+    it answers 413 above it, and the turn fails as it would on a provider's 413). It prints
+    message → parked at turns 1, N/5 and N (and the p50 of the ten turns up to each), beside
+    the raw PATCH p50 of those turns and a direct create of that turn's records; the model
+    request's size and the operator's RSS there; the turns that compacted; the model calls
+    per turn; and the bytes the task's ``HarnessTurn`` objects hold per turn (the sum of their
+    JSON, as the API server returns them), before the first compaction, at the compactions
+    and between them, with etcd's live size before and after;
+(2) **1 MiB inputs** (the window ``--big-window`` tokens, so that no compaction comes into
+    it): a message of one 1 MiB text part (refused by the client's own model and by the CRD's
+    schema, before anything is stored); a message of four 256 KiB parts (stored, then refused
+    by the operator with a reason the participant reads in the history, before any model
+    call); a message at the limit (taken: one model call); one tool call whose result is
+    1 MiB, and three in one step (each cut to 256 KiB, the turn going on with one model call
+    per step). For each: the model calls made (the scripted server's own count) against the
+    steps the journal holds, and what the journal stored;
+(3) **many tasks with big goals**: tasks with ``--goal-kib`` goals created with no operator
+    running, and an operator started on them, at each of ``--steps`` tasks and then at
+    ``--tasks`` (each start's operator stopped before the next step's tasks are created):
+    process start → live, → the first new task initialised, → all new ones initialised; a
+    message sent to one task as soon as the operator is live → parked (the first turn after
+    start); the operator's RSS once it holds them all, against one on the empty namespace;
+    a turn once it has settled. When ``--phase-seconds`` runs out it stops where it is and
+    prints what it measured at the size it reached.
 
 The first line names the commit measured (``bench_turns.revision``). Each operator's log is
 kept in ``--log-dir`` (default: a temporary folder, removed at the end); the lines it logged
@@ -63,7 +68,7 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -90,6 +95,7 @@ from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.reply_ids import refusal_of
 from tiny_harness.core.sizes import CHUNK_BYTES, ENTRY_TEXT_BYTES, MESSAGE_BYTES
+from tiny_harness.core.states import TaskState
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
@@ -121,14 +127,15 @@ MIB: Final = 1024 * 1024
 SUMMARY_MARK: Final = SUMMARY_SYSTEM[:40]
 #: How long one turn may take before the bench stops waiting and prints the task's status.
 TURN_TIMEOUT: Final = 180.0
+#: The states a task that will not park again is in.
+ENDED: Final = frozenset(
+    s.value for s in (TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED, TaskState.REJECTED)
+)
 #: The participant every task has.
 ALICE: Final = {"id": "alice", "role": "assignee"}
 #: kopf keeps a per-object worker for a few seconds after an object's last event; RSS is read
 #: after they have gone (as bench_turns does).
 SETTLE_SECONDS: Final = 8.0
-
-T = TypeVar("T")
-
 
 # -- texts and sizes ------------------------------------------------------------------------------
 
@@ -269,13 +276,22 @@ async def parked_by(
     parked: Parked, tasks: HarnessTasks, name: str, turn: int, within: float = TURN_TIMEOUT
 ) -> float | None:
     """perf_counter() when ``name`` parked on ``turn``; None (with the task's status printed)
-    when it has not within ``within`` seconds."""
+    when it has not within ``within`` seconds, or has ended instead (a failed turn)."""
+    deadline = time.perf_counter() + within
+    waiting = asyncio.ensure_future(parked.until(name, turn))
     try:
-        return await asyncio.wait_for(parked.until(name, turn), within)
-    except TimeoutError:
-        obj = await tasks.get(name)
-        print(f"    !! {name} did not park on turn {turn} within {within:.0f} s: {describe(obj)}")
-        return None
+        while True:
+            await asyncio.wait({waiting}, timeout=min(2.0, max(deadline - time.perf_counter(), 0)))
+            if waiting.done():
+                return waiting.result()
+            obj = await tasks.get(name)
+            ended = (obj.get("status") or {}).get("state") in ENDED
+            if ended or time.perf_counter() >= deadline:
+                why = "it ended" if ended else f"not within {within:.0f} s"
+                print(f"    !! {name} did not park on turn {turn} ({why}): {describe(obj)}")
+                return None
+    finally:
+        waiting.cancel()
 
 
 async def model_calls(control: ModelServerControl) -> list[RecordedRequest]:
@@ -297,12 +313,6 @@ def message(task: str, message_id: str, *texts: str) -> MessageSpec:
         sender="alice",
         parts=tuple(MessagePart(text=t) for t in texts),
     )
-
-
-async def timed(coro: Awaitable[T]) -> tuple[T, float]:
-    t0 = time.perf_counter()
-    result = await coro
-    return result, (time.perf_counter() - t0) * 1000
 
 
 async def ref_p50(ref: Reference, count: int) -> float:
@@ -694,11 +704,11 @@ async def one_step_turn(
 async def big_phase(run: Run) -> None:
     namespace = "heavy-big"
     tasks, messages, parked = await run.namespace(namespace)
-    operator = run.operator(namespace, window=run.args.window, tools=["heavy_tools:TOOLS"])
+    operator = run.operator(namespace, window=run.args.big_window, tools=["heavy_tools:TOOLS"])
     print(
         f"\n== (2) 1 MiB messages and tool results (namespace {namespace}; a message may carry "
         f"{kib(MESSAGE_BYTES)}, a journal entry's text {kib(ENTRY_TEXT_BYTES)}; model context "
-        f"window {run.args.window:,} tokens)"
+        f"window {run.args.big_window:,} tokens)"
     )
     try:
         await operator.ready()
@@ -745,21 +755,40 @@ async def big_phase(run: Run) -> None:
 # -- (3) many tasks with big goals -----------------------------------------------------------------
 
 
-class Initialised:
-    """Counts the tasks a watch shows parked on turn 0 (initialised), with the time of the
-    first and of the ``want``-th."""
+class Watched(Parked):
+    """``bench_turns.Parked``, and besides each task's first status (its initialisation): a
+    task sent a message before it was initialised may go from no status straight to its first
+    turn, and is never seen parked on turn 0."""
 
-    def __init__(self, parked: Parked, want: int) -> None:
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        super().__init__(api, namespace)
+        self.initialised: set[str] = set()
+        self.on_initialised: Callable[[str, float], None] | None = None
+
+    def _seen(self, obj: dict[str, Any], now: float) -> None:
+        name = obj["metadata"]["name"]
+        if name not in self.initialised and (obj.get("status") or {}).get("state"):
+            self.initialised.add(name)
+            if self.on_initialised is not None:
+                self.on_initialised(name, now)
+        super()._seen(obj, now)
+
+
+class Initialised:
+    """Counts the tasks a watch shows initialised from now on, with the time of the first and
+    of the ``want``-th."""
+
+    def __init__(self, watched: Watched, want: int) -> None:
         self.want = want
         self.count = 0
         self.first: float | None = None
         self.all = asyncio.Event()
         self.at: float | None = None
-        parked.on_event = self.seen
+        if want <= 0:
+            self.all.set()
+        watched.on_initialised = self.seen
 
-    def seen(self, name: str, turn: int, now: float) -> None:
-        if turn != 0:
-            return
+    def seen(self, name: str, now: float) -> None:
         self.count += 1
         if self.first is None:
             self.first = now
@@ -769,20 +798,20 @@ class Initialised:
 
 
 async def create_many(
-    tasks: HarnessTasks, count: int, goal: str, concurrency: int, deadline: float
+    tasks: HarnessTasks, names: Sequence[str], goal: str, concurrency: int, deadline: float
 ) -> tuple[int, float]:
-    """Create up to ``count`` tasks, ``concurrency`` at a time, until ``deadline``
+    """Create the tasks ``names``, ``concurrency`` at a time, until ``deadline``
     (perf_counter): how many were created, in how many seconds."""
-    names = iter(range(count))
+    todo = iter(names)
     created = 0
     t0 = time.perf_counter()
 
     async def worker() -> None:
         nonlocal created
-        for i in names:
+        for name in todo:
             if time.perf_counter() > deadline:
                 return
-            await tasks.create(f"many-{i}", {"goal": goal, "participants": [ALICE]})
+            await tasks.create(name, {"goal": goal, "participants": [ALICE]})
             created += 1
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -795,6 +824,101 @@ async def until_live(operator: OperatorProcess, t_start: float, within: float) -
     return time.perf_counter() - t_start
 
 
+def seconds_since(t: float | None, t_start: float) -> str:
+    return f"{t - t_start:.1f} s" if t is not None else "not within the phase's time"
+
+
+@dataclass
+class Many:
+    """Phase (3)'s namespace and clients, and the time it must end by."""
+
+    run: Run
+    namespace: str
+    tasks: HarnessTasks
+    messages: HarnessMessages
+    parked: Watched
+    deadline: float
+    idle_rss: float
+    #: The task every start sends its one message to.
+    probe: str = "many-0"
+
+
+async def start_on(many: Many, total: int, new: int) -> bool:
+    """Start an operator on ``total`` tasks, ``new`` of them never initialised, and print its
+    start-up: process start → live, → the first new task initialised, → all of them; a message
+    sent to one task as soon as it is live → parked; its RSS once settled; a turn then. False
+    when the phase's time ran out before it was done."""
+    run, cluster, parked = many.run, many.run.bench.cluster, many.parked
+    counter = Initialised(parked, new)
+    want = parked.turns.get(many.probe, 0) + 1
+    t_start = time.perf_counter()
+    operator = run.operator(many.namespace, window=None, identity=f"n{total}")
+    meter = CpuMeter(
+        {"operator": operator.pid, "apiserver": cluster.pids[1], "etcd": cluster.pids[0]}
+    )
+    try:
+        live = await until_live(operator, t_start, within=max(many.deadline - t_start, 1))
+        task = parked.tasks.get(many.probe) or await many.tasks.get(many.probe)
+        t0 = time.perf_counter()
+        await many.messages.send(message(many.probe, f"after-start-{total}", "Hello."), task=task)
+        turn = asyncio.ensure_future(parked.until(many.probe, want))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(counter.all.wait(), asyncio.shield(turn)),
+                max(many.deadline - time.perf_counter(), 1),
+            )
+        parked_at = turn.result() if turn.done() else None
+        turn.cancel()
+        cpu = meter.per(1)
+        print(
+            f"(3b) {total:,} tasks, {new:,} of them new: operator process start → live "
+            f"{live:.1f} s; → the first new task initialised "
+            f"{seconds_since(counter.first, t_start)}; → all {new:,} new initialised "
+            f"{seconds_since(counter.at, t_start)}"
+            + ("" if counter.at else f" ({counter.count:,} were)")
+        )
+        print(
+            "        the first turn after start (a message sent as soon as it was live): "
+            + (
+                f"message → parked {parked_at - t0:.1f} s, {parked_at - t_start:.1f} s after "
+                "process start"
+                if parked_at is not None
+                else "not parked within the phase's time"
+            )
+        )
+        print(
+            "        CPU seconds from process start to here: "
+            + ", ".join(f"{k} {v / 1000:.1f}" for k, v in cpu.items())
+        )
+        done = counter.at is not None and parked_at is not None
+        if done:
+            await asyncio.sleep(SETTLE_SECONDS)
+        rss = rss_mb(operator.pid)
+        print(
+            f"(3c) operator RSS holding {total:,} tasks{'' if done else ' (still starting)'}: "
+            f"{rss:,.0f} MB (peak {rss_mb(operator.pid, 'VmHWM'):,.0f} MB; {many.idle_rss:,.0f} "
+            f"MB on the empty namespace, so {(rss - many.idle_rss) * 1024 / total:,.1f} KiB a "
+            f"task, each task's goal {run.args.goal_kib} KiB); {etcd_line(cluster)}"
+        )
+        if not done:
+            return False
+        ref50 = await ref_p50(run.ref, 10)
+        task = parked.tasks.get(many.probe) or await many.tasks.get(many.probe)
+        t0 = time.perf_counter()
+        await many.messages.send(message(many.probe, f"settled-{total}", "Hello."), task=task)
+        t1 = await parked_by(parked, many.tasks, many.probe, want + 1)
+        if t1 is None:
+            return False
+        ms = (t1 - t0) * 1000
+        print(
+            f"(3d) a turn once it has settled: message → parked {ms:.1f} ms ({ms / ref50:.1f}x "
+            f"the raw status PATCH p50 of {ref50:.1f} ms)"
+        )
+        return True
+    finally:
+        operator.stop()
+
+
 async def many_phase(run: Run) -> None:
     args = run.args
     namespace = "heavy-many"
@@ -802,153 +926,59 @@ async def many_phase(run: Run) -> None:
     # The previous phases' history of writes goes, so this one has etcd's quota to itself.
     etcd_compact(cluster)
     etcd_defragment(cluster)
-    tasks, messages, parked = await run.namespace(namespace)
+    tasks, messages, _ = await run.namespace(namespace)
+    parked = Watched(run.api, namespace)
     goal = filler(args.goal_kib * KIB, "Goal:")
     phase_start = time.perf_counter()
     budget = args.phase_seconds
+    steps = sorted(
+        {int(x) for x in args.steps.split(",") if x.strip() and 0 < int(x) < args.tasks}
+        | {args.tasks}
+    )
     print(
-        f"\n== (3) {args.tasks:,} tasks with {args.goal_kib} KiB goals (namespace {namespace}; "
-        f"at most {budget:.0f} s for the phase); {etcd_line(cluster)} at the start"
+        f"\n== (3) {args.tasks:,} tasks with {args.goal_kib} KiB goals, an operator started on "
+        f"{', '.join(f'{n:,}' for n in steps)} of them (namespace {namespace}; at most "
+        f"{budget:.0f} s for the phase); {etcd_line(cluster)} at the start"
     )
     await parked.start()
-    # An operator on the empty namespace first: what the operator holds before any task.
-    idle_operator = run.operator(namespace, window=None, identity="idle")
     try:
-        await idle_operator.ready()
-        await asyncio.sleep(SETTLE_SECONDS)
-        idle = rss_mb(idle_operator.pid)
-    finally:
-        idle_operator.stop()
-    ref50 = await ref_p50(run.ref, 20)
-    created, seconds = await create_many(
-        tasks, args.tasks, goal, args.create_concurrency, phase_start + budget * 0.35
-    )
-    reached = "" if created == args.tasks else f" (stopped at {created:,} of {args.tasks:,}: "
-    if reached:
-        reached += (
-            f"the phase allows {budget * 0.35:.0f} s for creating; figures are at {created:,})"
-        )
-    print(
-        f"(3a) created {created:,} tasks with no operator running in {seconds:.1f} s "
-        f"({created / max(seconds, 1e-9):.0f} tasks/s, {args.create_concurrency} in flight; raw "
-        f"status PATCH p50 {ref50:.1f} ms before){reached}; {etcd_line(cluster)}"
-    )
-    if not created:
-        await parked.stop()
-        return
-    counter = Initialised(parked, created)
-    t_start = time.perf_counter()
-    operator = run.operator(namespace, window=None)
-    meter = CpuMeter(
-        {"operator": operator.pid, "apiserver": cluster.pids[1], "etcd": cluster.pids[0]}
-    )
-    try:
-        live = await until_live(operator, t_start, within=budget)
-        print(f"(3b) operator process start → live (liveness answers): {live:.1f} s")
-        remaining = phase_start + budget * 0.85 - time.perf_counter()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(counter.all.wait(), max(remaining, 1))
-        if counter.first is not None:
-            print(
-                f"(3b) operator process start → the first task initialised (parked on turn 0): "
-                f"{counter.first - t_start:.1f} s"
+        # An operator on the empty namespace first: what the operator holds before any task.
+        idle_operator = run.operator(namespace, window=None, identity="idle")
+        try:
+            await idle_operator.ready()
+            await asyncio.sleep(SETTLE_SECONDS)
+            idle = rss_mb(idle_operator.pid)
+        finally:
+            idle_operator.stop()
+        many = Many(run, namespace, tasks, messages, parked, phase_start + budget, idle)
+        existing = 0
+        for step in steps:
+            ref50 = await ref_p50(run.ref, 20)
+            names = [f"many-{i}" for i in range(existing, step)]
+            created, seconds = await create_many(
+                tasks, names, goal, args.create_concurrency, many.deadline
             )
-        if counter.at is not None:
             print(
-                f"(3b) operator process start → all {created:,} initialised: "
-                f"{counter.at - t_start:.1f} s "
-                f"({created / max(counter.at - (counter.first or t_start), 1e-9):.0f} tasks/s "
-                "after the first)"
+                f"(3a) created {created:,} more tasks ({existing + created:,} in all) with no "
+                f"operator running in {seconds:.1f} s ({created / max(seconds, 1e-9):.0f} tasks/s, "
+                f"{args.create_concurrency} in flight; raw status PATCH p50 {ref50:.1f} ms "
+                f"before); {etcd_line(cluster)}"
             )
-        else:
-            print(
-                f"(3b) only {counter.count:,} of {created:,} initialised after "
-                f"{time.perf_counter() - t_start:.0f} s (the phase's time ran out); "
-                f"figures below are with those"
-            )
-        cpu = meter.per(1)
-        print(
-            "        CPU seconds from process start to here: "
-            + ", ".join(f"{k} {v / 1000:.1f}" for k, v in cpu.items())
-        )
-        await asyncio.sleep(SETTLE_SECONDS)
-        rss = rss_mb(operator.pid)
-        print(
-            f"(3c) operator RSS holding {created:,} tasks: {rss:,.0f} MB "
-            f"(peak {rss_mb(operator.pid, 'VmHWM'):,.0f} MB; {idle:,.0f} MB on the empty "
-            f"namespace, so {(rss - idle) * 1024 / created:,.1f} KiB a task, each task's goal "
-            f"{args.goal_kib} KiB); {etcd_line(cluster)}"
-        )
-        await first_turn(run, tasks, messages, parked, "many-0", "(3d) the first turn after that")
-        await asyncio.sleep(1)
-
-        operator.stop()
-        t_start = time.perf_counter()
-        operator = run.operator(namespace, window=None, identity="restarted")
-        meter = CpuMeter(
-            {"operator": operator.pid, "apiserver": cluster.pids[1], "etcd": cluster.pids[0]}
-        )
-        live = await until_live(operator, t_start, within=max(budget * 0.5, 120))
-        ms = await first_turn(
-            run,
-            tasks,
-            messages,
-            parked,
-            "many-1",
-            f"(3e) operator restarted on {created:,} initialised tasks: start → live {live:.1f} s; "
-            "a message sent then",
-            t_start=t_start,
-        )
-        cpu = meter.per(1)
-        print(
-            "        CPU seconds from process start to that turn: "
-            + ", ".join(f"{k} {v / 1000:.1f}" for k, v in cpu.items())
-            + (f" (the turn {ms / 1000:.1f} s)" if ms is not None else "")
-        )
-        await asyncio.sleep(SETTLE_SECONDS)
-        print(
-            f"(3e) restarted operator's RSS: {rss_mb(operator.pid):,.0f} MB "
-            f"(peak {rss_mb(operator.pid, 'VmHWM'):,.0f} MB)"
-        )
+            existing += created
+            if created < len(names):
+                print(f"    the phase's time ran out while creating: stopped at {existing:,}")
+                break
+            etcd_compact(cluster)
+            if not await start_on(many, existing, created):
+                print(
+                    f"    the phase's {budget:.0f} s ran out during the start on {existing:,} "
+                    "tasks: the figures above are what was measured by then"
+                )
+                break
         print(f"    the phase took {time.perf_counter() - phase_start:.0f} s; {etcd_line(cluster)}")
     finally:
         await parked.stop()
-        operator.stop()
     run.log_report(namespace)
-
-
-async def first_turn(
-    run: Run,
-    tasks: HarnessTasks,
-    messages: HarnessMessages,
-    parked: Parked,
-    name: str,
-    label: str,
-    *,
-    t_start: float | None = None,
-) -> float | None:
-    """Send one message to ``name`` and print message → parked (and from ``t_start``, a
-    process start, when given) beside the raw PATCH p50 of now; the milliseconds, or None."""
-    ref50 = await ref_p50(run.ref, 10) if t_start is None else float("nan")
-    task = parked.tasks.get(name) or await tasks.get(name)
-    t0 = time.perf_counter()
-    await messages.send(message(name, "first", "Hello."), task=task)
-    t1 = await parked_by(parked, tasks, name, 1, within=max(run.args.phase_seconds * 0.3, 120))
-    if t1 is None:
-        return None
-    ms = (t1 - t0) * 1000
-    if t_start is None:
-        print(
-            f"{label}: message → parked {ms:.1f} ms ({ms / ref50:.1f}x the raw status PATCH p50 "
-            f"of {ref50:.1f} ms)"
-        )
-    else:
-        ref50 = await ref_p50(run.ref, 10)
-        print(
-            f"{label} → parked {ms:.1f} ms; process start → that turn parked "
-            f"{t1 - t_start:.1f} s (raw status PATCH p50 {ref50:.1f} ms after it)"
-        )
-    return ms
 
 
 # -- main -----------------------------------------------------------------------------------------
@@ -1009,11 +1039,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--window",
         type=int,
-        default=400_000,
-        help="the model's context window in tokens (context_window_tokens), for (1) and (2)",
+        default=200_000,
+        help="the model's context window in tokens (context_window_tokens) for (1)",
     )
+    parser.add_argument("--big-window", type=int, default=400_000, help="the same, for (2)")
     parser.add_argument("--tasks", type=int, default=10_000, help="tasks for (3)")
     parser.add_argument("--goal-kib", type=int, default=64, help="each one's goal, KiB")
+    parser.add_argument(
+        "--steps",
+        default="1000,2000,5000",
+        help="for (3): the numbers of tasks below --tasks to start an operator on first",
+    )
     parser.add_argument(
         "--create-concurrency", type=int, default=50, help="task creates in flight in (3)"
     )
