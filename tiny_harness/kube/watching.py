@@ -22,12 +22,13 @@ Long-lived watches hold an HTTP connection each, so they run on a client of thei
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, TypeVar, cast
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -38,6 +39,8 @@ from tiny_harness.kube.client import KubeError, Obj, translate
 from tiny_harness.kube.names import GROUP, VERSION
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: How long the API server keeps one watch request open before we resume it.
 SERVER_TIMEOUT_SECONDS: Final = 290
@@ -155,43 +158,68 @@ async def follow(
     """
     watcher = watch_client(api)
     known: dict[tuple[str, str], Obj] = {}
-    failures = 0
+
+    async def listing() -> AsyncGenerator[WatchEvent | Synced, None]:
+        listed = await _list(watcher, namespace, plural, label_selector)
+        for event in _difference(known, cast(list[Obj], listed.get("items") or [])):
+            yield event
+        yield Synced()
+        async for event in _changes(
+            watcher,
+            namespace,
+            plural,
+            str(listed["metadata"]["resourceVersion"]),
+            label_selector=label_selector,
+        ):
+            key = _key(event.object)
+            if event.type == "DELETED":
+                known.pop(key, None)
+            else:
+                known[key] = event.object
+            yield event
+
     try:
-        while True:
-            try:
-                listed = await _list(watcher, namespace, plural, label_selector)
-                for event in _difference(known, cast(list[Obj], listed.get("items") or [])):
-                    yield event
-                yield Synced()
-                failures = 0
-                async for event in _changes(
-                    watcher,
-                    namespace,
-                    plural,
-                    str(listed["metadata"]["resourceVersion"]),
-                    label_selector=label_selector,
-                ):
-                    key = _key(event.object)
-                    if event.type == "DELETED":
-                        known.pop(key, None)
-                    else:
-                        known[key] = event.object
-                    yield event
-            except WatchExpiredError:
-                log.debug("%s in %s: the watch expired; listing again", plural, namespace or "all")
-            except Exception as exc:  # the API server away or refusing: list again, later
-                failures += 1
-                wait = backoff.delay(failures)
-                log.warning(
-                    "%s in %s: listing or watching failed (%s); again in %.1fs",
-                    plural,
-                    namespace or "all namespaces",
-                    exc,
-                    wait,
-                )
-                await asyncio.sleep(wait)
+        async with contextlib.aclosing(
+            _again_and_again(listing, namespace, plural, backoff)
+        ) as items:
+            async for item in items:
+                yield item
     finally:
         await watcher.close()
+
+
+async def _again_and_again(
+    listing: Callable[[], AsyncGenerator[T, None]],
+    namespace: str | None,
+    plural: str,
+    backoff: Backoff,
+) -> AsyncGenerator[T, None]:
+    """``listing()`` (a listing and the watch from it), made again for ever: at once after a
+    410 Gone, after a bounded wait after any other error (the API server away, or refusing),
+    which is logged. The wait starts again from the first once a listing is whole
+    (:class:`Synced`). The one retry rule of every follower here."""
+    failures = 0
+    while True:
+        try:
+            # Closed however the caller stops, so its watch is never left to the collector.
+            async with contextlib.aclosing(listing()) as items:
+                async for item in items:
+                    if isinstance(item, Synced):
+                        failures = 0
+                    yield item
+        except WatchExpiredError:
+            log.debug("%s in %s: the watch expired; listing again", plural, namespace or "all")
+        except Exception as exc:  # the API server away or refusing: list again, later
+            failures += 1
+            wait = backoff.delay(failures)
+            log.warning(
+                "%s in %s: listing or watching failed (%s); again in %.1fs",
+                plural,
+                namespace or "all namespaces",
+                exc,
+                wait,
+            )
+            await asyncio.sleep(wait)
 
 
 @dataclass(frozen=True)
@@ -231,45 +259,36 @@ async def follow_listings(
     fraction of the bytes. Errors wait as :func:`follow`'s do; it never gives up.
     """
     watcher = watch_client(api)
-    failures = 0
-    try:
+
+    async def listing() -> AsyncGenerator[WatchEvent | Relisted | Synced, None]:
+        yield Relisted()
+        token: str | None = None
         while True:
-            try:
-                yield Relisted()
-                token: str | None = None
-                while True:
-                    listed = await _list_page(
-                        watcher, namespace, plural, metadata_only, limit=page, token=token
-                    )
-                    for item in cast(list[Obj], listed.get("items") or []):
-                        yield WatchEvent("ADDED", item)
-                    meta = listed.get("metadata") or {}
-                    token = meta.get("continue") or None
-                    if token is None:
-                        break
-                yield Synced()
-                failures = 0
-                async for event in _changes(
-                    watcher,
-                    namespace,
-                    plural,
-                    str(meta["resourceVersion"]),
-                    metadata_only=metadata_only,
-                ):
-                    yield event
-            except WatchExpiredError:
-                log.debug("%s in %s: the watch expired; listing again", plural, namespace or "all")
-            except Exception as exc:  # the API server away or refusing: list again, later
-                failures += 1
-                wait = backoff.delay(failures)
-                log.warning(
-                    "%s in %s: listing or watching failed (%s); again in %.1fs",
-                    plural,
-                    namespace or "all namespaces",
-                    exc,
-                    wait,
-                )
-                await asyncio.sleep(wait)
+            listed = await _list_page(
+                watcher, namespace, plural, metadata_only, limit=page, token=token
+            )
+            for item in cast(list[Obj], listed.get("items") or []):
+                yield WatchEvent("ADDED", item)
+            meta = listed.get("metadata") or {}
+            token = meta.get("continue") or None
+            if token is None:
+                break
+        yield Synced()
+        async for event in _changes(
+            watcher,
+            namespace,
+            plural,
+            str(meta["resourceVersion"]),
+            metadata_only=metadata_only,
+        ):
+            yield event
+
+    try:
+        async with contextlib.aclosing(
+            _again_and_again(listing, namespace, plural, backoff)
+        ) as items:
+            async for item in items:
+                yield item
     finally:
         await watcher.close()
 
