@@ -293,6 +293,15 @@ def create_task_for_participant(
     return IntrinsicResult(content="", spawn=intent)
 
 
+def with_row(task: TaskExtension, row: SubTaskRow) -> TaskExtension:
+    """The task with ``row`` in its sub-task rows: in place of the child's row, or added."""
+    rows = task.sub_tasks
+    for i, existing in enumerate(rows):
+        if existing.task_id == row.task_id:
+            return task.model_copy(update={"sub_tasks": (*rows[:i], row, *rows[i + 1 :])})
+    return task.model_copy(update={"sub_tasks": (*rows, row)})
+
+
 def record_spawn(
     task: TaskExtension, intent: SpawnIntent, child_id: str
 ) -> tuple[Plan | None, SubTaskRow, str]:

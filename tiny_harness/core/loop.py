@@ -39,6 +39,7 @@ from tiny_harness.core.intrinsics import (
     apply_intrinsic,
     record_spawn,
     spawn_subtask_spec,
+    with_row,
 )
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolCall, Usage
 from tiny_harness.core.sizes import entry_text
@@ -66,7 +67,9 @@ from tiny_harness.core.turn import (
     TurnInput,
     TurnOutcome,
     TurnRef,
+    max_calls_text,
 )
+from tiny_harness.core.usage import budget_reached
 
 
 class LoopConfig(BaseModel):
@@ -319,7 +322,9 @@ class _Turn:
                 return await self.end(OutcomeKind.WAITING_FOR_MESSAGE, self.last_reply())
             first = False
             if self.model_calls >= self.loop.config.max_model_calls:
-                return await self.end(OutcomeKind.MAX_MODEL_CALLS, self.max_calls_text())
+                return await self.end(
+                    OutcomeKind.MAX_MODEL_CALLS, max_calls_text(self.loop.config.max_model_calls)
+                )
             over = self.over_budget()
             if over is not None:
                 return await over
@@ -568,37 +573,14 @@ class _Turn:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
         )
-        reached = budget.exceeded_by(used)
+        reached = budget_reached(budget, used)
         if reached is None:
             return None
-        if budget.on_exceeded == "fail":
-            text = (
-                f"the task used its budget ({reached}) and its budget says to fail; give a new "
-                "task a larger spec.budget"
-            )
-            return self.end(OutcomeKind.BUDGET_EXCEEDED, text)
-        text = (
-            f"This task has used its budget ({reached}) and waits: a reporter or an admin "
-            "raises it with /budget tokens <n> or /budget calls <n>."
-        )
-        return self.end(OutcomeKind.OVER_BUDGET, text)
-
-    def max_calls_text(self) -> str:
-        limit = self.loop.config.max_model_calls
-        return (
-            f"This turn stopped after {limit} model calls, the most one turn may make "
-            "(max_model_calls). Send a message to let the agent continue."
-        )
+        fails, text = reached
+        return self.end(OutcomeKind.BUDGET_EXCEEDED if fails else OutcomeKind.OVER_BUDGET, text)
 
     def put_row(self, row: SubTaskRow) -> None:
-        rows = self.task.sub_tasks
-        for i, existing in enumerate(rows):
-            if existing.task_id == row.task_id:
-                rows = (*rows[:i], row, *rows[i + 1 :])
-                break
-        else:
-            rows = (*rows, row)
-        self.task = self.task.model_copy(update={"sub_tasks": rows})
+        self.task = with_row(self.task, row)
 
     def count(self, usage: Usage) -> None:
         self.input_tokens += usage.input_tokens

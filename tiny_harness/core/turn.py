@@ -375,3 +375,11 @@ class TurnHost(Protocol):
         the turn's journal may then be dropped. Called once, last; must be idempotent, as a
         crash right after it replays the turn and calls it again with the same outcome."""
         ...
+
+
+def max_calls_text(limit: int) -> str:
+    """What participants read when a turn stops at ``max_model_calls``."""
+    return (
+        f"This turn stopped after {limit} model calls, the most one turn may make "
+        "(max_model_calls). Send a message to let the agent continue."
+    )

@@ -60,6 +60,23 @@ def total(own: TaskUsage | None, sub_tasks: TaskUsage | None) -> TaskUsage:
     return (own or TaskUsage()) + (sub_tasks or TaskUsage())
 
 
+def budget_reached(budget: Budget, used: TaskUsage) -> tuple[bool, str] | None:
+    """Whether ``used`` has reached ``budget`` and the task fails for it (else it waits),
+    with what its participants read; None while room is left."""
+    reached = budget.exceeded_by(used)
+    if reached is None:
+        return None
+    if budget.on_exceeded == "fail":
+        return True, (
+            f"the task used its budget ({reached}) and its budget says to fail; give a new "
+            "task a larger spec.budget"
+        )
+    return False, (
+        f"This task has used its budget ({reached}) and waits: a reporter or an admin "
+        "raises it with /budget tokens <n> or /budget calls <n>."
+    )
+
+
 class TreeBudget(Budget):
     """A task's budget with its ancestors' room folded in (:func:`tree_budget`): reached, it
     says whose budget it is, so the participant raises the right one."""
