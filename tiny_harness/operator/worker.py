@@ -290,6 +290,8 @@ class TaskWorker:
         )
 
     def budget_freed(self, snap: Snapshot) -> bool:
+        if snap.status.sub_state != SubState.AWAITING_BUDGET.value:
+            return False  # asked every pass: the tree is walked only for a task that waits
         used = total(snap.status.usage, snap.status.sub_task_usage)
         return budget_freed(snap, self.turn_budget(snap, used))
 
