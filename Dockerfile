@@ -2,24 +2,40 @@
 # The tiny-harness image: one image for the operator and the gateway, entrypoint `tiny-harness`
 # (the chart runs `tiny-harness operator ...` and `tiny-harness gateway ...`).
 #
-# This repository's CI has no Docker engine, so this file is not built there. To build it and
-# load it into kind (see docs/design/install.md):
+# With Docker, and kind (see docs/design/install.md):
 #   docker build -t tiny-harness:dev .
 #   kind load docker-image tiny-harness:dev --name tiny-harness
 #   helm install ... --set image.repository=tiny-harness --set image.tag=dev
+#
+# Without a Docker engine, hack/image/build.sh builds this same file with buildah into an OCI
+# archive that containerd imports (the local node, `make cluster`). It passes the build args
+# below: PYTHON_IMAGE, a base built from Debian bookworm's packages (its Python is 3.11, as the
+# default's), and WEB_ASSETS=prebuilt with the assets `make web` built, given as the build
+# context `webui` (--build-context webui=tiny_harness/a2a_gateway/webui), since Debian has no
+# Node.js recent enough for vite. Nothing else differs.
+ARG NODE_IMAGE=node:20-slim
+ARG PYTHON_IMAGE=python:3.11-slim
+# build: the web UI is built here from web/; prebuilt: taken from the `webui` build context.
+ARG WEB_ASSETS=build
 
 # Web: the web UI's TypeScript built into static assets (npm ci from the committed lock, then
 # vite), which vite writes into the package (tiny_harness/a2a_gateway/webui/) for the wheel.
-FROM node:20-slim AS web
+FROM ${NODE_IMAGE} AS web-build
 WORKDIR /src/web
 COPY web/package.json web/package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY web/ ./
 RUN npm run build
 
+# Or the assets as `make web` built them, for builders without a Node.js base.
+FROM scratch AS web-prebuilt
+COPY --from=webui . /src/tiny_harness/a2a_gateway/webui/
+
+FROM web-${WEB_ASSETS} AS web
+
 # Builder: build the wheel from the source and install it, with its dependencies, into a
 # virtual environment that the runtime stage copies whole.
-FROM python:3.11-slim AS builder
+FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -36,7 +52,7 @@ RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
 # source tree, a fixed non-root uid that the chart's securityContext also names (10001). The
 # root filesystem can be read-only: bytecode was compiled at install time, and /tmp is the only
 # writable path the chart mounts.
-FROM python:3.11-slim AS runtime
+FROM ${PYTHON_IMAGE} AS runtime
 RUN groupadd --system --gid 10001 tiny-harness \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
     --shell /usr/sbin/nologin tiny-harness
