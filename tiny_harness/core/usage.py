@@ -11,6 +11,7 @@ total includes its children's at any depth.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from pydantic import PrivateAttr
@@ -24,28 +25,57 @@ class _Record(Protocol):
     def entries(self) -> Sequence[object]: ...
 
 
-def usage_of(records: Iterable[_Record]) -> TaskUsage:
-    """The usage in the task's turn records, each entry counted once."""
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What one journal entry used, under its id: a few numbers, so what a task used can be
+    kept and summed without keeping its journal (the operator keeps these for every record,
+    and the journals only of the tasks it works)."""
+
+    id: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    tools: int = 0
+
+
+def spent_in(entries: Iterable[object]) -> tuple[Spent, ...]:
+    """What each entry that used something used (a model call, a compaction's summary
+    request, a tool call)."""
+    out: list[Spent] = []
+    for entry in entries:
+        entry_id = getattr(entry, "id", None)
+        if entry_id is None:
+            continue
+        if isinstance(entry, ModelEntry):
+            used = entry.response.usage
+            out.append(
+                Spent(entry_id, 1, used.input_tokens, used.output_tokens, used.cached_input_tokens)
+            )
+        elif isinstance(entry, CompactionEntry):
+            used = entry.usage
+            out.append(
+                Spent(entry_id, 1, used.input_tokens, used.output_tokens, used.cached_input_tokens)
+            )
+        elif isinstance(entry, ToolEntry):
+            out.append(Spent(entry_id, tools=1))
+    return tuple(out)
+
+
+def summed(spent: Iterable[Spent]) -> TaskUsage:
+    """The usage of these entries, each id counted once (a resumed turn may journal an entry
+    in a later chunk again)."""
     seen: set[str] = set()
     calls = tokens_in = tokens_out = cached = tools = 0
-    for record in records:
-        for entry in record.entries:
-            entry_id = getattr(entry, "id", None)
-            if entry_id is None or entry_id in seen:
-                continue
-            seen.add(entry_id)
-            if isinstance(entry, ModelEntry):
-                calls += 1
-                tokens_in += entry.response.usage.input_tokens
-                tokens_out += entry.response.usage.output_tokens
-                cached += entry.response.usage.cached_input_tokens
-            elif isinstance(entry, CompactionEntry):
-                calls += 1
-                tokens_in += entry.usage.input_tokens
-                tokens_out += entry.usage.output_tokens
-                cached += entry.usage.cached_input_tokens
-            elif isinstance(entry, ToolEntry):
-                tools += 1
+    for row in spent:
+        if row.id in seen:
+            continue
+        seen.add(row.id)
+        calls += row.calls
+        tokens_in += row.input_tokens
+        tokens_out += row.output_tokens
+        cached += row.cached_input_tokens
+        tools += row.tools
     return TaskUsage(
         model_calls=calls,
         input_tokens=tokens_in,
@@ -53,6 +83,11 @@ def usage_of(records: Iterable[_Record]) -> TaskUsage:
         cached_input_tokens=cached,
         tool_calls=tools,
     )
+
+
+def usage_of(records: Iterable[_Record]) -> TaskUsage:
+    """The usage in the task's turn records, each entry counted once."""
+    return summed(row for record in records for row in spent_in(record.entries))
 
 
 def total(own: TaskUsage | None, sub_tasks: TaskUsage | None) -> TaskUsage:

@@ -231,3 +231,16 @@ class HarnessTasks:
             await self._api.delete_namespaced_custom_object(*self._args(), name, body=body)
         except ApiException as exc:
             raise translate(exc, name) from None
+
+
+async def read_object(api: client.ApiClient, plural: str, namespace: str, name: str) -> Obj | None:
+    """One of the harness's objects by name, or None when it is gone."""
+    try:
+        found = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, name
+        )
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise translate(exc) from None
+    return cast(Obj, found)

@@ -244,6 +244,7 @@ async def follow_listings(
     plural: str,
     *,
     metadata_only: bool = False,
+    label_selector: str = "",
     page: int = LIST_PAGE,
     backoff: Backoff = FOLLOW_BACKOFF,
 ) -> AsyncGenerator[WatchEvent | Relisted | Synced, None]:
@@ -256,7 +257,8 @@ async def follow_listings(
     a listing and swaps it in at :class:`Synced`. A listing comes in pages of ``page`` objects.
     With ``metadata_only`` the objects, listed and watched, are their metadata alone
     (``PartialObjectMetadata``), which is all a count by label and annotation needs, and a
-    fraction of the bytes. Errors wait as :func:`follow`'s do; it never gives up.
+    fraction of the bytes. Only objects the label selector matches are told. Errors wait as
+    :func:`follow`'s do; it never gives up.
     """
     watcher = watch_client(api)
 
@@ -265,7 +267,13 @@ async def follow_listings(
         token: str | None = None
         while True:
             listed = await _list_page(
-                watcher, namespace, plural, metadata_only, limit=page, token=token
+                watcher,
+                namespace,
+                plural,
+                metadata_only,
+                limit=page,
+                token=token,
+                label_selector=label_selector,
             )
             for item in cast(list[Obj], listed.get("items") or []):
                 yield WatchEvent("ADDED", item)
@@ -280,6 +288,7 @@ async def follow_listings(
             plural,
             str(meta["resourceVersion"]),
             metadata_only=metadata_only,
+            label_selector=label_selector,
         ):
             yield event
 
@@ -307,9 +316,12 @@ async def _list_page(
     *,
     limit: int,
     token: str | None,
+    label_selector: str = "",
 ) -> Obj:
     """One page of a listing; a continue token too old to use is a 410, as a watch's is."""
     query: list[tuple[str, Any]] = [("limit", limit)]
+    if label_selector:
+        query.append(("labelSelector", label_selector))
     if token is not None:
         query.append(("continue", token))
     try:

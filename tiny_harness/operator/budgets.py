@@ -3,7 +3,8 @@
 A task's own budget is the one last set with ``/budget`` (``status.budget``), else its spec's,
 else the operator's default. A sub-task is bounded by its ancestors' too: at the start of every
 turn anywhere in a tree, each ancestor's total (its own usage and every descendant's, this
-one's included, summed from their journals in the cache: a tree is worked by one replica) is
+one's included, summed from their journals' summaries in the cache: a tree is worked by one
+replica, and its descendants' journals need not be in memory) is
 held against that ancestor's budget (``core.usage.tree_budget``), so a parent with
 ``maxModelCalls: 2`` cannot spend more through its children, and ``/budget`` on the root raises
 the room of the whole tree at once. It is read level-triggered, so no copy of a budget goes
@@ -15,14 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from tiny_harness.core.task import Budget, TaskSpec, TaskStatus, TaskUsage, local_parent_of
+from tiny_harness.core.task import Budget, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.usage import total, tree_budget, usage_of
 from tiny_harness.kube.client import Obj
-from tiny_harness.kube.ownership import is_child_of
-from tiny_harness.operator.cache import Cache
-
-#: How far up a tree is walked (a deeper tree is bounded by its nearest ancestors).
-MAX_DEPTH = 16
+from tiny_harness.operator.cache import MAX_DEPTH, Cache
 
 
 def own_budget(spec: TaskSpec | None, status: TaskStatus, default: Budget | None) -> Budget | None:
@@ -31,25 +28,23 @@ def own_budget(spec: TaskSpec | None, status: TaskStatus, default: Budget | None
 
 
 def ancestors(cache: Cache, namespace: str, obj: Obj) -> Iterator[Obj]:
-    """The task's parent, its parent's parent ..., as the cache has them (a task that only
-    names a parent it is not the child of has none)."""
-    current = obj
-    for _ in range(MAX_DEPTH):
-        name = local_parent_of(current.get("spec"))
-        parent = cache.task(namespace, name) if name else None
-        if parent is None or not is_child_of(current, parent):
+    """The task's parent, its parent's parent ..., as the cache has them (loaded with the
+    task: :meth:`Cache.load`; a task that only names a parent it is not the child of has
+    none)."""
+    for above in cache.ancestors(namespace, str(obj["metadata"]["name"])):
+        parent = cache.task(namespace, str(above["metadata"]["name"]))
+        if parent is None:
             return
         yield parent
-        current = parent
 
 
 def tree_usage(cache: Cache, namespace: str, obj: Obj, depth: int = 0) -> TaskUsage:
     """What the task and every task below it have used, summed from their journals as the
     cache has them: current to the last journaled call, a running turn's included."""
     name = str(obj["metadata"]["name"])
-    used = usage_of(cache.records(namespace, name))
+    used = cache.usage(namespace, name)
     if depth < MAX_DEPTH:
-        for child in cache.children(namespace, name):
+        for child in cache.child_stubs(namespace, name):
             used = used + tree_usage(cache, namespace, child, depth + 1)
     return used
 

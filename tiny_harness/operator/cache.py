@@ -1,34 +1,42 @@
-"""What the operator knows about its objects, without asking the API: kopf indexes, plus the
-objects this replica has just written.
+"""What the operator knows about its objects, without asking the API: every object of its
+namespaces (or shards) in summary, the ones at work whole, plus the objects this replica has
+just written.
 
-kopf feeds three indexes from its watches (:func:`register_indexes`): every task by name and
-by its parent, every message and every turn record by ``spec.task``. kopf fills them from the
-initial LIST before any handler runs, so the first pass over a task after a restart already
-sees all its messages, records and children; no label is needed for a message to be seen.
+**What is fed.** Each shard's objects (every one, unsharded) are listed page by page into a
+:class:`Feed` before that shard's kopf instance starts (:mod:`tiny_harness.operator.priming`),
+and kopf's events keep it current from then on (:meth:`Cache.saw`, called by every handler
+before it pokes). So the first pass over a task after a restart already sees all its
+messages, records and children; no label is needed for a message to be seen. The feed is
+ours, not kopf's indexes: kopf makes every object of an indexed kind wait for all the others
+before its first handler runs, which costs the square of the objects listed.
 
-The indexes hold every object of the namespace for the operator's whole life, most of them
-parked and unread for hours, so they hold each as its JSON text (:class:`Packed`): one
-allocation, where the parsed form is dozens of small ones scattered among the short-lived
-allocations of event handling, which keeps the allocator from ever returning that memory.
-Reads parse on demand, and the latest parsed versions are kept (:data:`PARSED_KEPT`), so a
-running conversation is parsed once per version, as before.
+**What is kept.** Every object has a summary for the operator's whole life (its name,
+version, where it belongs, and what a handler reads: a task's state and owners, a record's
+usage), and its JSON text while there is room (:mod:`tiny_harness.operator.resident`): the
+text is one allocation, where the parsed form is dozens of small ones scattered among the
+short-lived allocations of event handling, which keeps the allocator from ever returning that
+memory. Reads parse on demand, and the latest parsed versions are kept within a byte bound
+too, so a running conversation is parsed once per version, as before. A text dropped for
+room is read back by name when a pass needs it (:meth:`Cache.load`): a task's worker loads
+and pins its group at the start of every pass, and every read a pass makes is of that group.
+A read of a dropped object that nobody loaded is a bug, and says so (:class:`NotLoaded`).
 
 The watch lags the writes this replica makes by a few milliseconds. So every write's response
-goes into the *overlay* too, and until the index has delivered exactly that version, a read
+goes into the *overlay* too, and until the feed has delivered exactly that version, a read
 takes the overlay's copy. Versions are compared for equality only: the API conventions make a
 ``resourceVersion`` opaque, never to be ordered. None needs ordering here, because kopf's watch
-delivers an object's events in the order etcd committed them: any version the index delivers
-before our write's own is older than our write, and the moment it delivers ours the index has
+delivers an object's events in the order etcd committed them: any version the feed delivers
+before our write's own is older than our write, and the moment it delivers ours the feed has
 caught up, and the overlay entry is dropped. So the overlay holds only the last moments' writes.
 
-Two cases need a memory of what the index delivered:
+Two cases need a memory of what the feed delivered:
 
-- **The watch was faster than the write's response** (the index delivered our version before
-  ``wrote_*`` was called, and maybe later ones after it): the last few versions the index
+- **The watch was faster than the write's response** (the feed delivered our version before
+  ``wrote_*`` was called, and maybe later ones after it): the last few versions the feed
   delivered of each object are kept (:data:`DELIVERED_KEPT`), and a write whose version is
   among them does not enter the overlay.
 - **The watch passed over our version** (kopf listed afresh after 410 Gone, and the listing
-  had a later one): an entry the index has not matched for :data:`OVERLAY_SECONDS`, while it
+  had a later one): an entry the feed has not matched for :data:`OVERLAY_SECONDS`, while it
   delivered other versions since, is dropped. A watch that is merely away delivers nothing,
   and keeps the entry. Every write is made on the version read, so a read that is older than
   it should be costs a conflict and a fresh read, never a lost update.
@@ -40,76 +48,109 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
-import kopf
-
-# kopf.operator() takes the indexers it fills; the class is not re-exported at the top level.
-from kopf._core.engines.indexing import OperatorIndexers
-
-from tiny_harness.core.task import local_parent_of
+from tiny_harness.core.task import TaskUsage, local_parent_of
 from tiny_harness.core.tracing import TRACE_ANNOTATIONS
+from tiny_harness.core.usage import Spent, spent_in, summed
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.names import (
     CONTEXT_ID_ANNOTATION,
-    GROUP,
     LIFECYCLE_ANNOTATION,
     MESSAGE_PLURAL,
     PLURAL,
     SHARD_LABEL,
     TURN_PLURAL,
-    VERSION,
 )
 from tiny_harness.kube.ownership import is_child_of, is_stray_of, owned_by
 from tiny_harness.kube.unreadable import Skipped, uncounted
+from tiny_harness.operator.resident import Resident
 
 Key = tuple[str, str]
 
-#: Index names. The task index has two kinds of key: ``(TASK, namespace, name)`` and
-#: ``(PARENT, namespace, parent name)``, so one index call per task event feeds both.
+#: The kinds fed, by the plural their objects are read back with. The task kind has two kinds
+#: of key: ``(TASK, namespace, name)`` and ``(PARENT, namespace, parent name)``; a message and
+#: a record are kept under ``(namespace, task)``.
 TASKS = "tasks"
 MESSAGES = "messages"
 TURNS = "turns"
 TASK = "task"
 PARENT = "parent"
+PLURALS: Final[Mapping[str, str]] = {
+    TASKS: PLURAL,
+    MESSAGES: MESSAGE_PLURAL,
+    TURNS: TURN_PLURAL,
+}
 
-#: Parsed versions kept for reads (about the working set of a few hundred busy tasks).
+#: Parsed versions kept for reads, at most (about the working set of a few hundred busy tasks);
+#: they are bounded by bytes too (:data:`PARSED_SHARE`).
 PARSED_KEPT: Final = 4096
-#: Versions of one object the index delivered that are remembered (events can come after the
+#: The share of the cache's byte budget that parsed versions may take, counted as
+#: :data:`PARSED_WEIGHT` times their text (a parsed object holds its strings and a dict or
+#: model per level: a rough, conservative measure).
+PARSED_SHARE: Final = 0.5
+PARSED_WEIGHT: Final = 2
+#: Bytes of object text kept whole when nothing says otherwise (settings:
+#: ``operator.cache_bytes``).
+DEFAULT_BUDGET: Final = 192 * 1024 * 1024
+#: Versions of one object the feed delivered that are remembered (events can come after the
 #: next write already happened), and for how many objects at most (the ones written lately).
 DELIVERED_KEPT: Final = 8
 DELIVERED_OBJECTS: Final = 4096
 #: How long an own write waits in the overlay for its own event while others come (see above).
 OVERLAY_SECONDS: Final = 30.0
+#: How far up a tree is walked (a deeper tree is bounded by its nearest ancestors).
+MAX_DEPTH: Final = 16
+#: Objects read back by name at once by one load.
+LOADS_AT_ONCE: Final = 8
+
+#: Reads one object back from the API server: ``(plural, namespace, name)`` to the object, or
+#: None when it is gone.
+Fetch = Callable[[str, str, str], Awaitable[Obj | None]]
 
 
-@dataclass(frozen=True, slots=True)
+class NotLoaded(LookupError):
+    """A read of an object whose text was dropped for room, outside the group its reader
+    loaded (:meth:`Cache.load`): a missing load in the caller, never a state of the task."""
+
+
+@dataclass(eq=False, slots=True)
 class Packed:
-    """An indexed object as compact JSON text, with what is needed without parsing it."""
+    """A fed object: its JSON text while it is kept (None once dropped for room), and the
+    summary kept for its whole life."""
 
     name: str
     resource_version: str
-    text: str
+    text: str | None
+    size: int = 0
+    #: The tasks whose pin keeps it (:mod:`.resident`): a task's own and its parent's; a
+    #: message's and a record's task.
+    groups: tuple[Key, ...] = ()
+    #: A task's summary as a small object: what the handlers and a tree's walk read.
+    stub: Obj | None = None
+    #: A record's usage and owners, so a tree's usage is summed without its journals.
+    spent: tuple[Spent, ...] = ()
+    owners: tuple[str, ...] = ()
+
+    def drop_text(self) -> None:
+        self.text = None
 
 
 def pack(obj: Obj) -> Packed:
     meta = obj["metadata"]
-    return Packed(
-        str(meta["name"]),
-        str(meta.get("resourceVersion", "")),
-        json.dumps(obj, separators=(",", ":"), ensure_ascii=False),
-    )
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return Packed(str(meta["name"]), str(meta.get("resourceVersion", "")), text, len(text))
 
 
-#: How each index's packed objects are parsed.
-PARSERS: Final[Mapping[str, Callable[[Obj], Any]]] = {
-    TASKS: lambda obj: obj,
-    MESSAGES: lambda obj: StoredMessage.of(obj),
-    TURNS: lambda obj: TurnRecord.of(obj),
+#: How each kind's objects are parsed, from their plain form (None: it cannot be taken).
+PARSERS: Final[Mapping[str, Callable[[Obj, Skipped], Any]]] = {
+    TASKS: lambda obj, skipped: obj,
+    MESSAGES: lambda obj, skipped: StoredMessage.read(obj, skipped),
+    TURNS: lambda obj, skipped: TurnRecord.read(obj, skipped),
 }
 
 
@@ -117,55 +158,134 @@ def rv_of(obj: Obj) -> str:
     return str(obj["metadata"].get("resourceVersion", ""))
 
 
+def stub_of(obj: Obj) -> Obj:
+    """What is kept of a task whose text is dropped: enough for a handler to poke the right
+    workers (its state, its parent, whose child it is) and for a tree to be walked."""
+    meta = obj["metadata"]
+    status = obj.get("status") or {}
+    refs = [
+        {"kind": r.get("kind"), "name": r.get("name"), "uid": r.get("uid")}
+        for r in meta.get("ownerReferences") or ()
+    ]
+    stub: Obj = {
+        "metadata": {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+            "creationTimestamp": meta.get("creationTimestamp"),
+            "ownerReferences": refs,
+        },
+        "spec": {"parent": (obj.get("spec") or {}).get("parent")},
+        "status": {k: status.get(k) for k in ("state", "subState") if k in status},
+    }
+    return stub
+
+
 V = TypeVar("V")
 
 
 @dataclass(slots=True)
 class _Own(Generic[V]):
-    """A write of this replica whose version the index has not delivered yet."""
+    """A write of this replica whose version the feed has not delivered yet."""
 
     value: V
     resource_version: str
     #: When it was written (the cache's clock).
     at: float
-    #: The index has delivered another version of the object since.
+    #: The feed has delivered another version of the object since.
     passed: bool = False
 
 
 class Feed:
-    """One kopf instance's indexes, and the shard label of each task they hold.
+    """The objects of one kopf instance's watches, as the cache reads them, and the shard label
+    of each task.
 
-    Unsharded, one instance feeds the cache for the operator's whole life. Sharded, each
-    watched shard has an instance of its own (:mod:`tiny_harness.operator.kopf_shards`); the
-    cache reads a shard's feed from the moment its indexes are filled (:meth:`Cache.adopt`)
-    until the shard is no longer watched (:meth:`Cache.drop`). A task, its children, its
-    messages and its turn records share a shard, so all of them are in one feed.
+    Unsharded, one feed serves the cache for the operator's whole life. Sharded, each watched
+    shard has a feed of its own (:mod:`tiny_harness.operator.kopf_shards`); the cache reads a
+    shard's feed from the moment it is primed (:meth:`Cache.adopt`) until the shard is no
+    longer watched (:meth:`Cache.drop`). A task, its children, its messages and its turn
+    records share a shard, so all of them are in one feed.
     """
 
     def __init__(self) -> None:
-        self.indexers = OperatorIndexers()
-        #: What the cache reads: ``indices[index][key] -> packed objects``.
-        self.indices: Mapping[str, Any] = self.indexers.indices
-        #: Each indexed task's shard label (its value as written; see operator/shard_deal.py).
+        #: What the cache reads: ``indices[kind][key][name] -> packed object``.
+        self.indices: dict[str, dict[tuple[str, ...], dict[str, Packed]]] = {
+            TASKS: {},
+            MESSAGES: {},
+            TURNS: {},
+        }
+        #: Each object's packed form and the keys it is under, by ``(kind, namespace, name)``.
+        self.objects: dict[tuple[str, str, str], tuple[Packed, tuple[tuple[str, ...], ...]]] = {}
+        #: Each task's shard label (its value as written; see operator/shard_deal.py).
         self.shards: dict[Key, str] = {}
-        #: Set by the instance's first handler call: kopf calls none before every index holds
-        #: all that its first listing returned.
+        #: Set once the feed holds everything its first listing returned.
         self.filled = asyncio.Event()
+
+    def get(self, kind: str, namespace: str, name: str) -> Packed | None:
+        found = self.objects.get((kind, namespace, name))
+        return found[0] if found is not None else None
+
+    def put(
+        self, kind: str, namespace: str, packed: Packed, keys: tuple[tuple[str, ...], ...]
+    ) -> Packed | None:
+        """Hold ``packed`` under ``keys``, in place of the object's older version (returned)."""
+        old = self.remove(kind, namespace, packed.name)
+        self.objects[(kind, namespace, packed.name)] = (packed, keys)
+        index = self.indices[kind]
+        for key in keys:
+            index.setdefault(key, {})[packed.name] = packed
+        return old
+
+    def remove(self, kind: str, namespace: str, name: str) -> Packed | None:
+        found = self.objects.pop((kind, namespace, name), None)
+        if found is None:
+            return None
+        packed, keys = found
+        index = self.indices[kind]
+        for key in keys:
+            under = index.get(key)
+            if under is not None:
+                under.pop(name, None)
+                if not under:
+                    del index[key]
+        return packed
+
+
+@dataclass(slots=True)
+class Pins:
+    """The task groups one worker has pinned (:meth:`Cache.working`)."""
+
+    groups: set[Key] = field(default_factory=set)
 
 
 class Cache:
-    """The operator's read side: indexes plus the overlay of its own recent writes."""
+    """The operator's read side: the feeds plus the overlay of its own recent writes."""
 
     def __init__(
-        self, feed: Feed | None = None, *, clock: Callable[[], float] = time.monotonic
+        self,
+        feed: Feed | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        budget: int = DEFAULT_BUDGET,
+        fetch: Fetch | None = None,
+        skipped: Skipped = uncounted,
     ) -> None:
         #: The feeds read, by shard (None: the one feed of an unsharded operator).
         self.feeds: dict[int | None, Feed] = {None: feed} if feed is not None else {}
+        self.resident = Resident(budget)
+        #: How a dropped object is read back (the operator's API client; None in tests that
+        #: keep everything).
+        self.fetch = fetch
+        self.skipped = skipped
+        #: Objects read back by name, for the metrics.
+        self.loaded = 0
         self._tasks: dict[Key, _Own[Obj]] = {}
         #: Per task, its records written here, by name.
         self._records: dict[Key, dict[str, _Own[TurnRecord]]] = {}
-        self._parsed: OrderedDict[tuple[str, str, str, str], Any] = OrderedDict()
-        #: The versions the index delivered lately: ``(TASK or TURNS, namespace, name)``.
+        self._parsed: OrderedDict[tuple[str, str, str, str], tuple[Any, int]] = OrderedDict()
+        self._parsed_bytes = 0
+        #: The versions the feed delivered lately: ``(TASK or TURNS, namespace, name)``.
         self._delivered: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
         self._clock = clock
 
@@ -175,36 +295,124 @@ class Cache:
 
     def drop(self, shard: int | None) -> None:
         """Stop reading the shard's feed: it is no longer watched, so it would go stale."""
-        self.feeds.pop(shard, None)
+        feed = self.feeds.pop(shard, None)
+        if feed is not None:
+            for packed, _ in feed.objects.values():
+                self.resident.forget(packed)
+
+    def known(self) -> int:
+        """Objects known, in summary at least, in the feeds read."""
+        return sum(len(feed.objects) for feed in self.feeds.values())
 
     def reads(self, feed: Feed) -> bool:
         return any(f is feed for f in self.feeds.values())
 
+    # -- feeding --------------------------------------------------------------------------------
+
+    def saw(self, feed: Feed, kind: str, obj: Obj, *, deleted: bool = False) -> None:
+        """An object as listed or watched (or read back by name), in its plain form
+        (:func:`plain`): the feed holds it, whole while there is room. One that cannot be
+        parsed is never held: it is flagged, as every reader flags one
+        (:mod:`tiny_harness.kube.unreadable`), and ``skipped`` counts it."""
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        name = str(meta["name"])
+        if deleted:
+            gone = feed.remove(kind, namespace, name)
+            if gone is not None:
+                self.resident.forget(gone)
+            if kind == TASKS:
+                feed.shards.pop((namespace, name), None)
+            return
+        rv = rv_of(obj)
+        held = feed.get(kind, namespace, name)
+        if held is not None and held.resource_version == rv and held.text is not None:
+            self.resident.touch(held)  # told again (a second listing): nothing new
+            return
+        parsed = PARSERS[kind](obj, self.skipped)
+        if parsed is None:  # it cannot be taken: flagged, and left out
+            gone = feed.remove(kind, namespace, name)
+            if gone is not None:
+                self.resident.forget(gone)
+            return
+        packed = pack(obj)
+        keys: tuple[tuple[str, ...], ...]
+        if kind == TASKS:
+            parent = local_parent_of(obj.get("spec"))
+            keys = ((TASK, namespace, name),)
+            packed.groups = ((namespace, name),)
+            if parent:
+                keys += ((PARENT, namespace, str(parent)),)
+                packed.groups += ((namespace, str(parent)),)
+            packed.stub = stub_of(obj)
+            shard = (meta.get("labels") or {}).get(SHARD_LABEL)
+            if shard is not None:
+                feed.shards[(namespace, name)] = str(shard)
+        else:
+            keys = ((namespace, parsed.spec.task if kind == MESSAGES else parsed.task),)
+            packed.groups = ((namespace, keys[0][1]),)
+            if kind == TURNS:
+                packed.spent = spent_in(parsed.entries)
+                packed.owners = parsed.owners
+        old = feed.put(kind, namespace, packed, keys)
+        if old is not None:
+            self.resident.forget(old)
+        self.resident.keep(packed)
+        if self.reads(feed):
+            if kind == TASKS:
+                self.indexed_task(namespace, name, rv)
+            elif kind == TURNS:
+                self.indexed_record(namespace, parsed)
+        self.parsed((kind, namespace, name, rv), parsed, packed.size)
+
     # -- reads ----------------------------------------------------------------------------------
 
-    def _store(self, index: str, key: tuple[str, ...]) -> list[Any]:
+    def _held(self, kind: str, key: tuple[str, ...]) -> list[Packed]:
         for feed in self.feeds.values():
-            idx = feed.indices[index]
-            if key in idx:
-                namespace = key[-2]
-                return [self._unpack(index, namespace, packed) for packed in idx[key]]
+            under = feed.indices[kind].get(key)
+            if under is not None:
+                return list(under.values())
         return []
 
-    def _unpack(self, index: str, namespace: str, packed: Packed) -> Any:
-        key = (index, namespace, packed.name, packed.resource_version)
-        parsed = self._parsed.get(key)
-        if parsed is None:
-            parsed = PARSERS[index](json.loads(packed.text))
-            self.parsed(key, parsed)
-        else:
+    def _store(self, kind: str, key: tuple[str, ...]) -> list[Any]:
+        namespace = key[-2]
+        return [self._unpack(kind, namespace, packed) for packed in self._held(kind, key)]
+
+    def _unpack(self, kind: str, namespace: str, packed: Packed) -> Any:
+        key = (kind, namespace, packed.name, packed.resource_version)
+        found = self._parsed.get(key)
+        if found is not None:
             self._parsed.move_to_end(key)
+            self.resident.touch(packed)
+            return found[0]
+        if packed.text is None:
+            raise NotLoaded(
+                f"{kind} {namespace}/{packed.name} is not in memory: load its task first"
+            )
+        parsed = PARSERS[kind](json.loads(packed.text), self.skipped)
+        self.resident.touch(packed)
+        self.parsed(key, parsed, packed.size)
         return parsed
 
-    def parsed(self, key: tuple[str, str, str, str], value: Any) -> None:
-        """Keep a parsed version for reads (the index functions hand over what they parsed)."""
-        self._parsed[key] = value
-        if len(self._parsed) > PARSED_KEPT:
-            self._parsed.popitem(last=False)
+    def parsed(self, key: tuple[str, str, str, str], value: Any, size: int = 0) -> None:
+        """Keep a parsed version for reads (what :meth:`saw` parsed, so a read right after the
+        event parses nothing), within :data:`PARSED_KEPT` and the bytes' share."""
+        cost = size * PARSED_WEIGHT
+        old = self._parsed.pop(key, None)
+        if old is not None:
+            self._parsed_bytes -= old[1]
+        self._parsed[key] = (value, cost)
+        self._parsed_bytes += cost
+        limit = self.resident.budget * PARSED_SHARE
+        while len(self._parsed) > PARSED_KEPT or (
+            self._parsed_bytes > limit and len(self._parsed) > 1
+        ):
+            _, (_, dropped) = self._parsed.popitem(last=False)
+            self._parsed_bytes -= dropped
+
+    @property
+    def parsed_bytes(self) -> int:
+        return self._parsed_bytes
 
     def task(self, namespace: str, name: str) -> Obj | None:
         key = (namespace, name)
@@ -215,8 +423,17 @@ class Cache:
         self._tasks.pop(key, None)
         return stored[0] if stored else None
 
+    def stub(self, namespace: str, name: str) -> Obj | None:
+        """The task in summary (:func:`stub_of`), whether or not its text is kept: this
+        replica's latest write if the feed has not caught up with it."""
+        own = self._tasks.get((namespace, name))
+        held = self._held(TASKS, (TASK, namespace, name))
+        if own is not None and not self._caught_up(own, held[0].resource_version if held else None):
+            return stub_of(own.value)
+        return held[0].stub if held else None
+
     def _caught_up(self, own: _Own[Any], indexed: str | None) -> bool:
-        """Does the index hold this write (``indexed``, the version it holds, is its very
+        """Does the feed hold this write (``indexed``, the version it holds, is its very
         version), or has it passed over it (see the module)?"""
         if indexed == own.resource_version:
             return True
@@ -231,17 +448,40 @@ class Cache:
         key = (namespace, task)
         stored: list[TurnRecord] = self._store(TURNS, key)
         merged = {r.name: r for r in stored}
+        for name, record in self._own_records(key, merged).items():
+            merged[name] = record
+        mine = (r for r in merged.values() if owned_by(r.owners, current))
+        return sorted(mine, key=lambda r: (r.turn, r.chunk))
+
+    def _own_records(self, key: Key, stored: Mapping[str, Any]) -> dict[str, TurnRecord]:
+        """This replica's record writes the feed has not caught up with (the rest dropped)."""
         own = self._records.get(key, {})
+        out: dict[str, TurnRecord] = {}
         for name, record in list(own.items()):
-            indexed = merged.get(name)
+            indexed = stored.get(name)
             if self._caught_up(record, indexed.resource_version if indexed else None):
                 del own[name]
             else:
-                merged[name] = record.value
+                out[name] = record.value
         if not own:
             self._records.pop(key, None)
-        mine = (r for r in merged.values() if owned_by(r.owners, current))
-        return sorted(mine, key=lambda r: (r.turn, r.chunk))
+        return out
+
+    def usage(self, namespace: str, task: str) -> TaskUsage:
+        """What the task's records say it used, from their summaries (its journals need not
+        be in memory): as :func:`tiny_harness.core.usage.usage_of` of :meth:`records`."""
+        current = self.stub(namespace, task)
+        if current is None:
+            return TaskUsage()
+        key = (namespace, task)
+        held = {p.name: p for p in self._held(TURNS, key)}
+        rows: dict[str, tuple[Spent, ...]] = {
+            name: p.spent for name, p in held.items() if owned_by(p.owners, current)
+        }
+        for name, record in self._own_records(key, held).items():
+            if owned_by(record.owners, current):
+                rows[name] = spent_in(record.entries)
+        return summed(row for spent in rows.values() for row in spent)
 
     def messages(self, namespace: str, task: str) -> list[StoredMessage]:
         """The task's messages, oldest first: those that belong to the task of that name now
@@ -252,19 +492,22 @@ class Cache:
         stored: list[StoredMessage] = self._store(MESSAGES, (namespace, task))
         return sorted((m for m in stored if m.belongs_to(current)), key=lambda m: m.order)
 
-    def _naming(self, namespace: str, parent: str) -> list[Obj]:
-        """Every task whose spec names ``parent`` as its parent, as it is now (index and own
-        writes, newest of each)."""
-        by_name = {
-            c["metadata"]["name"]: c for c in self._store(TASKS, (PARENT, namespace, parent))
-        }
+    def _naming(self, namespace: str, parent: str, *, stubs: bool = False) -> list[Obj]:
+        """Every task whose spec names ``parent`` as its parent, as it is now (feed and own
+        writes, newest of each); with ``stubs``, in summary."""
+        held = self._held(TASKS, (PARENT, namespace, parent))
+        if stubs:
+            by_name = {p.name: p.stub for p in held if p.stub is not None}
+        else:
+            by_name = {p.name: self._unpack(TASKS, namespace, p) for p in held}
         written = [
             name
             for (ns, name), own in self._tasks.items()
             if ns == namespace and local_parent_of(own.value.get("spec")) == parent
         ]
         for name in written:
-            now = self.task(namespace, name)  # the overlay's copy, until the index has it
+            # The overlay's copy, until the feed has it.
+            now = self.stub(namespace, name) if stubs else self.task(namespace, name)
             if now is not None and local_parent_of(now.get("spec")) == parent:
                 by_name[name] = now
         return list(by_name.values())
@@ -273,29 +516,110 @@ class Cache:
         """The task's children: the tasks that name it as their parent *and* carry the owner
         reference to its uid that only the harness writes. Anything else naming it is a stray
         (:meth:`strays`), and counts for nothing here."""
-        current = self.task(namespace, parent)
+        current = self.stub(namespace, parent)
         if current is None:
             return []
         return [c for c in self._naming(namespace, parent) if is_child_of(c, current)]
 
+    def child_stubs(self, namespace: str, parent: str) -> list[Obj]:
+        """:meth:`children` in summary (:func:`stub_of`), whether or not they are in memory."""
+        current = self.stub(namespace, parent)
+        if current is None:
+            return []
+        return [c for c in self._naming(namespace, parent, stubs=True) if is_child_of(c, current)]
+
     def strays(self, namespace: str, parent: str) -> list[Obj]:
         """The tasks that name ``parent`` as their parent without being its children."""
-        current = self.task(namespace, parent)
+        current = self.stub(namespace, parent)
         if current is None:
             return []
         return [c for c in self._naming(namespace, parent) if is_stray_of(c, current)]
+
+    def ancestors(self, namespace: str, name: str) -> Iterator[Obj]:
+        """The task's parent, its parent's parent ..., in summary, up to :data:`MAX_DEPTH` (a
+        task that only names a parent it is not the child of has none)."""
+        current = self.stub(namespace, name)
+        for _ in range(MAX_DEPTH):
+            if current is None:
+                return
+            above = local_parent_of(current.get("spec"))
+            parent = self.stub(namespace, above) if above else None
+            if parent is None or not is_child_of(current, parent):
+                return
+            yield parent
+            current = parent
+
+    # -- keeping what is worked in memory -------------------------------------------------------
+
+    def working(self, namespace: str, name: str) -> _Working:
+        """Pin the task's group while its worker runs (``with cache.working(...) as pins``),
+        and :meth:`load` it at the start of each pass."""
+        return _Working(self, (namespace, name))
+
+    async def load(self, namespace: str, name: str, pins: Pins | None = None) -> None:
+        """Bring into memory everything a pass over the task reads: the task, its messages,
+        its records and its children, and its ancestors (their budgets bound it), reading back
+        by name what was dropped for room; with ``pins``, pin the ancestors' groups too."""
+        groups = [(namespace, name)] + [
+            (namespace, str(a["metadata"]["name"])) for a in self.ancestors(namespace, name)
+        ]
+        if pins is not None:
+            for group in groups:
+                if group not in pins.groups:
+                    pins.groups.add(group)
+                    self.resident.pin(group)
+        wanted: list[tuple[Feed, str, Packed]] = []
+        for feed in self.feeds.values():
+            for ns, task in groups:
+                wanted += [(feed, TASKS, p) for p in self._in(feed, TASKS, (TASK, ns, task))]
+            wanted += [(feed, MESSAGES, p) for p in self._in(feed, MESSAGES, (namespace, name))]
+            wanted += [(feed, TURNS, p) for p in self._in(feed, TURNS, (namespace, name))]
+            wanted += [(feed, TASKS, p) for p in self._in(feed, TASKS, (PARENT, namespace, name))]
+        # Only the text counts: a parsed version may make way for another at any read, while
+        # a pinned text stays.
+        missing = [(f, k, p) for f, k, p in wanted if p.text is None]
+        if not missing:
+            return
+        if self.fetch is None:
+            raise NotLoaded(f"{len(missing)} objects of task {namespace}/{name} are not in memory")
+        fetch = self.fetch
+        gate = asyncio.Semaphore(LOADS_AT_ONCE)
+
+        async def back(feed: Feed, kind: str, packed: Packed) -> None:
+            async with gate:
+                obj = await fetch(PLURALS[kind], namespace, packed.name)
+            self.loaded += 1
+            if feed.get(kind, namespace, packed.name) is not packed:
+                return  # an event brought a newer version meanwhile
+            if obj is None:
+                self.saw(
+                    feed,
+                    kind,
+                    {"metadata": {"namespace": namespace, "name": packed.name}},
+                    deleted=True,
+                )
+            else:
+                self.saw(feed, kind, plain(obj))
+
+        async with asyncio.TaskGroup() as reading:
+            for feed, kind, packed in missing:
+                reading.create_task(back(feed, kind, packed))
+
+    @staticmethod
+    def _in(feed: Feed, kind: str, key: tuple[str, ...]) -> list[Packed]:
+        return list(feed.indices[kind].get(key, {}).values())
 
     # -- the overlay ----------------------------------------------------------------------------
 
     def wrote_task(self, obj: Obj) -> None:
         """This replica wrote the task (``obj`` is the response): read this copy until the
-        index has delivered its version."""
+        feed has delivered its version."""
         meta = obj["metadata"]
         key = (str(meta.get("namespace", "")), str(meta["name"]))
         rv = rv_of(obj)
         stored = self._store(TASKS, (TASK, *key))
         if rv in self._delivered.get((TASK, *key), ()) or (stored and rv_of(stored[0]) == rv):
-            return  # the watch was faster than the write's response: the index has it
+            return  # the watch was faster than the write's response: the feed has it
         self._tasks[key] = _Own(obj, rv, self._clock())
 
     def wrote_record(self, namespace: str, record: TurnRecord) -> None:
@@ -334,7 +658,7 @@ class Cache:
         ]
 
     def indexed_task(self, namespace: str, name: str, rv: str) -> None:
-        """The index delivered version ``rv`` of the task (its function calls this on every
+        """The feed delivered version ``rv`` of the task (:meth:`saw` calls this on every
         event): our write of exactly that version is dropped from the overlay, so a parked
         task keeps no second copy of itself in memory. Any other version came before our
         write's own event (kopf delivers in etcd order) and changes nothing, unless it is
@@ -372,8 +696,28 @@ class Cache:
             self._delivered.popitem(last=False)
 
 
+class _Working:
+    """A worker's pins (:meth:`Cache.working`): its task's group, and the ancestors its loads
+    found; all unpinned when the worker ends."""
+
+    def __init__(self, cache: Cache, key: Key) -> None:
+        self.cache = cache
+        self.key = key
+        self.pins = Pins()
+
+    def __enter__(self) -> Pins:
+        self.pins.groups.add(self.key)
+        self.cache.resident.pin(self.key)
+        return self.pins
+
+    def __exit__(self, *_: object) -> None:
+        for group in self.pins.groups:
+            self.cache.resident.unpin(group)
+        self.pins.groups.clear()
+
+
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
-#: (every status write adds to it), and the index holds every task in memory. Of the
+#: (every status write adds to it), and the feed holds every task it can. Of the
 #: annotations only the A2A context id (a child joins its parent's context), the lifecycle a
 #: child was created with (its first status follows it) and a message's trace context (its
 #: turn continues the sender's trace) are read.
@@ -383,7 +727,7 @@ _READ_ANNOTATIONS: Final = frozenset(
 )
 
 
-def _plain(body: kopf.Body) -> Obj:
+def plain(body: Mapping[str, Any]) -> Obj:
     """The parts of the object the operator reads, as plain dicts (shared, not copied:
     nothing here mutates them)."""
     metadata = body["metadata"]
@@ -400,63 +744,3 @@ def _plain(body: kopf.Body) -> Obj:
         "spec": body.get("spec") or {},
         "status": body.get("status") or {},
     }
-
-
-def register_indexes(
-    registry: kopf.OperatorRegistry, cache: Cache, feed: Feed, skipped: Skipped = uncounted
-) -> None:
-    """The three indexes the cache reads, on our own registry, feeding ``feed``.
-
-    The functions are ``async`` on purpose: kopf runs a plain function in a thread pool, and
-    these update the overlay that workers iterate on the event loop. On the loop they never
-    run concurrently with a worker, and skip a thread hop per event. Each parses what it
-    indexes once and hands the parsed form to the cache, so a read right after the event
-    parses nothing. A message or record that cannot be parsed is never indexed: it is flagged
-    here, as every reader flags one (:mod:`tiny_harness.kube.unreadable`), and ``skipped``
-    (the operator's metrics) counts it.
-    """
-
-    @kopf.index(GROUP, VERSION, PLURAL, registry=registry, id=TASKS)
-    async def tasks(
-        namespace: str | None, name: str, body: kopf.Body, **_: Any
-    ) -> dict[tuple[str, ...], Packed]:
-        ns = namespace or ""
-        obj = _plain(body)
-        packed = pack(obj)
-        shard = (obj["metadata"].get("labels") or {}).get(SHARD_LABEL)
-        if shard is not None:
-            feed.shards[(ns, name)] = str(shard)
-        if cache.reads(feed):
-            cache.indexed_task(ns, name, packed.resource_version)
-        cache.parsed((TASKS, ns, name, packed.resource_version), obj)
-        keys: dict[tuple[str, ...], Packed] = {(TASK, ns, name): packed}
-        parent = local_parent_of(obj["spec"])
-        if parent:
-            keys[(PARENT, ns, str(parent))] = packed
-        return keys
-
-    @kopf.index(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id=MESSAGES)
-    async def messages(
-        namespace: str | None, body: kopf.Body, **_: Any
-    ) -> dict[Key, Packed] | None:
-        ns = namespace or ""
-        obj = _plain(body)
-        message = StoredMessage.read(obj, skipped)
-        if message is None:  # it cannot be taken: flagged, and left out
-            return None
-        packed = pack(obj)
-        cache.parsed((MESSAGES, ns, packed.name, packed.resource_version), message)
-        return {(ns, message.spec.task): packed}
-
-    @kopf.index(GROUP, VERSION, TURN_PLURAL, registry=registry, id=TURNS)
-    async def turns(namespace: str | None, body: kopf.Body, **_: Any) -> dict[Key, Packed] | None:
-        ns = namespace or ""
-        obj = _plain(body)
-        record = TurnRecord.read(obj, skipped)
-        if record is None:
-            return None
-        if cache.reads(feed):
-            cache.indexed_record(ns, record)
-        packed = pack(obj)
-        cache.parsed((TURNS, ns, packed.name, packed.resource_version), record)
-        return {(ns, record.task): packed}

@@ -213,10 +213,12 @@ class Controls:
         parent = local_parent_of(obj.get("spec"))
         if not parent:
             return {}
-        found = self.w.rt.cache.task(self.w.namespace, parent)
+        cache = self.w.rt.cache
+        found = cache.stub(self.w.namespace, parent)
         if found is None or not is_child_of(obj, found):
             return {}  # a task that only names a parent inherits nothing from it
-        return dict(found.get("status") or {})
+        whole = cache.task(self.w.namespace, parent)  # an ancestor: loaded with the task
+        return dict((whole or found).get("status") or {})
 
     async def control(self, snap: Snapshot, message: StoredMessage) -> None:
         spec = message.spec

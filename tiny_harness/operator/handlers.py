@@ -1,17 +1,18 @@
 """The kopf handlers, registered on a registry of our own rather than kopf's global one.
 
-Indexes (:mod:`tiny_harness.operator.cache`) keep every task, message and turn record the
-operator may need, keyed by the task they belong to; kopf fills them before any handler runs.
-The event handlers do nothing but poke: a task's change pokes the task and its parent (whose
-sub-task row follows it), an ended task's change pokes its children (which end with it), a
-message pokes the task its ``spec.task`` names, and a turn record
-written by someone else pokes its task. Raw events (``on.event``) need no bookkeeping writes
-from kopf, which keeps a simple turn within its write budget.
+Each handler first gives the cache the object it was called with (:meth:`Cache.saw
+<tiny_harness.operator.cache.Cache.saw>`): the shard's feed was primed with every task,
+message and turn record before its kopf instance started (:mod:`.priming`), and the events
+keep it current. Then the handlers do nothing but poke: a task's change pokes the task and
+its parent (whose sub-task row follows it), an ended task's change pokes its children (which
+end with it), a message pokes the task its ``spec.task`` names, and a turn record written by
+someone else pokes its task. Raw events (``on.event``) need no bookkeeping writes from kopf,
+which keeps a simple turn within its write budget.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import kopf
@@ -20,7 +21,7 @@ from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.kube.ownership import is_stray_of
-from tiny_harness.operator.cache import Feed, register_indexes
+from tiny_harness.operator.cache import MESSAGES, TASKS, TURNS, Feed, plain
 from tiny_harness.operator.runtime import Runtime
 
 
@@ -33,14 +34,14 @@ def waits_for_budget(body: Mapping[str, Any]) -> bool:
     return (body.get("status") or {}).get("subState") == SubState.AWAITING_BUDGET.value
 
 
-def build_registry(
-    runtime: Runtime, feed: Feed, filled: Callable[[Feed], None] = lambda feed: None
-) -> kopf.OperatorRegistry:
-    """One kopf instance's registry: its indexes feed ``feed``, and each handler first calls
-    ``filled`` (kopf runs no handler before the indexes hold their first listing; see
-    :mod:`tiny_harness.operator.kopf_shards`)."""
+def build_registry(runtime: Runtime, feed: Feed) -> kopf.OperatorRegistry:
+    """One kopf instance's registry: its handlers feed ``feed`` (primed before the instance
+    starts: see :mod:`tiny_harness.operator.kopf_shards`), then poke."""
     registry = kopf.OperatorRegistry()
-    register_indexes(registry, runtime.cache, feed, runtime.metrics.skipped)
+    cache = runtime.cache
+
+    def saw(kind: str, event: kopf.RawEvent, body: kopf.Body) -> None:
+        cache.saw(feed, kind, plain(body), deleted=event.get("type") == "DELETED")
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).
@@ -52,12 +53,11 @@ def build_registry(
     async def on_task(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
-        filled(feed)
+        saw(TASKS, event, body)
         if namespace is None:
             return
         parent = local_parent_of(body.spec)
         if event.get("type") == "DELETED":
-            feed.shards.pop((namespace, name), None)
             runtime.metrics.task_state(namespace, name, None)
             runtime.forget(namespace, name)
         elif not runtime.owns(namespace, name):
@@ -66,13 +66,13 @@ def build_registry(
             rv = str(body.metadata.get("resourceVersion", ""))
             runtime.poke_unless_own("task", namespace, name, name, rv)
             over = ended(body)
-            for child in runtime.cache.children(namespace, name):
+            for child in cache.child_stubs(namespace, name):
                 # An ended parent's children end with it (decide row 4a); a child waiting for
                 # budget may have room now (its ancestors' budgets bound it: budgets.py).
                 if over or waits_for_budget(child):
                     runtime.poke(namespace, str(child["metadata"]["name"]))
         if parent:
-            above = runtime.cache.task(namespace, parent)
+            above = cache.stub(namespace, parent)
             if above is not None and is_stray_of(body, above):
                 # Not the parent's child (kube/ownership.py): the parent takes no turn for it.
                 await runtime.report_stray(dict(body), above)
@@ -83,7 +83,7 @@ def build_registry(
     async def on_message(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, **_: Any
     ) -> None:
-        filled(feed)
+        saw(MESSAGES, event, body)
         task = (body.get("spec") or {}).get("task")
         if namespace is not None and task and event.get("type") != "DELETED":
             runtime.poke(namespace, str(task))
@@ -92,7 +92,7 @@ def build_registry(
     async def on_turn(
         event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
-        filled(feed)
+        saw(TURNS, event, body)
         task = (body.get("spec") or {}).get("task")
         if namespace is not None and task and event.get("type") != "DELETED":
             rv = str(body.metadata.get("resourceVersion", ""))

@@ -185,8 +185,13 @@ class OperatorTurnHost:
         """Send the sub-task the parent's message (signed ``task:<parent>``, which every child
         here listens to), once: its message id is the step's."""
         await self.flush()
+        # Any name the model gave: judged in summary, and read whole (loaded with this task's
+        # group: cache.load) only once it names this task as its parent.
+        named = self.w.rt.cache.stub(self.w.namespace, intent.task_id)
+        if named is None or local_parent_of(named.get("spec")) != self.w.name:
+            return f"{intent.task_id} is not a sub-task of this task"
         child = self.w.rt.cache.task(self.w.namespace, intent.task_id)
-        if child is None or local_parent_of(child.get("spec")) != self.w.name:
+        if child is None:
             return f"{intent.task_id} is not a sub-task of this task"
         status = child.get("status") or {}
         if status.get("lifecycle") == Lifecycle.PARTICIPANT.value:

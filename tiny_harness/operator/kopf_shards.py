@@ -20,11 +20,9 @@ The rules:
 - **What is watched.** The shards this replica holds or is dealt (:meth:`Watches.want`, from
   each tick of the shard manager). A dealt shard is watched before it is taken, so its objects
   are listed by the time its Lease comes free.
-- **When a shard's instance is read.** From its first handler call: kopf calls none before all
-  its indexes hold everything their first listing returned, so no read ever sees a half-listed
-  shard. A shard with no objects at all is read at once (no handler would ever be called); one
-  whose objects vanish before kopf lists them is read after :data:`FILL_TIMEOUT` seconds, with
-  a warning.
+- **When a shard's feed is read.** Once it is primed (:mod:`.priming`: every object of the
+  shard listed into it), before its kopf instance starts: so no read ever sees a half-listed
+  shard, and no handler runs before the feed holds the shard.
 - **A shard no longer watched** is dropped from the cache at once, then its instance stopped.
 - **Races.** Everything here runs on the event loop: a want that arrives while instances start
   or stop is taken up by the next round of the loop, which compares what runs with what is
@@ -39,11 +37,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import signal
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -52,25 +49,23 @@ import kopf
 # kopf.spawn_tasks() takes the credentials vault it uses; the class is not re-exported.
 from kopf._cogs.structs.credentials import Vault
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
-from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
+from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
 from tiny_harness.operator.cache import Feed
 from tiny_harness.operator.settings import operator_settings
 from tiny_harness.operator.shard_deal import selector
 
 log = logging.getLogger(__name__)
 
-#: The longest a new instance's indexes are waited for before they are read anyway.
-FILL_TIMEOUT: Final = 30.0
 #: The longest an instance is given to stop.
 STOP_TIMEOUT: Final = 10.0
 
 WATCHED: Final = (PLURAL, MESSAGE_PLURAL, TURN_PLURAL)
 
-#: Builds an instance's kopf registry: its index functions feed the given feed, and every
-#: handler calls the given hook first (it marks the feed filled on the first call).
-RegistryFactory = Callable[[Feed, Callable[[Feed], None]], kopf.OperatorRegistry]
+#: Builds an instance's kopf registry: its handlers feed the given feed.
+RegistryFactory = Callable[[Feed], kopf.OperatorRegistry]
+#: Lists a shard's objects into its feed (the label selector names the shard; empty: all).
+Prime = Callable[[Feed, str], Awaitable[object]]
 #: Called when a shard's feed is to be read (``None``: the one feed of an unsharded operator).
 Adopt = Callable[[int | None, Feed], None]
 
@@ -81,7 +76,6 @@ class _Instance:
     feed: Feed
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    filling: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> asyncio.Task[None]:
@@ -96,6 +90,7 @@ class Watches:
         self,
         api: client.ApiClient,
         build: RegistryFactory,
+        prime: Prime,
         adopt: Adopt,
         drop: Callable[[int | None], None],
         *,
@@ -108,6 +103,7 @@ class Watches:
         #: they are handed back after each start). None: stop the operator.
         self.on_signal = on_signal
         self.build = build
+        self.prime = prime
         self.adopt = adopt
         self.drop = drop
         self.namespaces: list[str] = [*namespaces]
@@ -136,10 +132,12 @@ class Watches:
         stop_flag: asyncio.Event | None = None,
     ) -> None:
         stopping = asyncio.create_task(_either(stop_flag, self._stop), name="operator stop")
+        self._own_signals()  # until a kopf instance starts (it takes them), and after
         try:
             if not self.sharded:
-                self._start(None)
+                instance = self._start(None)
                 if ready_flag is not None:
+                    await _first(instance.feed.filled.wait(), stopping, instance.running)
                     ready_flag.set()
                 await self._until_an_instance_ends(stopping)
                 return
@@ -188,88 +186,37 @@ class Watches:
         """Is every watched shard read by the cache (its instance filled)?"""
         return all(i.feed.filled.is_set() for i in self.instances.values())
 
-    def _start(self, shard: int | None) -> None:
+    def _start(self, shard: int | None) -> _Instance:
         instance = _Instance(shard, Feed())
-        settings = operator_settings()
-        if shard is not None:
-            for plural in WATCHED:
-                settings.watching.label_selectors[GROUP, plural] = selector({shard})
-        registry = self.build(instance.feed, functools.partial(self._filled_feed, instance))
         self.instances[shard] = instance
         instance.task = asyncio.create_task(
-            _kopf(
-                self._own_signals,
-                registry=registry,
-                indexers=instance.feed.indexers,
-                settings=settings,
-                clusterwide=not self.namespaces,
-                namespaces=self.namespaces,
-                stop_flag=instance.stop,
-                standalone=True,
-            ),
+            self._primed_then_kopf(instance),
             name=f"kopf shard {_shards({shard} if shard is not None else None)}",
         )
-        if shard is None:
-            self._filled(instance)
-        else:
-            instance.filling = asyncio.create_task(self._fill(instance))
+        return instance
 
-    def _filled_feed(self, instance: _Instance, feed: Feed) -> None:
-        self._filled(instance)
-
-    def _filled(self, instance: _Instance) -> None:
-        """Every handler's first step: the first call of an instance being filled makes the
-        cache read it (on the event loop, before the handler's pokes read the cache)."""
-        if instance.feed.filled.is_set():
+    async def _primed_then_kopf(self, instance: _Instance) -> None:
+        """The shard's feed primed and read by the cache, then its kopf instance, until it is
+        stopped (see the module's rules)."""
+        shard = instance.shard
+        label = selector({shard}) if shard is not None else ""
+        await self.prime(instance.feed, label)
+        if self.instances.get(shard) is not instance or instance.stop.is_set():
             return
-        instance.feed.filled.set()
-        if self.instances.get(instance.shard) is instance:
-            self.adopt(instance.shard, instance.feed)
-
-    async def _fill(self, instance: _Instance) -> None:
-        """Make the cache read ``instance`` once filled (see the module's rules)."""
-        assert instance.shard is not None
-        if await self._nothing_in(instance.shard):
-            self._filled(instance)
-            return
-        try:
-            async with asyncio.timeout(FILL_TIMEOUT):
-                await instance.feed.filled.wait()
-        except TimeoutError:
-            log.warning(
-                "kopf's indexes for shard %d were not filled within %.0fs; reading them anyway",
-                instance.shard,
-                FILL_TIMEOUT,
-            )
-            self._filled(instance)
-
-    async def _nothing_in(self, shard: int) -> bool:
-        """Does the shard have no object at all? (On an error: not known, so no.)"""
-        objects = client.CustomObjectsApi(self.api)
-        label_selector = selector({shard})
-        try:
+        self.adopt(shard, instance.feed)
+        settings = operator_settings()
+        if label:
             for plural in WATCHED:
-                where: list[str | None] = [*self.namespaces] or [None]
-                for namespace in where:
-                    if namespace is None:
-                        found = await objects.list_cluster_custom_object(
-                            GROUP, VERSION, plural, label_selector=label_selector, limit=1
-                        )
-                    else:
-                        found = await objects.list_namespaced_custom_object(
-                            GROUP,
-                            VERSION,
-                            namespace,
-                            plural,
-                            label_selector=label_selector,
-                            limit=1,
-                        )
-                    if found.get("items"):
-                        return False
-        except (ApiException, OSError, TimeoutError) as exc:
-            log.warning("could not list shard %d: %s", shard, exc)
-            return False
-        return True
+                settings.watching.label_selectors[GROUP, plural] = label
+        await _kopf(
+            self._own_signals,
+            registry=self.build(instance.feed),
+            settings=settings,
+            clusterwide=not self.namespaces,
+            namespaces=self.namespaces,
+            stop_flag=instance.stop,
+            standalone=True,
+        )
 
     def _own_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -286,10 +233,10 @@ class Watches:
             self._stop.set()
 
     async def _stop_instance(self, instance: _Instance) -> None:
-        if instance.filling is not None:
-            instance.filling.cancel()
         instance.stop.set()
         task = instance.running
+        if not instance.feed.filled.is_set():
+            task.cancel()  # still listing: nothing to stop gracefully
         try:
             async with asyncio.timeout(STOP_TIMEOUT):
                 await asyncio.shield(task)
@@ -325,6 +272,18 @@ async def _kopf(spawned: Callable[[], None], **options: Any) -> None:
     for task, result in zip(tasks, results, strict=True):
         if task in done and isinstance(result, Exception):
             raise result
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    """Until the first of ``waits`` is done (the others are left as they are, or cancelled if
+    they were made here)."""
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    made = [t for t, w in zip(tasks, waits, strict=True) if t is not w]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in made:
+            task.cancel()
 
 
 async def _either(flag: asyncio.Event | None, own: asyncio.Event) -> None:

@@ -14,9 +14,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from tiny_harness.core.llm import LLMRequest, LLMResponse, ModelAdapter
 from tiny_harness.core.tools import Tool, ToolContext, ToolRegistry
+from tiny_harness.operator.cache import Cache
 
 _TURN_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
@@ -117,6 +120,10 @@ class OperatorMetrics:
         self._states: dict[tuple[str, str], str] = {}
         self._tally: Tally[str] = Tally()
 
+    def watch_cache(self, cache: Cache) -> None:
+        """Report the cache's figures, read at each scrape (nothing is counted on its path)."""
+        self.registry.register(_CacheFigures(cache))
+
     def task_state(self, namespace: str, name: str, state: str | None) -> None:
         """Record one task's state. Constant time: it runs on every pass of every task, and a
         recount over all tasks would make each pass cost more the more tasks there are."""
@@ -197,3 +204,45 @@ def metered_tools(tools: Iterable[Tool], metrics: OperatorMetrics) -> ToolRegist
     for tool in tools:
         registry.include(timed(tool))
     return registry
+
+
+class _CacheFigures(Collector):
+    """The operator cache's memory, as it is at the scrape (:mod:`.resident`)."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+
+    def describe(self) -> Iterable[Metric]:
+        return self.collect()
+
+    def collect(self) -> Iterable[Metric]:
+        cache = self.cache
+        held = GaugeMetricFamily(
+            "tiny_harness_operator_cache_bytes",
+            "What the operator's cache holds in memory, by form: text (objects kept whole, "
+            "bounded by operator.cache_bytes unless the tasks at work need more), parsed (an "
+            "estimate of the parsed versions kept), budget (operator.cache_bytes).",
+            labels=["form"],
+        )
+        held.add_metric(["text"], cache.resident.bytes)
+        held.add_metric(["parsed"], cache.parsed_bytes)
+        held.add_metric(["budget"], cache.resident.budget)
+        yield held
+        objects = GaugeMetricFamily(
+            "tiny_harness_operator_cache_objects",
+            "Objects the operator's cache knows, by form: known (in summary at least), whole "
+            "(their text kept).",
+            labels=["form"],
+        )
+        objects.add_metric(["known"], cache.known())
+        objects.add_metric(["whole"], len(cache.resident))
+        yield objects
+        moved = CounterMetricFamily(
+            "tiny_harness_operator_cache_objects_moved",
+            "Objects whose text the cache dropped for room (dropped), and read back by name "
+            "when their task was worked (read_back).",
+            labels=["what"],
+        )
+        moved.add_metric(["dropped"], cache.resident.dropped)
+        moved.add_metric(["read_back"], cache.loaded)
+        yield moved

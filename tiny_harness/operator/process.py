@@ -8,6 +8,7 @@ variable named), the registry is ours, and signals end the process cleanly.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
 import signal
@@ -21,7 +22,7 @@ from tiny_harness.core.loop import CoreLoop, LoopConfig
 from tiny_harness.core.settings import Settings
 from tiny_harness.core.tools import Tool, ToolRegistry
 from tiny_harness.core.tracing import TracedAdapter
-from tiny_harness.kube.client import connect
+from tiny_harness.kube.client import connect, read_object
 from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
 from tiny_harness.operator.agents import AgentDirectory
@@ -31,6 +32,7 @@ from tiny_harness.operator.kopf_shards import Watches
 from tiny_harness.operator.labeller import Labeller
 from tiny_harness.operator.liveness import liveness
 from tiny_harness.operator.metrics import MeteredAdapter, OperatorMetrics, metered_tools
+from tiny_harness.operator.priming import prime
 from tiny_harness.operator.remote import Remotes
 from tiny_harness.operator.runtime import Runtime
 from tiny_harness.operator.shard_leases import ShardManager
@@ -92,13 +94,20 @@ async def run_operator(
         completion_override=completion_override(commands.hooks),
     )
     api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
-    runtime = Runtime(api, loop, catalog, settings.operator, metrics, Cache(), commands=commands)
+    cache = Cache(
+        budget=settings.operator.cache_bytes,
+        fetch=functools.partial(read_object, api),
+        skipped=metrics.skipped,
+    )
+    metrics.watch_cache(cache)
+    runtime = Runtime(api, loop, catalog, settings.operator, metrics, cache, commands=commands)
     watched = tuple(namespaces) or settings.operator.namespaces
     log.info("operator %s starting (namespaces: %s)", runtime.identity, ", ".join(watched) or "all")
     watches = Watches(
         api,
-        lambda feed, filled: build_registry(runtime, feed, filled),
-        runtime.cache.adopt,
+        lambda feed: build_registry(runtime, feed),
+        lambda feed, label: prime(api, cache, feed, namespaces=watched, label_selector=label),
+        cache.adopt,
         runtime.unwatched,
         namespaces=watched,
         sharded=bool(settings.operator.shards),

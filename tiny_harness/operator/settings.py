@@ -39,6 +39,12 @@ def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     settings.peering.standalone = standalone
     settings.peering.mandatory = False
     settings.watching.server_timeout = 300
+    # kopf's own listing in pages (it would ask for a namespace's every object at once: with
+    # large goals, hundreds of MB in one response), and an object's worker that holds its last
+    # event's body let go soon after (kopf's default keeps it 5 s; a listing of thousands of
+    # objects would hold them all).
+    settings.watching.chunk_size = 100
+    settings.batching.idle_timeout = 0.5
     # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
     settings.scanning.disabled = True
     settings.persistence.diffbase_storage = NoDiffBase()

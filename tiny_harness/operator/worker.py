@@ -81,7 +81,7 @@ from tiny_harness.kube.client import (
 from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.operator.budgets import own_budget, turn_budget, with_usage
-from tiny_harness.operator.cache import rv_of
+from tiny_harness.operator.cache import Pins, rv_of
 from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.controls import Controls
 from tiny_harness.operator.lease import Holding, LeaseLostError
@@ -153,24 +153,34 @@ class TaskWorker:
     # -- the pass loop ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        while True:
-            seen = self.generation
-            self.changed.clear()
-            try:
-                again = await self.step()
-                self.errors = self.conflicts = self.unreachable = 0
-            except asyncio.CancelledError:
-                raise
-            except ConflictError:
-                again = await self.conflicted()
-            except (LeaseLostError, FencedError) as exc:
-                log.info("task %s/%s: lease lost (%s)", self.namespace, self.name, exc)
-                self.rt.metrics.errors.labels(where="lease").inc()
-                again = True
-            except Exception as exc:
-                again = await self.failed_pass(exc)
-            if not again and self.generation == seen:
-                return
+        """Pass after pass until nothing is left to do. The task's group is pinned in the
+        cache meanwhile (:mod:`tiny_harness.operator.resident`), and loaded before each pass:
+        what the pass and its turn read stays in memory until the worker exits."""
+        with self.rt.cache.working(self.namespace, self.name) as pins:
+            while True:
+                seen = self.generation
+                self.changed.clear()
+                again = await self.one_pass(pins)
+                if not again and self.generation == seen:
+                    return
+
+    async def one_pass(self, pins: Pins) -> bool:
+        """One pass, its errors taken as the rules below say: True to look again."""
+        try:
+            await self.rt.cache.load(self.namespace, self.name, pins)
+            again = await self.step()
+            self.errors = self.conflicts = self.unreachable = 0
+        except asyncio.CancelledError:
+            raise
+        except ConflictError:
+            again = await self.conflicted()
+        except (LeaseLostError, FencedError) as exc:
+            log.info("task %s/%s: lease lost (%s)", self.namespace, self.name, exc)
+            self.rt.metrics.errors.labels(where="lease").inc()
+            again = True
+        except Exception as exc:
+            again = await self.failed_pass(exc)
+        return again
 
     async def conflicted(self) -> bool:
         """Someone wrote the task meanwhile: re-read it (a rare read) and decide again."""

@@ -27,7 +27,7 @@ from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import DrainEntry, OutcomeKind, TurnInput, TurnOutcome
 from tiny_harness.kube.journal import TurnRecord, record_name
-from tiny_harness.operator.cache import Cache, Feed, pack
+from tiny_harness.operator.cache import Cache, Feed
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.ports import OperatorHost, RemoteAgents
@@ -105,7 +105,7 @@ class GatedLoop:
 
 
 class Objects:
-    """The task's objects, as the API would hold them; every write goes into the cache's index
+    """The task's objects, as the API would hold them; every write goes into the cache's feed
     too, as kopf's watch would deliver it."""
 
     def __init__(self, feed: Feed, cache: Cache, timeline: Timeline) -> None:
@@ -144,9 +144,8 @@ class Objects:
         self.index_task()
 
     def index_task(self) -> None:
-        """As the task index function does on the watch's event."""
-        self.feed.indices["tasks"][("task", NS, NAME)] = [pack(self.task)]
-        self.cache.indexed_task(NS, NAME, self.task["metadata"]["resourceVersion"])
+        """As the task handler does on the watch's event."""
+        self.cache.saw(self.feed, "tasks", self.task)
 
     def send(self, message_id: str, sender: str, **spec: Any) -> None:
         """A participant's message, as the watch delivers it."""
@@ -161,7 +160,7 @@ class Objects:
             "spec": {"task": NAME, "messageId": message_id, "sender": sender, **spec},
         }
         self.messages.append(obj)
-        self.feed.indices["messages"][(NS, NAME)] = [pack(m) for m in self.messages]
+        self.cache.saw(self.feed, "messages", obj)
         self.on_message()
 
     # -- HarnessTasks -----------------------------------------------------------------------
@@ -219,12 +218,9 @@ class Objects:
         return record
 
     def index_records(self) -> None:
-        """As the turn index function does on the watch's events."""
-        self.feed.indices["turns"][(NS, NAME)] = [
-            pack(_record_obj(r)) for r in self.records.values()
-        ]
+        """As the turn record handler does on the watch's events."""
         for record in self.records.values():
-            self.cache.indexed_record(NS, record)
+            self.cache.saw(self.feed, "turns", _record_obj(record))
 
     async def for_task(self, task: Mapping[str, Any], turn: int | None = None) -> list[TurnRecord]:
         await self.timeline.point("list records")
@@ -252,6 +248,7 @@ def _record_obj(record: TurnRecord) -> dict[str, Any]:
     return {
         "metadata": {
             "name": record.name,
+            "namespace": NS,
             "resourceVersion": record.resource_version,
             "ownerReferences": [{"kind": "HarnessTask", "name": NAME, "uid": UID}],
         },
@@ -270,7 +267,6 @@ class InMemoryRuntime:
         self.settings = OperatorSettings(lease_seconds=30)
         self.metrics = OperatorMetrics()
         self.feed = Feed()
-        self.feed.indices = {"tasks": {}, "messages": {}, "turns": {}}
         self.cache = Cache(self.feed)
         self.identity = "replica-a"
         self.leases = LeaseObserver(self.identity, self.settings.lease_seconds)

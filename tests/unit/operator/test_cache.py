@@ -1,12 +1,11 @@
-"""The operator's read side: kopf's indexes plus this replica's own latest writes.
+"""The operator's read side: its feeds plus this replica's own latest writes.
 
-kopf's indexes lag this replica's writes by a watch event. If a pass read only the indexes,
-it would decide on the task as it was before its own last write (and, say, take a message
-twice); if it read only its own writes, it would miss everyone else's. The cache reads its own
-write until the index has delivered exactly that resourceVersion (versions are opaque: never
-ordered, only compared for equality; kopf delivers an object's events in etcd's order). Plain
-dicts stand in for kopf's indexes here: the cache reads them as ``indices[name][key] ->
-values``, and :func:`deliver` does what kopf's index functions do on each event.
+The feed lags this replica's writes by a watch event. If a pass read only the feed, it would
+decide on the task as it was before its own last write (and, say, take a message twice); if it
+read only its own writes, it would miss everyone else's. The cache reads its own write until
+the feed has delivered exactly that resourceVersion (versions are opaque: never ordered, only
+compared for equality; kopf delivers an object's events in etcd's order). :func:`indices`
+fills a feed as the listing does, and :func:`deliver` does what a handler does on each event.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
-from tiny_harness.operator.cache import OVERLAY_SECONDS, Feed, Packed, pack
+from tiny_harness.operator.cache import OVERLAY_SECONDS, Feed
 from tiny_harness.operator.cache import Cache as _Cache
 
 NS = "team-a"
@@ -70,6 +69,7 @@ def record_obj(
     return {
         "metadata": {
             "name": task_name + suffix,
+            "namespace": NS,
             "resourceVersion": rv,
             "ownerReferences": [owner_ref(task_name, uid)],
         },
@@ -103,13 +103,20 @@ def message(
     }
     if sent_at is not None:
         spec["sentAt"] = sent_at
-    meta: dict[str, Any] = {"name": name, "creationTimestamp": created, "resourceVersion": "1"}
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": NS,
+        "creationTimestamp": created,
+        "resourceVersion": "1",
+    }
     if owner is not None:
         meta["ownerReferences"] = [owner_ref("release", owner)]
     return {"metadata": meta, "spec": spec}
 
 
-Index = dict[tuple[str, ...], list[Packed]]
+#: Fills feeds as kopf's listing would before the cache under test reads them: a cache of its
+#: own, so the one under test hears nothing of it (as of an object it has not been told of).
+_LISTING = _Cache()
 
 
 def indices(
@@ -117,10 +124,9 @@ def indices(
     children: dict[str, list[dict[str, Any]]] | None = None,
     messages: list[dict[str, Any]] | None = None,
     turns: list[dict[str, Any]] | None = None,
-) -> dict[str, Index]:
-    """kopf's indexes as the cache reads them (``indices[name][key] -> packed objects``), for
-    tasks in namespace ``NS``, keyed as the index functions key them."""
-    idx: dict[str, Index] = {"tasks": {}, "messages": {}, "turns": {}}
+) -> Feed:
+    """A feed as the listing fills it, for tasks in namespace ``NS``."""
+    feed = Feed()
     # Every task whose children, messages or records are given exists (its uid ``uid-<name>``)
     # unless the test gives it.
     named = {
@@ -130,37 +136,35 @@ def indices(
     }
     given = {t["metadata"]["name"] for t in tasks or []}
     for name in sorted(named - given):
-        put_task(idx, task(name, "1"))
+        put_task(feed, task(name, "1"))
     for t in tasks or []:
-        put_task(idx, t)
-    for parent, kids in (children or {}).items():
-        idx["tasks"][("parent", NS, parent)] = [pack(k) for k in kids]
+        put_task(feed, t)
+    for kids in (children or {}).values():
+        for kid in kids:
+            put_task(feed, kid)
     for m in messages or []:
-        idx["messages"].setdefault((NS, m["spec"]["task"]), []).append(pack(m))
+        _LISTING.saw(feed, "messages", m)
     for r in turns or []:
-        put_record(idx, r)
-    return idx
+        put_record(feed, r)
+    return feed
 
 
-def put_task(idx: dict[str, Index], obj: dict[str, Any]) -> None:
-    idx["tasks"][("task", obj["metadata"]["namespace"], obj["metadata"]["name"])] = [pack(obj)]
+def put_task(feed: Feed, obj: dict[str, Any]) -> None:
+    """The feed holds this version of the task now, without the cache under test told."""
+    _LISTING.saw(feed, "tasks", obj)
 
 
-def drop_task(idx: dict[str, Index], name: str) -> None:
-    del idx["tasks"][("task", NS, name)]
+def drop_task(feed: Feed, name: str) -> None:
+    feed.remove("tasks", NS, name)
 
 
-def put_record(idx: dict[str, Index], obj: dict[str, Any]) -> None:
-    """Add a record, replacing an older version of it, as kopf's index does by object."""
-    records = idx["turns"].setdefault((NS, obj["spec"]["task"]), [])
-    name = obj["metadata"]["name"]
-    records[:] = [p for p in records if p.name != name] + [pack(obj)]
+def put_record(feed: Feed, obj: dict[str, Any]) -> None:
+    """Add a record, replacing an older version of it, as the feed does by object."""
+    _LISTING.saw(feed, "turns", obj)
 
 
-def Cache(idx: dict[str, Index], clock: Clock | None = None) -> _Cache:
-    """The cache over these indexes, as if kopf had filled them."""
-    feed = Feed()
-    feed.indices = idx
+def Cache(feed: Feed, clock: Clock | None = None) -> _Cache:
+    """The cache over this feed, as if the listing had filled it."""
     return _Cache(feed, clock=clock or Clock())
 
 
@@ -174,16 +178,14 @@ class Clock:
         return self.now
 
 
-def deliver(cache: _Cache, idx: dict[str, Index], obj: dict[str, Any]) -> None:
-    """The index's watch event for a task: kopf's index function stores it and tells the
-    cache which version it holds now."""
-    put_task(idx, obj)
-    cache.indexed_task(obj["metadata"]["namespace"], obj["metadata"]["name"], rv_of(obj))
+def deliver(cache: _Cache, feed: Feed, obj: dict[str, Any]) -> None:
+    """The watch's event for a task: the handler gives it to the cache, which holds it and
+    drops our write of that version from the overlay."""
+    cache.saw(feed, "tasks", obj)
 
 
-def deliver_record(cache: _Cache, idx: dict[str, Index], obj: dict[str, Any]) -> None:
-    put_record(idx, obj)
-    cache.indexed_record(NS, TurnRecord.of(obj))
+def deliver_record(cache: _Cache, feed: Feed, obj: dict[str, Any]) -> None:
+    cache.saw(feed, "turns", obj)
 
 
 def rv_of(obj: dict[str, Any]) -> str:

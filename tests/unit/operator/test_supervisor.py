@@ -15,7 +15,6 @@ from tests.unit.operator.memory import NAME, NS, UID, Harness, Objects, in_memor
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import TurnInput, TurnOutcome
 from tiny_harness.kube.journal import record_name
-from tiny_harness.operator.cache import pack
 from tiny_harness.operator.ports import OperatorHost
 
 
@@ -146,7 +145,7 @@ async def test_a_completion_that_will_be_refused_leaves_the_turn_to_answer_first
         "spec": {"goal": "Write the docs.", "parent": {"taskId": NAME}},
         "status": {"state": "TASK_STATE_WORKING", "turn": 1},
     }
-    objects.feed.indices["tasks"][("parent", NS, NAME)] = [pack(child)]
+    objects.cache.saw(objects.feed, "tasks", child)
     objects.send("m1", "alice", parts=[{"text": "Ship it."}])
     working = asyncio.create_task(worker.run())
     await asyncio.wait_for(loop.in_flight.wait(), 5)

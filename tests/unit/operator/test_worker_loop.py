@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 
 from tiny_harness.kube.client import KubeError
 from tiny_harness.operator import worker as worker_module
+from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.worker import ERROR_BUDGET, TaskWorker
 
@@ -24,6 +25,8 @@ class FakeRuntime:
         self.api = client.ApiClient()
         self.metrics = OperatorMetrics()
         self.identity = "replica-a"
+        #: Knows no task: a load before each pass finds nothing to read back.
+        self.cache = Cache()
 
 
 def errors(runtime: FakeRuntime, where: str) -> float:
