@@ -117,12 +117,14 @@ class OperatorMetrics:
             ["kind"],
             registry=r,
         )
+        self._cache_figures = _CacheFigures()
+        r.register(self._cache_figures)
         self._states: dict[tuple[str, str], str] = {}
         self._tally: Tally[str] = Tally()
 
     def watch_cache(self, cache: Cache) -> None:
         """Report the cache's figures, read at each scrape (nothing is counted on its path)."""
-        self.registry.register(_CacheFigures(cache))
+        self._cache_figures.cache = cache
 
     def task_state(self, namespace: str, name: str, state: str | None) -> None:
         """Record one task's state. Constant time: it runs on every pass of every task, and a
@@ -209,8 +211,9 @@ def metered_tools(tools: Iterable[Tool], metrics: OperatorMetrics) -> ToolRegist
 class _CacheFigures(Collector):
     """The operator cache's memory, as it is at the scrape (:mod:`.resident`)."""
 
-    def __init__(self, cache: Cache) -> None:
-        self.cache = cache
+    def __init__(self) -> None:
+        #: The cache reported (:meth:`OperatorMetrics.watch_cache`); until then, no samples.
+        self.cache: Cache | None = None
 
     def describe(self) -> Iterable[Metric]:
         return self.collect()
@@ -224,9 +227,10 @@ class _CacheFigures(Collector):
             "estimate of the parsed versions kept), budget (operator.cache_bytes).",
             labels=["form"],
         )
-        held.add_metric(["text"], cache.resident.bytes)
-        held.add_metric(["parsed"], cache.parsed_bytes)
-        held.add_metric(["budget"], cache.resident.budget)
+        if cache is not None:
+            held.add_metric(["text"], cache.resident.bytes)
+            held.add_metric(["parsed"], cache.parsed_bytes)
+            held.add_metric(["budget"], cache.resident.budget)
         yield held
         objects = GaugeMetricFamily(
             "tiny_harness_operator_cache_objects",
@@ -234,8 +238,9 @@ class _CacheFigures(Collector):
             "(their text kept).",
             labels=["form"],
         )
-        objects.add_metric(["known"], cache.known())
-        objects.add_metric(["whole"], len(cache.resident))
+        if cache is not None:
+            objects.add_metric(["known"], cache.known())
+            objects.add_metric(["whole"], len(cache.resident))
         yield objects
         moved = CounterMetricFamily(
             "tiny_harness_operator_cache_objects_moved",
@@ -243,6 +248,7 @@ class _CacheFigures(Collector):
             "when their task was worked (read_back).",
             labels=["what"],
         )
-        moved.add_metric(["dropped"], cache.resident.dropped)
-        moved.add_metric(["read_back"], cache.loaded)
+        if cache is not None:
+            moved.add_metric(["dropped"], cache.resident.dropped)
+            moved.add_metric(["read_back"], cache.loaded)
         yield moved
