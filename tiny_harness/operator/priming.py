@@ -70,10 +70,10 @@ async def prime(
                 listing.create_task(one(kind, namespace))
     feed.filled.set()
     log.info(
-        "listed %d objects%s in %.1fs; %d MB kept whole",
+        "listed %d objects%s in %.1fs; %.1f MB kept whole",
         told,
         f" ({label_selector})" if label_selector else "",
         time.monotonic() - started,
-        cache.resident.bytes // (1024 * 1024),
+        cache.resident.bytes / (1024 * 1024),
     )
     return told
