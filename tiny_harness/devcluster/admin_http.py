@@ -27,10 +27,11 @@ class Response:
 
 
 class AdminHttp:
-    """Authenticated requests to ``https://127.0.0.1:<port>`` as the cluster admin."""
+    """Authenticated requests to ``https://<host>:<port>`` as the cluster admin."""
 
-    def __init__(self, port: int, pki: Pki) -> None:
+    def __init__(self, port: int, pki: Pki, host: str = "127.0.0.1") -> None:
         self._port = port
+        self._host = host
         self._context = ssl.create_default_context(cafile=str(pki.ca_cert))
         self._context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))
 
@@ -43,7 +44,7 @@ class AdminHttp:
         timeout: float = 10.0,
     ) -> Response:
         conn = http.client.HTTPSConnection(
-            "127.0.0.1", self._port, context=self._context, timeout=timeout
+            self._host, self._port, context=self._context, timeout=timeout
         )
         try:
             headers = {"Accept": "application/json"}

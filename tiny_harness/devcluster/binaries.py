@@ -6,11 +6,17 @@ only when the pin changes. ``TINY_HARNESS_CONTROLPLANE_DIR`` points at a directo
 binaries instead (for example an envtest bundle), for installs without the repository; such a
 directory may lack kube-controller-manager, and the cluster then runs without its garbage
 collector (owner references do not cascade).
+
+A cluster with a node also needs kubelet, kube-scheduler, kube-proxy and the pause sandbox
+binary, which ``build.sh --node`` builds into the same directory (:func:`find_node_binaries`),
+and containerd, runc, ``ctr`` and the CNI plugins, which come from the machine's packages
+(Debian's ``containerd``, ``runc`` and ``containernetworking-plugins``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,18 +51,72 @@ class ControlPlaneBinaries:
         return found
 
 
+@dataclass(frozen=True)
+class NodeBinaries:
+    kubelet: Path
+    kube_scheduler: Path
+    kube_proxy: Path
+    pause: Path
+    containerd: Path
+    ctr: Path
+    cni_dir: Path
+
+    @classmethod
+    def in_directory(cls, directory: Path) -> NodeBinaries:
+        machine = {name: shutil.which(name) for name in ("containerd", "ctr", "runc")}
+        cni_dir = next((d for d in _CNI_DIRS if (d / "bridge").exists()), None)
+        missing = [name for name, found in machine.items() if found is None]
+        if cni_dir is None:
+            missing.append("the CNI plugins (bridge, host-local)")
+        if missing:
+            raise BinariesError(
+                f"a node needs {', '.join(missing)}: apt-get install containerd runc "
+                "containernetworking-plugins"
+            )
+        assert cni_dir is not None
+        found = cls(
+            kubelet=directory / "kubelet",
+            kube_scheduler=directory / "kube-scheduler",
+            kube_proxy=directory / "kube-proxy",
+            pause=directory / "pause",
+            containerd=Path(str(machine["containerd"])),
+            ctr=Path(str(machine["ctr"])),
+            cni_dir=cni_dir,
+        )
+        built = (found.kubelet, found.kube_scheduler, found.kube_proxy, found.pause)
+        absent = [str(p) for p in built if not os.access(p, os.X_OK)]
+        if absent:
+            raise BinariesError(
+                f"not found or not executable: {', '.join(absent)} "
+                f"(`bash {BUILD_SCRIPT} --node` builds them)"
+            )
+        return found
+
+
+_CNI_DIRS = (Path("/usr/lib/cni"), Path("/opt/cni/bin"))
+
+
+def find_node_binaries(progress: Callable[[str], None]) -> NodeBinaries:
+    """The node's binaries beside the control plane's, built first when missing."""
+    return NodeBinaries.in_directory(_built_directory(progress, node=True))
+
+
 def find_binaries(progress: Callable[[str], None]) -> ControlPlaneBinaries:
     """The cached binaries, built first if this pin has never been built on this machine."""
+    return ControlPlaneBinaries.in_directory(_built_directory(progress, node=False))
+
+
+def _built_directory(progress: Callable[[str], None], *, node: bool) -> Path:
     configured = os.environ.get(ENV_DIR)
     if configured:
-        return ControlPlaneBinaries.in_directory(Path(configured))
+        return Path(configured)
     if not BUILD_SCRIPT.exists():
         raise BinariesError(
             f"no control plane binaries: set {ENV_DIR} to a directory holding etcd and "
             "kube-apiserver, or run from a clone of the repository (hack/controlplane)"
         )
     proc = subprocess.Popen(
-        ["bash", str(BUILD_SCRIPT)],
+        ["bash", str(BUILD_SCRIPT), *(["--node"] if node else [])],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -71,4 +131,4 @@ def find_binaries(progress: Callable[[str], None]) -> ControlPlaneBinaries:
             f"building the control plane failed (exit {proc.returncode}); run "
             f"`bash {BUILD_SCRIPT}` to see the Go error"
         )
-    return ControlPlaneBinaries.in_directory(Path(out[-1]))
+    return Path(out[-1])

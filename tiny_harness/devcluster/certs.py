@@ -4,6 +4,11 @@ A cluster certificate authority signs the API server's serving certificate (for 
 localhost) and the admin's client certificate (group ``system:masters``, so the admin passes
 RBAC while every other identity is checked for real). A separate key signs ServiceAccount
 tokens. Everything is written with owner-only permissions.
+
+A cluster with a node needs two more: the serving certificate must also name the addresses pods
+reach the API server at (the node's bridge address and the ``kubernetes`` Service's ClusterIP),
+and the kubelet gets a client certificate of its own (``system:node:<name>`` in
+``system:nodes``), so the API server's Node authorizer limits it to its own node's objects.
 """
 
 from __future__ import annotations
@@ -134,6 +139,72 @@ def ensure_pki(directory: Path) -> Pki:
         ),
     )
     return pki
+
+
+def ensure_serving_ips(pki: Pki, ips: list[str]) -> None:
+    """Re-issue the API server's serving certificate unless it already names every one of
+    ``ips`` (a data directory first used without a node keeps its CA and keys)."""
+    current = x509.load_pem_x509_certificate(pki.serving_cert.read_bytes())
+    names = current.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    have = {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
+    if set(ips) <= have:
+        return
+    ca_key, ca_name = _load_ca(pki)
+    serving_key = ec.generate_private_key(ec.SECP256R1())
+    sans: list[x509.GeneralName] = [
+        x509.DNSName("localhost"),
+        x509.DNSName("kubernetes.default.svc"),
+        x509.DNSName("kubernetes.default.svc.cluster.local"),
+    ]
+    sans += [x509.IPAddress(ipaddress.IPv4Address(ip)) for ip in sorted(have | set(ips))]
+    cert = (
+        _builder(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
+            ca_name,
+            serving_key.public_key(),
+            dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5),
+        )
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_key(pki.serving_key, serving_key)
+    _write(pki.serving_cert, cert.public_bytes(serialization.Encoding.PEM))
+
+
+def ensure_node_client(pki: Pki, node_name: str) -> tuple[Path, Path]:
+    """The kubelet's client certificate and key (``system:node:<node_name>``), made once."""
+    cert_path = pki.ca_cert.parent / f"node-{node_name}.crt"
+    key_path = pki.ca_cert.parent / f"node-{node_name}.key"
+    if cert_path.exists() and key_path.exists():
+        return cert_path, key_path
+    ca_key, ca_name = _load_ca(pki)
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        _builder(
+            x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:nodes"),
+                    x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}"),
+                ]
+            ),
+            ca_name,
+            key.public_key(),
+            dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5),
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_key(key_path, key)
+    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
+
+
+def _load_ca(pki: Pki) -> tuple[ec.EllipticCurvePrivateKey, x509.Name]:
+    key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{pki.ca_key} is not the EC key this module writes")
+    return key, x509.load_pem_x509_certificate(pki.ca_cert.read_bytes()).subject
 
 
 def _builder(

@@ -7,6 +7,12 @@ namespaces happens here too: deleting a task deletes its messages, turn records 
 and deleting a namespace empties it. Nothing else of a cluster (scheduling, pods, service
 account tokens) is needed by the harness, so no other controller runs.
 
+With ``node=`` it is a one-node cluster instead (:mod:`tiny_harness.devcluster.node`): the API
+server moves from loopback to the node's bridge address (where pods reach it, through the
+``kubernetes`` Service that kube-proxy routes), the Node authorizer joins RBAC, and the controller
+manager also runs the workload controllers: Deployments, ReplicaSets, EndpointSlices, service
+accounts, their tokens and the root CA ConfigMap that every pod's token volume mounts.
+
 The same idea as controller-runtime's envtest, without downloads: the binaries come from
 :mod:`tiny_harness.devcluster.binaries`. Every child process is tied to the launcher with
 ``PR_SET_PDEATHSIG`` and recorded in a pid file, so an interrupted test run or a killed
@@ -34,9 +40,16 @@ from typing import IO, Any
 
 import yaml
 
+from tiny_harness.devcluster import network as net
 from tiny_harness.devcluster.admin_http import AdminHttp
-from tiny_harness.devcluster.binaries import ControlPlaneBinaries, find_binaries
-from tiny_harness.devcluster.certs import Pki, ensure_pki
+from tiny_harness.devcluster.binaries import (
+    ControlPlaneBinaries,
+    NodeBinaries,
+    find_binaries,
+    find_node_binaries,
+)
+from tiny_harness.devcluster.certs import Pki, ensure_pki, ensure_serving_ips
+from tiny_harness.devcluster.node import LocalNode, reap_node_leftovers
 
 _PR_SET_PDEATHSIG = 1
 _CONTEXT = "tiny-harness"
@@ -74,6 +87,7 @@ class LocalCluster:
         binaries: ControlPlaneBinaries | None = None,
         progress: Callable[[str], None] | None = None,
         ready_timeout: float = 90.0,
+        node: net.NodeNetwork | None = None,
     ) -> None:
         self._persistent = data_dir is not None
         self._data_dir = data_dir
@@ -87,6 +101,10 @@ class LocalCluster:
         self.port = 0
         self.etcd_port = 0
         self._etcd_peer = 0
+        self._network = node
+        self._host = node.host_ip if node is not None else "127.0.0.1"
+        self._node_binaries: NodeBinaries | None = None
+        self.node: LocalNode | None = None
 
     # -- public surface -------------------------------------------------------------------
 
@@ -102,22 +120,35 @@ class LocalCluster:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{self._host}:{self.port}"
 
     @property
     def pki(self) -> Pki:
         return ensure_pki(self.data_dir / "pki")
 
     def admin(self) -> AdminHttp:
-        return AdminHttp(self.port, self.pki)
+        return AdminHttp(self.port, self.pki, self._host)
 
     def start(self) -> LocalCluster:
         binaries = self._binaries or find_binaries(self._progress)
+        if self._network is not None:
+            self._node_binaries = find_node_binaries(self._progress)
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="tiny-harness-cluster-"))
         self._data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         _reap_leftovers(self.data_dir)
         pki = ensure_pki(self.data_dir / "pki")
+        if self._network is not None:
+            reap_node_leftovers(self.data_dir / "node", self._network)
+            # The API server binds the bridge's address, so the bridge comes first.
+            net.bring_up(
+                self._network,
+                self.data_dir / "node" / "cni" / "net.d",
+                self.data_dir / "node" / "cni" / "ipam",
+            )
+            ensure_serving_ips(
+                pki, ["127.0.0.1", self._network.host_ip, self._network.kubernetes_service_ip]
+            )
         try:
             self._start_etcd(binaries)
             self._start_apiserver(binaries, pki)
@@ -129,13 +160,32 @@ class LocalCluster:
             # After the CRDs: the garbage collector finds resource types when it starts and
             # then only every 30 s, and until it watches a type it deletes none of its objects.
             self._start_controller_manager(binaries)
+            if self._network is not None:
+                assert self._node_binaries is not None
+                self.node = LocalNode(
+                    self.data_dir / "node",
+                    network=self._network,
+                    binaries=self._node_binaries,
+                    pki=pki,
+                    server=self.server,
+                    admin=self.admin(),
+                    admin_kubeconfig=self.kubeconfig,
+                    progress=self._progress,
+                )
+                self.node.start()
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Stop the API server, then etcd; remove a temporary data directory."""
+        """Stop the node, the API server, then etcd; remove a temporary data directory."""
+        if self.node is not None:
+            self.node.stop()
+            self.node = None
+        elif self._network is not None:
+            with contextlib.suppress(net.NetworkError):
+                net.tear_down(self._network)
         for proc in reversed(self._procs):
             if proc.poll() is None:
                 proc.terminate()
@@ -237,8 +287,8 @@ class LocalCluster:
         argv = [
             str(binaries.kube_apiserver),
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self._host}",
+            f"--advertise-address={self._host}",
             f"--secure-port={self.port}",
             f"--cert-dir={self.data_dir / 'apiserver-certs'}",
             f"--tls-cert-file={pki.serving_cert}",
@@ -247,15 +297,31 @@ class LocalCluster:
             f"--service-account-key-file={pki.sa_pub}",
             f"--service-account-signing-key-file={pki.sa_key}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--authorization-mode=RBAC",
-            "--service-cluster-ip-range=10.0.0.0/24",
-            "--endpoint-reconciler-type=none",
+            *self._apiserver_mode_flags(pki),
             "--enable-priority-and-fairness=false",
             "--profiling=false",
             "--allow-privileged=true",
             "--v=0",
         ]
         self._spawn("kube-apiserver", argv)
+
+    def _apiserver_mode_flags(self, pki: Pki) -> list[str]:
+        if self._network is None:
+            return [
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--endpoint-reconciler-type=none",
+            ]
+        return [
+            "--authorization-mode=Node,RBAC",
+            f"--service-cluster-ip-range={self._network.service_cidr}",
+            # The `kubernetes` Service's endpoints name this API server, for pods.
+            "--endpoint-reconciler-type=lease",
+            # The node's name resolves nowhere; its address is on the bridge.
+            "--kubelet-preferred-address-types=InternalIP",
+            f"--kubelet-client-certificate={pki.admin_cert}",
+            f"--kubelet-client-key={pki.admin_key}",
+        ]
 
     def _start_controller_manager(self, binaries: ControlPlaneBinaries) -> None:
         if binaries.kube_controller_manager is None:
@@ -269,7 +335,7 @@ class LocalCluster:
             [
                 str(binaries.kube_controller_manager),
                 f"--kubeconfig={self.kubeconfig}",
-                "--controllers=garbagecollector,namespace",
+                *self._controllers_flags(),
                 "--leader-elect=false",
                 "--secure-port=0",
                 "--use-service-account-credentials=false",
@@ -281,6 +347,29 @@ class LocalCluster:
                 "--v=0",
             ],
         )
+
+    def _controllers_flags(self) -> list[str]:
+        if self._network is None:
+            return ["--controllers=garbagecollector,namespace"]
+        workloads = [
+            "deployment",
+            "replicaset",
+            "endpointslice",
+            "endpointslicemirroring",
+            "endpoint",
+            "serviceaccount",
+            "serviceaccount-token",
+            "root-ca-cert-publisher",
+            "podgc",
+            # Lifts the not-ready taint the kubelet registers with, once the node is Ready.
+            "nodelifecycle",
+        ]
+        return [
+            f"--controllers=garbagecollector,namespace,{','.join(workloads)}",
+            f"--root-ca-file={self.pki.ca_cert}",
+            f"--service-account-private-key-file={self.pki.sa_key}",
+            f"--cluster-cidr={self._network.pod_cidr}",
+        ]
 
     def _wait_ready(self) -> None:
         admin = self.admin()
