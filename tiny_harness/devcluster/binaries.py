@@ -9,8 +9,9 @@ collector (owner references do not cascade).
 
 A cluster with a node also needs kubelet, kube-scheduler, kube-proxy and the pause sandbox
 binary, which ``build.sh --node`` builds into the same directory (:func:`find_node_binaries`),
-and containerd, runc, ``ctr`` and the CNI plugins, which come from the machine's packages
-(Debian's ``containerd``, ``runc`` and ``containernetworking-plugins``).
+CoreDNS for the cluster's names (``hack/coredns/build.sh``, cached the same way), and
+containerd, runc, ``ctr`` and the CNI plugins, which come from the machine's packages (Debian's
+``containerd``, ``runc`` and ``containernetworking-plugins``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 ENV_DIR = "TINY_HARNESS_CONTROLPLANE_DIR"
 BUILD_SCRIPT = Path(__file__).resolve().parents[2] / "hack" / "controlplane" / "build.sh"
+COREDNS_BUILD_SCRIPT = BUILD_SCRIPT.parents[1] / "coredns" / "build.sh"
 
 
 class BinariesError(RuntimeError):
@@ -57,12 +59,13 @@ class NodeBinaries:
     kube_scheduler: Path
     kube_proxy: Path
     pause: Path
+    coredns: Path
     containerd: Path
     ctr: Path
     cni_dir: Path
 
     @classmethod
-    def in_directory(cls, directory: Path) -> NodeBinaries:
+    def in_directory(cls, directory: Path, coredns: Path) -> NodeBinaries:
         machine = {name: shutil.which(name) for name in ("containerd", "ctr", "runc")}
         cni_dir = next((d for d in _CNI_DIRS if (d / "bridge").exists()), None)
         missing = [name for name, found in machine.items() if found is None]
@@ -79,11 +82,12 @@ class NodeBinaries:
             kube_scheduler=directory / "kube-scheduler",
             kube_proxy=directory / "kube-proxy",
             pause=directory / "pause",
+            coredns=coredns / "coredns",
             containerd=Path(str(machine["containerd"])),
             ctr=Path(str(machine["ctr"])),
             cni_dir=cni_dir,
         )
-        built = (found.kubelet, found.kube_scheduler, found.kube_proxy, found.pause)
+        built = (found.kubelet, found.kube_scheduler, found.kube_proxy, found.pause, found.coredns)
         absent = [str(p) for p in built if not os.access(p, os.X_OK)]
         if absent:
             raise BinariesError(
@@ -97,8 +101,12 @@ _CNI_DIRS = (Path("/usr/lib/cni"), Path("/opt/cni/bin"))
 
 
 def find_node_binaries(progress: Callable[[str], None]) -> NodeBinaries:
-    """The node's binaries beside the control plane's, built first when missing."""
-    return NodeBinaries.in_directory(_built_directory(progress, node=True))
+    """The node's binaries beside the control plane's, built first when missing. With
+    ``TINY_HARNESS_CONTROLPLANE_DIR`` set, CoreDNS is looked for in that directory too."""
+    directory = _built_directory(progress, node=True)
+    if os.environ.get(ENV_DIR):
+        return NodeBinaries.in_directory(directory, directory)
+    return NodeBinaries.in_directory(directory, _run_build(COREDNS_BUILD_SCRIPT, [], progress))
 
 
 def find_binaries(progress: Callable[[str], None]) -> ControlPlaneBinaries:
@@ -115,8 +123,12 @@ def _built_directory(progress: Callable[[str], None], *, node: bool) -> Path:
             f"no control plane binaries: set {ENV_DIR} to a directory holding etcd and "
             "kube-apiserver, or run from a clone of the repository (hack/controlplane)"
         )
+    return _run_build(BUILD_SCRIPT, ["--node"] if node else [], progress)
+
+
+def _run_build(script: Path, args: list[str], progress: Callable[[str], None]) -> Path:
     proc = subprocess.Popen(
-        ["bash", str(BUILD_SCRIPT), *(["--node"] if node else [])],
+        ["bash", str(script), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -128,7 +140,7 @@ def _built_directory(progress: Callable[[str], None], *, node: bool) -> Path:
     out = proc.stdout.read().strip().splitlines()
     if proc.wait() != 0 or not out:
         raise BinariesError(
-            f"building the control plane failed (exit {proc.returncode}); run "
-            f"`bash {BUILD_SCRIPT}` to see the Go error"
+            f"building failed (exit {proc.returncode}); run `bash {script} {' '.join(args)}` "
+            "to see the Go error"
         )
     return Path(out[-1])

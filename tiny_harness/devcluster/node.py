@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -89,8 +90,9 @@ class LocalNode:
         pause = write_pause_archive(self._binaries.pause, self._dir / "pause.oci.tar")
         self.load_image(self._dir / "pause.oci.tar")
         self._progress(f"node: sandbox image {pause} loaded")
-        self._start_kubelet()
         self._start_kube_proxy()
+        self._start_coredns()
+        self._start_kubelet()
         self._start_scheduler()
         self._wait_node_ready(ready_timeout)
 
@@ -204,7 +206,10 @@ state = "{root / "state"}"
             "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{self.containerd_socket}",
             "podLogsDir": str(self._dir / "pod-logs"),
-            # No cluster DNS here, and no pod should learn the machine's resolvers.
+            # The cluster's names from CoreDNS on the bridge; no pod learns the machine's
+            # resolvers, and nothing outside the cluster resolves.
+            "clusterDNS": [self.network.host_ip],
+            "clusterDomain": "cluster.local",
             "resolvConf": "",
             # A shared developer disk is often fuller than a real node's: evict only when it
             # is nearly full, and never collect images (nothing could pull them back).
@@ -259,6 +264,26 @@ state = "{root / "state"}"
             ],
         )
 
+    def _start_coredns(self) -> None:
+        """CoreDNS on the bridge address: the Service names pods use (``kubernetes.default.svc``
+        above all, which kopf's in-cluster login dials), and no forwarding of any other name."""
+        ready = free_port("127.0.0.1")
+        corefile = self._dir / "Corefile"
+        corefile.write_text(
+            f""".:53 {{
+    bind {self.network.host_ip}
+    ready 127.0.0.1:{ready}
+    errors
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        kubeconfig {self._admin_kubeconfig} tiny-harness
+        pods insecure
+    }}
+}}
+"""
+        )
+        self._spawn("coredns", [str(self._binaries.coredns), "-conf", str(corefile)])
+        self._coredns_ready = f"http://127.0.0.1:{ready}/ready"
+
     def _start_scheduler(self) -> None:
         self._spawn(
             "kube-scheduler",
@@ -283,8 +308,10 @@ state = "{root / "state"}"
                 ready = [c for c in conditions if c.get("type") == "Ready"]
                 taints = [t["key"] for t in resp.json().get("spec", {}).get("taints") or []]
                 if ready and ready[0].get("status") == "True" and not taints:
-                    self._progress(f"node: {NODE_NAME} Ready")
-                    return
+                    if self._dns_ready():
+                        self._progress(f"node: {NODE_NAME} Ready, cluster DNS ready")
+                        return
+                    last = "the node is Ready; CoreDNS has not synced yet"
                 if ready:
                     last = f"{ready[0].get('reason')}: {ready[0].get('message')}; taints {taints}"
             time.sleep(0.5)
@@ -292,6 +319,13 @@ state = "{root / "state"}"
             f"the node was not Ready within {timeout:.0f}s (last: {last}); "
             f"see {self._log('kubelet')} and {self._log('containerd')}"
         )
+
+    def _dns_ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(self._coredns_ready, timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
 
     def _check_alive(self) -> None:
         for proc, name in zip(self._procs, self._names, strict=True):

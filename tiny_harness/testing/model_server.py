@@ -1,6 +1,7 @@
 """A scripted model server: the real OpenAI and Anthropic SDKs talk to it in tests and benches.
 
-It binds to 127.0.0.1 on a free port and answers the three wire formats the adapters use, all
+It binds to 127.0.0.1 (or the ``host`` given: the local node's bridge address, where pods reach
+it) on a free port and answers the three wire formats the adapters use, all
 non-streaming:
 
 - ``POST /v1/responses`` (OpenAI Responses; point the SDK at :attr:`openai_base_url`),
@@ -190,10 +191,11 @@ class RecordedRequest:
 class ScriptedModelServer:
     """The server; use it as an async context manager, or call :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, turns: Iterable[Turn] = (), *, port: int = 0) -> None:
+    def __init__(self, turns: Iterable[Turn] = (), *, port: int = 0, host: str = LOOPBACK) -> None:
         self._turns: deque[TextTurn | ToolCallsTurn | ErrorTurn] = deque(turns)
         self._requests: list[RecordedRequest] = []
         self._port = port
+        self._host = host
         self._runner: web.AppRunner | None = None
         self._ids = itertools.count(1)
 
@@ -210,7 +212,7 @@ class ScriptedModelServer:
         # Binding the socket ourselves is the supported way to learn the port that port 0 got.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, self._port))
+        sock.bind((self._host, self._port))
         self._port = sock.getsockname()[1]
         # A client that timed out must not keep a delayed handler alive (nor stall shutdown).
         self._runner = web.AppRunner(
@@ -244,8 +246,8 @@ class ScriptedModelServer:
 
     @property
     def base_url(self) -> str:
-        """The server's root URL, ``http://127.0.0.1:<port>``."""
-        return f"http://{LOOPBACK}:{self._port}"
+        """The server's root URL, ``http://127.0.0.1:<port>`` (or its host's)."""
+        return f"http://{self._host}:{self._port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -557,12 +559,14 @@ class ModelServerControl:
             response.raise_for_status()
 
 
-async def _serve(port: int, turns: list[TextTurn | ToolCallsTurn | ErrorTurn]) -> None:
+async def _serve(
+    port: int, turns: list[TextTurn | ToolCallsTurn | ErrorTurn], host: str = LOOPBACK
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with ScriptedModelServer(turns, port=port) as server:
+    async with ScriptedModelServer(turns, port=port, host=host) as server:
         # The parent process reads this one line to learn where the server is.
         print(server.base_url, flush=True)
         await stop.wait()
@@ -575,12 +579,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--port", type=int, default=0, help="0 (the default) picks a free port")
     parser.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help="the address to bind (default 127.0.0.1; the local node's bridge address serves pods)",
+    )
+    parser.add_argument(
         "--script", type=Path, default=None, help="a JSON file: a list of turns or {'turns': [...]}"
     )
     args = parser.parse_args(argv)
     try:
         turns = parse_turns(json.loads(args.script.read_text())) if args.script else []
-        asyncio.run(_serve(args.port, turns))
+        asyncio.run(_serve(args.port, turns, args.host))
     except (OSError, ValueError, ValidationError) as exc:
         print(f"model_server: {exc}", file=sys.stderr)
         return 2
