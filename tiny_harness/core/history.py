@@ -70,11 +70,68 @@ RecordEntry = Annotated[
 ENTRIES: TypeAdapter[tuple[RecordEntry, ...]] = TypeAdapter(tuple[RecordEntry, ...])
 
 
+class FromDrain(_Data):
+    """A participant's message in a turn's history delta, stored as where it is already: the
+    ``index``-th message of the same turn's drain entry ``drain``. The delta holds what the
+    model was given, and a participant's message is given to it exactly as drained, so it is
+    journaled once, in the drain, rather than twice in one turn (:func:`by_reference`)."""
+
+    drain: str
+    index: int = Field(ge=0)
+
+
 class HistoryDelta(_Data):
-    """How a turn changed the model history: keep the first ``keep`` messages, then append."""
+    """How a turn changed the model history: keep the first ``keep`` messages, then append.
+    As journaled, a message may be a :class:`FromDrain`; :func:`resolved` puts it back."""
 
     keep: int = Field(ge=0)
-    messages: tuple[ChatMessage, ...] = ()
+    messages: tuple[ChatMessage | FromDrain, ...] = ()
+
+
+def _as_given(entry: DrainEntry, index: int) -> ChatMessage | None:
+    message = entry.messages[index]
+    return ChatMessage(role="user", content=message.content) if message.sub_task is None else None
+
+
+def by_reference(delta: HistoryDelta, drains: Iterable[DrainEntry]) -> HistoryDelta:
+    """``delta`` with each participant message that one of the turn's ``drains`` holds, as
+    given to the model, replaced by a reference to it (each drained message referred to at
+    most once, in order)."""
+    waiting: dict[ChatMessage, list[FromDrain]] = {}
+    for entry in drains:
+        for index in range(len(entry.messages)):
+            given = _as_given(entry, index)
+            if given is not None:
+                waiting.setdefault(given, []).append(FromDrain(drain=entry.id, index=index))
+    if not waiting:
+        return delta
+    out: list[ChatMessage | FromDrain] = []
+    for message in delta.messages:
+        user = isinstance(message, ChatMessage) and message.role == "user"
+        refs = waiting.get(message) if user else None  # type: ignore[arg-type]
+        out.append(refs.pop(0) if refs else message)
+    return HistoryDelta(keep=delta.keep, messages=tuple(out))
+
+
+def resolved(delta: HistoryDelta, drains: Mapping[str, DrainEntry]) -> HistoryDelta:
+    """``delta`` with every :class:`FromDrain` put back from the turn's drain entries (by id).
+    A reference to a drain the turn does not hold is a record that was never whole: it says
+    so (``ValueError``) rather than give the model a history with a hole in it."""
+    out: list[ChatMessage | FromDrain] = []
+    for message in delta.messages:
+        if isinstance(message, ChatMessage):
+            out.append(message)
+            continue
+        entry = drains.get(message.drain)
+        given = (
+            _as_given(entry, message.index)
+            if entry is not None and message.index < len(entry.messages)
+            else None
+        )
+        if given is None:
+            raise ValueError(f"the history refers to drain {message.drain!r}, which is not there")
+        out.append(given)
+    return HistoryDelta(keep=delta.keep, messages=tuple(out))
 
 
 def history_delta(before: Sequence[ChatMessage], after: Sequence[ChatMessage]) -> HistoryDelta:
@@ -92,7 +149,11 @@ def history_delta(before: Sequence[ChatMessage], after: Sequence[ChatMessage]) -
 
 
 def apply_delta(history: Sequence[ChatMessage], delta: HistoryDelta) -> tuple[ChatMessage, ...]:
-    return (*history[: delta.keep], *delta.messages)
+    """The history after the delta (one with its references :func:`resolved`)."""
+    added = tuple(m for m in delta.messages if isinstance(m, ChatMessage))
+    if len(added) != len(delta.messages):
+        raise ValueError("a history delta's drained messages must be resolved before it is applied")
+    return (*history[: delta.keep], *added)
 
 
 def model_history(deltas: Iterable[HistoryDelta]) -> tuple[ChatMessage, ...]:

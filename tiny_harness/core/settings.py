@@ -220,11 +220,11 @@ class OperatorSettings(_Section):
         description="How an idle conversation ends when its spec does not say.",
     )
     cache_bytes: int = Field(
-        default=192 * 1024 * 1024,
+        default=128 * 1024 * 1024,
         ge=1024 * 1024,
         description="Bytes of object text the operator keeps in memory whole (the tasks at "
         "work first); every other object is kept in summary and read back by name when it "
-        "is worked. About a third of the memory the operator is given.",
+        "is worked. About a quarter of the memory the operator is given.",
     )
     metrics_bind: str | None = None
     tools: tuple[str, ...] = Field(

@@ -52,6 +52,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
+from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.task import TaskUsage, local_parent_of
 from tiny_harness.core.tracing import TRACE_ANNOTATIONS
 from tiny_harness.core.usage import Spent, spent_in, summed
@@ -94,9 +95,9 @@ PARSED_KEPT: Final = 4096
 #: model per level: a rough, conservative measure).
 PARSED_SHARE: Final = 0.5
 PARSED_WEIGHT: Final = 2
-#: Bytes of object text kept whole when nothing says otherwise (settings:
-#: ``operator.cache_bytes``).
-DEFAULT_BUDGET: Final = 192 * 1024 * 1024
+#: Bytes of object text kept whole when nothing says otherwise: the setting's default
+#: (``operator.cache_bytes``).
+DEFAULT_BUDGET: Final[int] = OperatorSettings.model_fields["cache_bytes"].default
 #: Versions of one object the feed delivered that are remembered (events can come after the
 #: next write already happened), and for how many objects at most (the ones written lately).
 DELIVERED_KEPT: Final = 8

@@ -20,7 +20,13 @@ from typing import Any
 from tiny_harness.core.clock import now
 from tiny_harness.core.deadlines import stamped
 from tiny_harness.core.decide import pending_of
-from tiny_harness.core.history import HistoryDelta, RecordEntry, history_delta, replay_history
+from tiny_harness.core.history import (
+    HistoryDelta,
+    RecordEntry,
+    by_reference,
+    history_delta,
+    replay_history,
+)
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.speakers import refuse_speaker
@@ -224,7 +230,7 @@ class OperatorTurnHost:
 
     async def _end_turn(self, outcome: TurnOutcome) -> None:
         if not self.ended:
-            await self.flush(history=history_delta(self.history_before, outcome.history))
+            await self.flush(history=self.delta(outcome.history))
             self.ended = True
         else:
             await self.flush()
@@ -297,7 +303,13 @@ class OperatorTurnHost:
             await self.flush()
             return
         after = replay_history(self.history_before, [*self.entries, *self.buffer])
-        await self.flush(history=history_delta(self.history_before, after))
+        await self.flush(history=self.delta(after))
+
+    def delta(self, after: Sequence[ChatMessage]) -> HistoryDelta:
+        """The turn's history delta as journaled: a participant's message the turn drained is
+        referred to in its drain entry, not copied (:func:`.history.by_reference`)."""
+        drains = [e for e in (*self.entries, *self.buffer) if isinstance(e, DrainEntry)]
+        return by_reference(history_delta(self.history_before, after), drains)
         self.ended = True
 
 

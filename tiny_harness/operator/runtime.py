@@ -3,7 +3,7 @@
 kopf delivers watch events; each event only *pokes* the task it concerns. A poke starts the
 task's worker if none is running, or tells the running one to look again. Workers hold no
 state of their own that a restart would miss (see :mod:`tiny_harness.operator.worker`): they
-read the cache that kopf's indexes keep (:mod:`tiny_harness.operator.cache`).
+read the cache that the watches feed (:mod:`tiny_harness.operator.cache`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """kopf settings for the tiny-harness operator.
 
-The operator registers only indexes and raw-event handlers, which keep no progress or diff-base
-records and add no finalizers: kopf writes nothing to our objects. What is configured here is
-how kopf watches, and that it builds no diff base (below).
+The operator registers only raw-event handlers (no indexes: :mod:`.priming` says why), which
+keep no progress or diff-base records and add no finalizers: kopf writes nothing to our
+objects. What is configured here is how kopf watches, and that it builds no diff base (below).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
     kopf computes an object's "essence" (a deep copy of it, less metadata and status) on
     every event, to diff it for change handlers. The operator has none (raw-event handlers
-    and indexes only), so the copy was thrown away: about a millisecond of CPU per event, at
+    only), so the copy was thrown away: about a millisecond of CPU per event, at
     several events per turn.
     """
 

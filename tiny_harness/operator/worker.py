@@ -1,6 +1,6 @@
 """One task's worker: observe, decide, act, until there is nothing left to do.
 
-Each pass reads what the operator knows about the task from its cache (kopf indexes plus this
+Each pass reads what the operator knows about the task from its cache (its feeds plus this
 replica's own latest writes, :mod:`tiny_harness.operator.cache`), turns it into
 :class:`~tiny_harness.core.decide.Facts`, asks :func:`~tiny_harness.core.decide.decide` for
 the one next action and carries it out. Nothing is remembered between passes that the cache

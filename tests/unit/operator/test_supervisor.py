@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tests.unit.operator.memory import NAME, NS, UID, Harness, Objects, in_memory
+from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import TurnInput, TurnOutcome
 from tiny_harness.kube.journal import record_name
@@ -98,7 +99,8 @@ async def test_a_cancel_after_the_turn_has_ended_is_applied_by_the_next_pass(
     status = objects.task["status"]
     assert (status["state"], status["message"]) == ("TASK_STATE_CANCELED", "cancelled by alice")
     record = objects.records[record_name(NAME, UID, 1)]
-    reply = [m for m in (record.history.messages if record.history else ()) if m.role]
+    journaled = record.history.messages if record.history else ()
+    reply = [m for m in journaled if isinstance(m, ChatMessage) and m.role == "assistant"]
     assert reply, "the turn's answer is kept in its journal"
     assert loop.turns == 1
 
@@ -161,7 +163,8 @@ async def test_a_completion_that_will_be_refused_leaves_the_turn_to_answer_first
 
     record = objects.records[record_name(NAME, UID, 1)]
     assert record.history is not None
-    assert [m.content for m in record.history.messages][-1] == "Shipped."
+    said = [m.content for m in record.history.messages if isinstance(m, ChatMessage)]
+    assert said[-1] == "Shipped."
     status = objects.task["status"]
     assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
     assert status["message"].startswith(
