@@ -10,9 +10,8 @@ import pytest
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.integration.lifecycle_support import Tasks
-from tiny_harness.core.history import apply_delta
+from tiny_harness.core.history import after_turn
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.sizes import CHUNK_BYTES, STATUS_TEXT_CHARS
 
 pytestmark = pytest.mark.controlplane
@@ -88,11 +87,11 @@ async def test_a_turn_bigger_than_a_chunk_is_stored_in_chunks_and_read_back_whol
     assert all(r.size < CHUNK_BYTES for r in records)
     assert [r.ended for r in records].count(True) == 1
     assert records[-1].ended
-    history: tuple[ChatMessage, ...] = ()
-    for record in records:
-        if record.history is not None:
-            history = apply_delta(history, record.history)
+    history = after_turn((), records)
     assert [m.content for m in history] == [question, answer]
+    # The question is stored once in the turn's records (in its drain; the delta refers to
+    # it), the answer in the model's entry and in the delta.
+    assert sum(r.size for r in records) < len(question) + 2 * len(answer) + 64 * 1024
 
     await tasks.send("bulky", "And now?")
     status = await tasks.wait("bulky", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)

@@ -14,7 +14,7 @@ history. Folding the records in order gives both views of the conversation:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -154,6 +154,26 @@ def apply_delta(history: Sequence[ChatMessage], delta: HistoryDelta) -> tuple[Ch
     if len(added) != len(delta.messages):
         raise ValueError("a history delta's drained messages must be resolved before it is applied")
     return (*history[: delta.keep], *added)
+
+
+class _Chunk(Protocol):
+    @property
+    def entries(self) -> Sequence[object]: ...
+    @property
+    def history(self) -> HistoryDelta | None: ...
+
+
+def after_turn(history: Sequence[ChatMessage], chunks: Iterable[_Chunk]) -> tuple[ChatMessage, ...]:
+    """The model history after an ended turn, from its records in chunk order: its delta, in
+    as many consecutive pieces as it took, each participant's message read back from the
+    turn's drain entries, where it is stored (:func:`by_reference`)."""
+    chunks = list(chunks)
+    drains = {e.id: e for c in chunks for e in c.entries if isinstance(e, DrainEntry)}
+    out = tuple(history)
+    for chunk in chunks:
+        if chunk.history is not None:
+            out = apply_delta(out, resolved(chunk.history, drains))
+    return out
 
 
 def model_history(deltas: Iterable[HistoryDelta]) -> tuple[ChatMessage, ...]:

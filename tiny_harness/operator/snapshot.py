@@ -17,9 +17,8 @@ from tiny_harness.core.history import (
     NoticeEntry,
     RecordEntry,
     acknowledged,
-    apply_delta,
+    after_turn,
     replay_history,
-    resolved,
 )
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.reply_ids import refusal_id
@@ -35,7 +34,7 @@ from tiny_harness.core.task import (
     TaskSpec,
     TaskStatus,
 )
-from tiny_harness.core.turn import DrainEntry, JournalEntry
+from tiny_harness.core.turn import JournalEntry
 from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
@@ -107,12 +106,7 @@ def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, .
     for number in sorted(by_turn):
         chunks = sorted(by_turn[number], key=lambda c: c.chunk)
         if any(c.ended for c in chunks):
-            # The delta, in as many consecutive pieces as it took (kube/journal.py), its
-            # participants' messages read from the turn's drains, where they are stored.
-            drains = {e.id: e for c in chunks for e in c.entries if isinstance(e, DrainEntry)}
-            for chunk in chunks:
-                if chunk.history is not None:
-                    history = apply_delta(history, resolved(chunk.history, drains))
+            history = after_turn(history, chunks)  # its delta, in as many pieces as it took
         else:
             loop_entries: list[JournalEntry] = [
                 e for e in unique_entries(chunks) if not isinstance(e, (NoticeEntry, AckEntry))
