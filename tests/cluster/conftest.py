@@ -37,6 +37,10 @@ from tiny_harness.testing.model_server import ModelServerControl
 if os.environ.get("TINY_HARNESS_NODE_TESTS") != "1":
     collect_ignore_glob = ["test_*.py"]
 
+#: The order the modules run in: the install is seen working before anything disturbs it, and
+#: the release is uninstalled last.
+MODULE_ORDER: Final = ("test_install", "test_disruption", "test_uninstall")
+
 IMAGE_BUILD: Final = REPO_ROOT / "hack" / "image" / "build.sh"
 RELEASE: Final = "tiny-harness"
 NAMESPACE: Final = "tiny-harness"
@@ -96,6 +100,17 @@ class NodeModelServer:
         self.proc.terminate()
         self.proc.wait(timeout=10)
         self._log.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        module = item.path.stem
+        return MODULE_ORDER.index(module) if module in MODULE_ORDER else -1
+
+    mine = [i for i in items if i.path.parent == Path(__file__).parent]
+    if mine:
+        others = [i for i in items if i not in mine]
+        items[:] = others + sorted(mine, key=rank)
 
 
 def _set(values: dict[str, Any]) -> list[str]:

@@ -1,0 +1,191 @@
+"""What a cluster does to the install: pods deleted mid-turn and mid-stream, replicas killed,
+the release upgraded under traffic. Afterwards every message is answered once, a model call
+the journal holds is not made again, and a client that reconnects sees the task as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+from tests.cluster.conftest import NodeModelServer, Release, rolled_out, wait_for_state
+from tests.cluster.test_install import harness
+from tests.eventually import eventually, eventually_async
+from tests.integration.gateway_support import A2AUser, states, task_id_of, text_message
+from tiny_harness.testing.model_server import ScriptedToolCall, TextTurn, ToolCallsTurn
+
+
+def create_task(release: Release, name: str) -> None:
+    manifest = {
+        "apiVersion": "tiny-harness.madarauchiha-314.github.io/v1alpha1",
+        "kind": "HarnessTask",
+        "metadata": {"name": name},
+        "spec": {
+            "goal": f"Help with {name}.",
+            "participants": [{"id": "alice", "role": "assignee"}],
+        },
+    }
+    applied = release.kubectl.apply(json.dumps(manifest))
+    assert applied.returncode == 0, applied.stderr
+    wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED")
+
+
+def transcript(release: Release, name: str) -> list[str]:
+    """The transcript lines ``kubectl harness get`` prints (``alice: ...``, ``agent: ...``)."""
+    out = harness(release, "get", name)
+    lines = out.split("\nTranscript", 1)[1].splitlines()[1:]
+    said: list[str] = []
+    for line in lines:
+        if not line.startswith(" "):
+            break
+        said.append(line.strip())
+    return said
+
+
+def of_task(request: Any, task: str) -> bool:
+    instructions = str((request.body or {}).get("instructions", ""))
+    return instructions.startswith(f"You are the agent working on task {task}.")
+
+
+def delete_pod(release: Release, pod: dict[str, Any], *force: str) -> None:
+    release.kubectl.run("delete", "pod", pod["metadata"]["name"], "--wait=false", *force)
+
+
+async def test_the_operator_pod_deleted_mid_turn_leaves_the_turn_to_its_replacement(
+    release: Release, model: NodeModelServer
+) -> None:
+    name = "mid-turn"
+    create_task(release, name)
+    plan = {"steps": [{"name": "greet", "description": "Say hello."}]}
+    await model.control.script(
+        [
+            ToolCallsTurn(calls=[ScriptedToolCall(name="create_plan", arguments=plan)]),
+            # The turn's second call is still waiting for its answer when the pod goes.
+            TextTurn(text="Too late.", delay_seconds=60),
+            TextTurn(text="Planned, and hello."),
+        ]
+    )
+    harness(release, "send", name, "Plan it, then say hello.")
+
+    async def second_call_in_flight() -> bool:
+        return len([r for r in await model.control.requests() if of_task(r, name)]) >= 2
+
+    await eventually_async(second_call_in_flight, within=60, what="the turn's second model call")
+    (doomed,) = release.pods("operator")
+    delete_pod(release, doomed)
+
+    status = wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED", turn=1, within=180)
+    assert [step["name"] for step in status["plan"]["steps"]] == ["greet"]
+    calls = [r for r in await model.control.requests() if of_task(r, name)]
+    first = [r for r in calls if "function_call_output" not in json.dumps(r.body["input"])]
+    assert len(first) == 1, "the journaled first call was made again"
+    assert transcript(release, name) == [
+        "alice: Plan it, then say hello.",
+        "agent: Planned, and hello.",
+    ]
+    (replacement,) = release.pods("operator")
+    assert replacement["metadata"]["name"] != doomed["metadata"]["name"]
+
+
+async def test_the_gateway_pod_deleted_while_a_stream_is_open_the_client_reconnects(
+    release: Release, model: NodeModelServer
+) -> None:
+    alice = await A2AUser.connect(release.gateway_url, "alice")
+    try:
+        task_id = task_id_of(await alice.stream(text_message("Stay with me.")))
+        stream = alice.subscribe(task_id)
+        first = await anext(stream)
+        assert first.HasField("task")
+
+        (doomed,) = release.pods("gateway")
+        delete_pod(release, doomed)
+        # The open stream ends (or breaks) when its pod goes; nothing arrives on it after.
+        async with asyncio.timeout(90):
+            try:
+                async for _ in stream:
+                    pass
+            except Exception:
+                pass
+        # While no gateway serves, the task moves on through kubectl.
+        await model.control.script([TextTurn(text="Still here.")])
+        harness(release, "send", task_id, "Are you there?", "--wait")
+        rolled_out(release.kubectl)
+
+        task = await alice.get(task_id)
+        texts = ["".join(p.text for p in m.parts) for m in task.history]
+        assert texts[-2:] == ["Are you there?", "Still here."]
+        again = alice.subscribe(task_id)
+        current = await anext(again)
+        assert states([current]) == ["TASK_STATE_INPUT_REQUIRED"]
+        await model.control.script([TextTurn(text="Back on the stream.")])
+        harness(release, "send", task_id, "Good.")
+        seen: list[str] = []
+        async with asyncio.timeout(90):
+            async for event in again:
+                seen += states([event])
+                if event.HasField("message") or seen[-2:] == [
+                    "TASK_STATE_WORKING",
+                    "TASK_STATE_INPUT_REQUIRED",
+                ]:
+                    break
+        assert "TASK_STATE_WORKING" in seen
+    finally:
+        await alice.close()
+
+
+def test_helm_upgrade_under_traffic_loses_no_message_and_repeats_no_turn(
+    release: Release,
+) -> None:
+    name = "upgraded"
+    create_task(release, name)
+    harness(release, "send", name, "one", "--wait")
+    upgrade = threading.Thread(target=release.upgrade, kwargs={"operator.maxModelCalls": 20})
+    upgrade.start()
+    harness(release, "send", name, "two")
+    upgrade.join(timeout=300)
+    assert not upgrade.is_alive()
+    harness(release, "send", name, "three")
+
+    status = wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED", turn=3, within=180)
+    assert status["turn"] == 3
+    assert transcript(release, name) == [
+        "alice: one",
+        "agent: Done.",
+        "alice: two",
+        "agent: Done.",
+        "alice: three",
+        "agent: Done.",
+    ]
+    settings = release.kubectl.get_json("configmap", "tiny-harness-settings")["data"]
+    assert "max_model_calls = 20" in settings["config.toml"]
+
+
+def test_two_sharded_operator_replicas_one_killed_every_task_is_still_answered(
+    release: Release,
+) -> None:
+    release.upgrade(**{"operator.replicas": 2})
+    names = [f"shard-{i}" for i in range(4)]
+    for name in names:
+        create_task(release, name)
+    leases = release.kubectl.get_json("leases")["items"]
+    holders = {
+        lease["spec"].get("holderIdentity")
+        for lease in leases
+        if "shard" in lease["metadata"]["name"]
+    }
+    assert len(holders - {None}) == 2, holders
+
+    doomed, _ = release.pods("operator")
+    delete_pod(release, doomed, "--grace-period=0", "--force")
+    for name in names:
+        harness(release, "send", name, "after the kill")
+    for name in names:
+        wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED", turn=1, within=180)
+        assert transcript(release, name) == ["alice: after the kill", "agent: Done."]
+    release.upgrade(**{"operator.replicas": 1})
+
+    def one_pod() -> bool:
+        return len(release.pods("operator")) == 1
+
+    eventually(one_pod, within=120, what="the operator back to one replica")
