@@ -29,8 +29,12 @@ The rules:
   wanted. An instance's events only poke, and a poke is idempotent.
 - **Stopping.** SIGINT and SIGTERM stop the operator, or do what the process that embeds it
   says (``on_signal``: the CLI stops everything it runs and exits 130 or 143). kopf installs
-  its own signal handlers with each instance; they are put back after every start. An
-  instance that fails ends the whole operator, and the others are stopped.
+  its own signal handlers with each instance; they are put back after every start.
+- **An instance that fails** (kopf ends its instance on an error it does not retry: a
+  listing whose continue token expired, when a large namespace is listed more slowly than
+  the API server keeps its history) is started again after a bounded wait
+  (:data:`RESTART_BACKOFF`), and lists afresh; the feed it serves stays read meanwhile, and
+  the listing tells it what changed. The operator never ends for it.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ import kopf
 from kopf._cogs.structs.credentials import Vault
 from kubernetes_asyncio import client
 
+from tiny_harness.core.backoff import Backoff
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
 from tiny_harness.operator.cache import Feed
 from tiny_harness.operator.settings import operator_settings
@@ -59,6 +64,8 @@ log = logging.getLogger(__name__)
 
 #: The longest an instance is given to stop.
 STOP_TIMEOUT: Final = 10.0
+#: The waits before a failed instance is started again.
+RESTART_BACKOFF: Final = Backoff(first=1.0, cap=30.0)
 
 WATCHED: Final = (PLURAL, MESSAGE_PLURAL, TURN_PLURAL)
 
@@ -208,15 +215,32 @@ class Watches:
         if label:
             for plural in WATCHED:
                 settings.watching.label_selectors[GROUP, plural] = label
-        await _kopf(
-            self._own_signals,
-            registry=self.build(instance.feed),
-            settings=settings,
-            clusterwide=not self.namespaces,
-            namespaces=self.namespaces,
-            stop_flag=instance.stop,
-            standalone=True,
-        )
+        failures = 0
+        while not instance.stop.is_set():
+            try:
+                await _kopf(
+                    self._own_signals,
+                    registry=self.build(instance.feed),
+                    settings=settings,
+                    clusterwide=not self.namespaces,
+                    namespaces=self.namespaces,
+                    stop_flag=instance.stop,
+                    standalone=True,
+                )
+            except Exception as exc:  # kopf gave up on something it does not retry
+                failures += 1
+                wait = RESTART_BACKOFF.delay(failures)
+                log.warning(
+                    "kopf for shard %s failed (%s: %s); starting it again in %.1fs",
+                    _shards({shard} if shard is not None else None),
+                    type(exc).__name__,
+                    str(exc)[:300],
+                    wait,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(instance.stop.wait(), wait)
+            else:
+                return
 
     def _own_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():

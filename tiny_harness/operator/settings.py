@@ -44,7 +44,7 @@ def operator_settings(*, standalone: bool = True) -> kopf.OperatorSettings:
     # event's body let go soon after (kopf's default keeps it 5 s; a listing of thousands of
     # objects would hold them all).
     settings.watching.chunk_size = 100
-    settings.batching.idle_timeout = 0.5
+    settings.queueing.idle_timeout = 0.5
     # We name our resources; no need to scan the cluster's CRDs (and no RBAC to do so).
     settings.scanning.disabled = True
     settings.persistence.diffbase_storage = NoDiffBase()
