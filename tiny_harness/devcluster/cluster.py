@@ -104,6 +104,7 @@ class LocalCluster:
         self._network = node
         self._host = node.host_ip if node is not None else "127.0.0.1"
         self._node_binaries: NodeBinaries | None = None
+        self._bridge_lock = net.BridgeLock(node) if node is not None else None
         self.node: LocalNode | None = None
 
     # -- public surface -------------------------------------------------------------------
@@ -139,6 +140,8 @@ class LocalCluster:
         _reap_leftovers(self.data_dir)
         pki = ensure_pki(self.data_dir / "pki")
         if self._network is not None:
+            assert self._bridge_lock is not None
+            self._bridge_lock.acquire(self._progress)
             reap_node_leftovers(self.data_dir / "node", self._network)
             # The API server binds the bridge's address, so the bridge comes first.
             net.bring_up(
@@ -183,7 +186,7 @@ class LocalCluster:
         if self.node is not None:
             self.node.stop()
             self.node = None
-        elif self._network is not None:
+        elif self._network is not None and self._bridge_lock and self._bridge_lock.held:
             with contextlib.suppress(net.NetworkError):
                 net.tear_down(self._network)
         for proc in reversed(self._procs):
@@ -206,6 +209,8 @@ class LocalCluster:
             if not self._persistent:
                 shutil.rmtree(self._data_dir, ignore_errors=True)
                 self._data_dir = None
+        if self._bridge_lock is not None:
+            self._bridge_lock.release()
 
     def restart(self, name: str, *, down_seconds: float = 1.0) -> None:
         """Stop ``etcd`` or ``kube-apiserver``, keep it down for ``down_seconds``, and start it

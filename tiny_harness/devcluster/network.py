@@ -11,9 +11,12 @@ for another interface, so a pod can reach the host and other pods and never an o
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
+import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +69,36 @@ class NodeNetwork:
                 {"type": "portmap", "capabilities": {"portMappings": True}},
             ],
         }
+
+
+class BridgeLock:
+    """One node per bridge on a machine: two runs at once (two test sessions, ``make cluster``
+    beside ``make cluster-test``) would share the bridge, its addresses and the NodePorts, so the
+    second waits for the first to stop, saying so, instead of breaking both."""
+
+    def __init__(self, network: NodeNetwork, directory: Path = Path("/run/lock")) -> None:
+        self._path = directory / f"tiny-harness-{network.bridge}.lock"
+        self._fd: int | None = None
+        self._bridge = network.bridge
+
+    def acquire(self, progress: Callable[[str], None]) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"another local node holds the bridge {self._bridge}; waiting for it to stop")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        self._fd = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def bring_up(network: NodeNetwork, conf_dir: Path, ipam_dir: Path) -> None:
