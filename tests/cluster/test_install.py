@@ -120,3 +120,29 @@ def test_metrics_are_scraped_from_both_pods(release: Release) -> None:
     ip, port = service["spec"]["clusterIP"], service["spec"]["ports"][0]["port"]
     _, _, operator = fetch(f"http://{ip}:{port}/metrics")
     assert "tiny_harness_turns_started_total" in operator
+
+
+def test_a_pod_reaches_the_api_server_and_no_outside_address(release: Release) -> None:
+    """The node's network: the API server through the ``kubernetes`` Service, by its cluster
+    DNS name too, and nothing past the bridge (203.0.113.1 is a documentation address)."""
+    probe = """
+import socket, ssl, urllib.error, urllib.request
+ctx = ssl.create_default_context(cafile="/var/run/secrets/kubernetes.io/serviceaccount/ca.crt")
+try:
+    urllib.request.urlopen("https://kubernetes.default.svc/readyz", context=ctx, timeout=10)
+    print("api answered")
+except urllib.error.HTTPError as exc:
+    print("api answered", exc.code)
+s = socket.socket()
+s.settimeout(3)
+try:
+    s.connect(("203.0.113.1", 80))
+    print("outside reached")
+except OSError as exc:
+    print("outside refused:", type(exc).__name__)
+"""
+    out = release.kubectl.run(
+        "exec", f"deployment/{RELEASE}-gateway", "--", "python", "-c", probe
+    ).stdout
+    assert "api answered" in out
+    assert "outside refused" in out
