@@ -15,7 +15,7 @@ WEB_UI := tiny_harness/a2a_gateway/webui/index.html
 WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate bench clean cluster-test
+.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate bench clean cluster-test cluster
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
@@ -24,6 +24,7 @@ help:
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
+	@echo "make cluster    the chart on a real local node without Docker (root), until Ctrl-C"
 	@echo "make cluster-test  build the image without Docker, start a real one-node cluster, helm install"
 	@echo "                the chart and run tests/cluster against it (root; containerd, runc, buildah)"
 
@@ -67,6 +68,10 @@ imports: install
 # test's traceback its own way, and the failure's report is lost in an INTERNALERROR.
 pytest: install controlplane web
 	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup --tb=native
+
+# The chart on the local node, for people without Docker: runs until Ctrl-C (docs/design/node.md).
+cluster: install controlplane web
+	PATH="$(CONTROLPLANE):$$PATH" $(BIN)/python -m tiny_harness.devcluster.node_up
 
 # The chart on a real node (tests/cluster): the image built with buildah, containerd, runc, the
 # CNI bridge, a kubelet; the tests share one release, so they run in one process, in order.
