@@ -222,6 +222,33 @@ class Feed:
         self.shards: dict[Key, str] = {}
         #: Set once the feed holds everything its first listing returned.
         self.filled = asyncio.Event()
+        #: kopf's own listing of the shard (:mod:`.kopf_shards`): the objects of each kind it
+        #: is still expected to tell, and when it last told one.
+        self.listing: dict[str, int] = {}
+        self.listed = asyncio.Event()
+        self.last_listed = 0.0
+
+    def expect_listing(self) -> None:
+        """kopf is about to list the shard: it should tell about as many objects of each kind
+        as the feed holds (more or fewer if they changed meanwhile)."""
+        counts = {TASKS: 0, MESSAGES: 0, TURNS: 0}
+        for kind, _, _ in self.objects:
+            counts[kind] += 1
+        self.listing = counts
+        self.listed = asyncio.Event()
+        self.last_listed = time.monotonic()
+        if not any(counts.values()):
+            self.listed.set()
+
+    def told_listed(self, kind: str) -> None:
+        """kopf's listing told one object of ``kind`` (an event with no type)."""
+        self.last_listed = time.monotonic()
+        left = self.listing.get(kind)
+        if left is None:
+            return
+        self.listing[kind] = left - 1
+        if all(n <= 0 for n in self.listing.values()):
+            self.listed.set()
 
     def get(self, kind: str, namespace: str, name: str) -> Packed | None:
         found = self.objects.get((kind, namespace, name))

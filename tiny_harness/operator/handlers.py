@@ -41,7 +41,10 @@ def build_registry(runtime: Runtime, feed: Feed) -> kopf.OperatorRegistry:
     cache = runtime.cache
 
     def saw(kind: str, event: kopf.RawEvent, body: kopf.Body) -> None:
-        cache.saw(feed, kind, plain(body), deleted=event.get("type") == "DELETED")
+        kind_of_event = event.get("type")
+        if kind_of_event is None:  # one of kopf's listing (operator/kopf_shards.py)
+            feed.told_listed(kind)
+        cache.saw(feed, kind, plain(body), deleted=kind_of_event == "DELETED")
 
     # Our own registry has none of kopf's default login handlers: in a pod use the
     # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).

@@ -24,6 +24,12 @@ The rules:
   shard listed into it), before its kopf instance starts: so no read ever sees a half-listed
   shard, and no handler runs before the feed holds the shard.
 - **A shard no longer watched** is dropped from the cache at once, then its instance stopped.
+- **No pass while kopf lists.** kopf lists the shard again when its instance starts, and
+  queues every object it lists at once, paced by nothing: passes competing for the loop
+  meanwhile would keep the whole listing in memory, and on a large namespace let its
+  continue token expire. So the workers are paused (``pausing``) from the instance's start
+  until its listing has told as many objects as the feed holds, or none for
+  :data:`LISTING_QUIET` seconds; the pokes it causes queue, and are taken then.
 - **Races.** Everything here runs on the event loop: a want that arrives while instances start
   or stop is taken up by the next round of the loop, which compares what runs with what is
   wanted. An instance's events only poke, and a poke is idempotent.
@@ -44,9 +50,10 @@ import contextlib
 import logging
 import signal
 import threading
+import time
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import kopf
 
@@ -66,6 +73,18 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT: Final = 10.0
 #: The waits before a failed instance is started again.
 RESTART_BACKOFF: Final = Backoff(first=1.0, cap=30.0)
+#: kopf's listing is taken for over once it has told as many objects as the feed holds, or
+#: told none for this long.
+LISTING_QUIET: Final = 5.0
+
+
+class Pausing(Protocol):
+    """What holds back the passes while kopf lists (:class:`~.slots.WorkerSlots`)."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
 
 WATCHED: Final = (PLURAL, MESSAGE_PLURAL, TURN_PLURAL)
 
@@ -104,6 +123,7 @@ class Watches:
         namespaces: Collection[str],
         sharded: bool,
         on_signal: Callable[[signal.Signals], None] | None = None,
+        pausing: Pausing | None = None,
     ) -> None:
         self.api = api
         #: What SIGINT and SIGTERM do (kopf takes them over with each instance it starts;
@@ -111,6 +131,7 @@ class Watches:
         self.on_signal = on_signal
         self.build = build
         self.prime = prime
+        self.pausing = pausing
         self.adopt = adopt
         self.drop = drop
         self.namespaces: list[str] = [*namespaces]
@@ -217,6 +238,7 @@ class Watches:
                 settings.watching.label_selectors[GROUP, plural] = label
         failures = 0
         while not instance.stop.is_set():
+            listing = asyncio.create_task(self._paused_while_listing(instance.feed))
             try:
                 await _kopf(
                     self._own_signals,
@@ -241,6 +263,26 @@ class Watches:
                     await asyncio.wait_for(instance.stop.wait(), wait)
             else:
                 return
+            finally:
+                listing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listing
+
+    async def _paused_while_listing(self, feed: Feed) -> None:
+        """The workers paused until kopf's listing of ``feed``'s shard is over (see the
+        module's rules)."""
+        feed.expect_listing()
+        if self.pausing is None:
+            return
+        self.pausing.pause()
+        try:
+            while not feed.listed.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(feed.listed.wait(), LISTING_QUIET / 5)
+                if time.monotonic() - feed.last_listed >= LISTING_QUIET:
+                    break
+        finally:
+            self.pausing.resume()
 
     def _own_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():

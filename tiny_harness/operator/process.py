@@ -112,6 +112,7 @@ async def run_operator(
         namespaces=watched,
         sharded=bool(settings.operator.shards),
         on_signal=on_signal,
+        pausing=runtime.slots,
     )
     background: list[asyncio.Task[None]] = []
     destinations = settings.operator.destinations

@@ -18,6 +18,11 @@ The rule:
   and messages; whichever comes first gives the slot back, once.
 - A slot given back admits the next key at once. Everything runs on the event loop's thread,
   so no ask can fall between a slot's release and the next admission.
+- **Paused, nothing is admitted** (:meth:`WorkerSlots.pause`, counted: each pause is resumed
+  once): keys queue as above, and workers already started go on. kopf's listing of a shard
+  pauses them (:mod:`.kopf_shards`): kopf queues every listed object at once, paced by
+  nothing, so passes competing for the loop meanwhile would keep the whole listing in memory
+  and let its continue token expire; the pokes it causes are taken when it ends.
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ class WorkerSlots(Generic[K]):
         self.limit = limit
         self.active = 0
         self._queued: dict[K, None] = {}
+        self._paused = 0
 
     @property
     def waiting(self) -> int:
@@ -69,6 +75,18 @@ class WorkerSlots(Generic[K]):
     def ask(self, key: K) -> None:
         """``key`` has work and no worker: start one now, or as soon as a slot is free."""
         self._queued.setdefault(key, None)
+        self._admit()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused > 0
+
+    def pause(self) -> None:
+        """Admit nothing until :meth:`resume` (as many times as paused)."""
+        self._paused += 1
+
+    def resume(self) -> None:
+        self._paused = max(self._paused - 1, 0)
         self._admit()
 
     def drop(self, key: K) -> None:
@@ -80,7 +98,7 @@ class WorkerSlots(Generic[K]):
         self._admit()
 
     def _admit(self) -> None:
-        while self.active < self.limit and self._queued:
+        while not self._paused and self.active < self.limit and self._queued:
             key = next(iter(self._queued))
             del self._queued[key]
             self.active += 1

@@ -129,3 +129,19 @@ async def one_burst() -> None:
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         WorkerSlots(Started(), limit=0)
+
+
+def test_paused_slots_admit_nothing_and_resumed_take_the_queue_in_order() -> None:
+    started: list[str] = []
+    slots: WorkerSlots[str] = WorkerSlots(lambda key, ticket: started.append(key), limit=2)
+    slots.ask("a")
+    slots.pause()
+    slots.pause()  # two listings at once: both must end
+    for key in ("b", "c", "d"):
+        slots.ask(key)
+    assert started == ["a"]
+    slots.resume()
+    assert started == ["a"]
+    slots.resume()
+    assert started == ["a", "b"]  # the limit still holds
+    assert slots.waiting == 2
