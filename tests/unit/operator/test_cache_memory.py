@@ -179,3 +179,29 @@ def test_a_second_listing_of_the_same_versions_changes_nothing() -> None:
     cache.saw(feed, "tasks", big_task("release"))
     assert feed.get("tasks", NS, "release") is held
     assert cache.resident.bytes == size_of(big_task("release"))
+
+
+def test_kopfs_listing_is_over_once_it_told_as_many_objects_of_each_kind_as_the_feed_holds() -> (
+    None
+):
+    api = Api()
+    _, feed = fed(
+        10**6,
+        api,
+        ("tasks", big_task("release")),
+        ("tasks", big_task("other")),
+        ("messages", message("m1", sent_at=T1, created=T1, owner="uid-release")),
+    )
+    feed.expect_listing()
+    assert not feed.listed.is_set()
+    feed.told_listed("tasks")
+    feed.told_listed("messages")
+    assert not feed.listed.is_set()
+    feed.told_listed("tasks")
+    assert feed.listed.is_set()
+
+
+def test_an_empty_shards_listing_is_over_at_once() -> None:
+    feed = Feed()
+    feed.expect_listing()
+    assert feed.listed.is_set()
