@@ -19,7 +19,8 @@ WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
-	@echo "make test       ruff, mypy --strict, import contracts, the web UI's unit tests and the whole pytest suite"
+	@echo "make test       ruff, mypy --strict, import contracts, the web UI's unit tests, the whole pytest suite"
+	@echo "                and tests/cluster on a real local node (make cluster-test)"
 	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
@@ -75,6 +76,7 @@ cluster: install controlplane web
 
 # The chart on a real node (tests/cluster): the image built with buildah, containerd, runc, the
 # CNI bridge, a kubelet; the tests share one release, so they run in one process, in order.
+# Part of make test; needs root and the packages .ci/run installs.
 cluster-test: install controlplane web
 	TINY_HARNESS_NODE_TESTS=1 PATH="$(CONTROLPLANE):$$PATH" $(BIN)/pytest -q -n 0 --tb=native tests/cluster
 
@@ -82,7 +84,7 @@ cluster-test: install controlplane web
 unit: install
 	$(BIN)/pytest -q -n $(WORKERS) tests/unit
 
-test: lint typecheck imports webtest pytest
+test: lint typecheck imports webtest pytest cluster-test
 
 generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
