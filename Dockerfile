@@ -40,15 +40,16 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-# The dependencies first, in a layer of their own, so that a change to the source alone
-# rebuilds only the layers after it: an empty stand-in package lets pip resolve and install
-# what pyproject.toml names, and is uninstalled again.
-COPY pyproject.toml README.md ./
-RUN mkdir tiny_harness && touch tiny_harness/__init__.py \
+# The dependencies first, in a layer of their own, so that a change to the source (or the
+# README) alone rebuilds only the layers after it: an empty stand-in package lets pip resolve
+# and install what pyproject.toml names, and is uninstalled again.
+COPY pyproject.toml ./
+RUN mkdir tiny_harness && touch tiny_harness/__init__.py README.md \
  && python -m venv /opt/tiny-harness \
  && /opt/tiny-harness/bin/pip install . \
  && /opt/tiny-harness/bin/pip uninstall --yes tiny-harness \
- && rm -rf tiny_harness build ./*.egg-info
+ && rm -rf tiny_harness build ./*.egg-info README.md
+COPY README.md ./
 COPY tiny_harness ./tiny_harness
 COPY --from=web /src/tiny_harness/a2a_gateway/webui ./tiny_harness/a2a_gateway/webui
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
