@@ -45,8 +45,8 @@ What it prints, one section per phase (``--phases``):
     message sent to one task as soon as the operator is live → parked (the first turn after
     start); the operator's RSS once it holds them all, against one on the empty namespace;
     a turn once it has settled. etcd is compacted and defragmented every minute meanwhile
-    (:func:`keep_etcd`), as a cluster's maintenance would. When ``--phase-seconds`` runs out it stops where it is and
-    prints what it measured at the size it reached.
+    (:func:`keep_etcd`), as a cluster's maintenance would. When ``--phase-seconds`` runs out
+    it stops where it is and prints what it measured at the size it reached.
 
 The first line names the commit measured (``bench_turns.revision``). Each operator's log is
 kept in ``--log-dir`` (default: a temporary folder, removed at the end); the lines it logged
