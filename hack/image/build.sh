@@ -50,5 +50,12 @@ if [[ ! -f "$archive" ]]; then
   bah push --quiet "$tag" "oci-archive:$archive.tmp:$tag" >&2
   mv "$archive.tmp" "$archive"
 fi
+# Keep the newest three archives (a node may still be importing the one before this): each
+# is the whole image, a few hundred MB.
+ls -1t "$cache"/archives/tiny-harness-*.oci.tar | tail -n +4 | while read -r old; do
+  rm -f "$old"
+  old_id="$(basename "$old" .oci.tar)"
+  bah rmi "localhost/tiny-harness:${old_id#tiny-harness-}" >/dev/null 2>&1 || true
+done
 echo "  image $tag in $archive" >&2
 echo "$archive"

@@ -168,13 +168,19 @@ def test_two_sharded_operator_replicas_one_killed_every_task_is_still_answered(
     names = [f"shard-{i}" for i in range(4)]
     for name in names:
         create_task(release, name)
-    leases = release.kubectl.get_json("leases")["items"]
-    holders = {
-        lease["spec"].get("holderIdentity")
-        for lease in leases
-        if "shard" in lease["metadata"]["name"]
-    }
-    assert len(holders - {None}) == 2, holders
+
+    def shards_split() -> set[str] | None:
+        """The shard leases' holders, once both replicas hold some (the deal takes a lease
+        period or two after the second replica joins)."""
+        leases = release.kubectl.get_json("leases")["items"]
+        holders = {
+            str(lease["spec"].get("holderIdentity"))
+            for lease in leases
+            if "-shard-" in lease["metadata"]["name"]
+        }
+        return holders if len(holders - {"None"}) == 2 else None
+
+    eventually(shards_split, within=120, what="the shards split between the two replicas")
 
     doomed, _ = release.pods("operator")
     delete_pod(release, doomed, "--grace-period=0", "--force")
