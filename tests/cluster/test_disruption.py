@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import urllib.request
 from typing import Any
 
 from tests.cluster.conftest import NodeModelServer, Release, rolled_out, wait_for_state
@@ -46,6 +47,14 @@ def transcript(release: Release, name: str) -> list[str]:
 def of_task(request: Any, task: str) -> bool:
     instructions = str((request.body or {}).get("instructions", ""))
     return instructions.startswith(f"You are the agent working on task {task}.")
+
+
+def gateway_answers(release: Release) -> bool:
+    try:
+        with urllib.request.urlopen(f"{release.gateway_url}/healthz", timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
 
 
 def delete_pod(release: Release, pod: dict[str, Any], *force: str) -> None:
@@ -111,6 +120,8 @@ async def test_the_gateway_pod_deleted_while_a_stream_is_open_the_client_reconne
         await model.control.script([TextTurn(text="Still here.")])
         harness(release, "send", task_id, "Are you there?", "--wait")
         rolled_out(release.kubectl)
+        # Ready is not yet routed: the Service's endpoints and kube-proxy's rules follow.
+        eventually(lambda: gateway_answers(release), within=60, what="the new gateway pod")
 
         task = await alice.get(task_id)
         texts = ["".join(p.text for p in m.parts) for m in task.history]
@@ -145,6 +156,9 @@ def test_helm_upgrade_under_traffic_loses_no_message_and_repeats_no_turn(
     harness(release, "send", name, "two")
     upgrade.join(timeout=300)
     assert not upgrade.is_alive()
+    # The message sent during the rollout is answered by its own turn; only then the next, so
+    # that the two are never taken together.
+    wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED", turn=2, within=180)
     harness(release, "send", name, "three")
 
     status = wait_for_state(release.kubectl, name, "TASK_STATE_INPUT_REQUIRED", turn=3, within=180)
