@@ -262,7 +262,18 @@ class Watches:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(instance.stop.wait(), wait)
             else:
-                return
+                if instance.stop.is_set():
+                    return
+                # Ended by itself, unasked: kopf gave up quietly. Never a silent end.
+                failures += 1
+                wait = RESTART_BACKOFF.delay(failures)
+                log.warning(
+                    "kopf for shard %s ended unasked; starting it again in %.1fs",
+                    _shards({shard} if shard is not None else None),
+                    wait,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(instance.stop.wait(), wait)
             finally:
                 listing.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

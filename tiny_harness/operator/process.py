@@ -155,6 +155,11 @@ async def run_operator(
     try:
         async with liveness(liveness_endpoint, started):
             await watches.run(ready_flag=started, stop_flag=stop_flag)
+    except BaseException as exc:
+        log.warning("operator %s stopping: %s", runtime.identity, type(exc).__name__)
+        raise
+    else:
+        log.info("operator %s stopping", runtime.identity)
     finally:
         await runtime.shutdown()
         for task in background:

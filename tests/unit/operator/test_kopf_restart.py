@@ -63,3 +63,40 @@ async def test_a_failed_instance_is_started_again_and_the_operator_stops_only_wh
     stop.set()
     await asyncio.wait_for(running, 5)
     assert running.exception() is None
+
+
+async def test_an_instance_that_ends_unasked_is_started_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    starts = 0
+    again = asyncio.Event()
+
+    async def instance(spawned: Any, **options: Any) -> None:
+        nonlocal starts
+        starts += 1
+        if starts == 1:
+            return  # kopf gave up quietly
+        again.set()
+        await options["stop_flag"].wait()
+
+    async def prime(feed: Feed, label: str) -> None:
+        feed.filled.set()
+
+    monkeypatch.setattr(kopf_shards, "_kopf", instance)
+    monkeypatch.setattr(kopf_shards, "RESTART_BACKOFF", Backoff(first=0.0, cap=0.0))
+    watches = Watches(
+        None,  # type: ignore[arg-type]
+        lambda feed: kopf.OperatorRegistry(),
+        prime,
+        lambda shard, feed: None,
+        lambda shard: None,
+        namespaces=["team-a"],
+        sharded=False,
+        on_signal=lambda sig: None,
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(watches.run(stop_flag=stop))
+    await asyncio.wait_for(again.wait(), 5)
+    assert not running.done()
+    stop.set()
+    await asyncio.wait_for(running, 5)
