@@ -45,7 +45,7 @@ from tiny_harness.core.turn import (
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.ownership import is_child_of
-from tiny_harness.operator.cache import rv_of
+from tiny_harness.operator.feed import rv_of
 from tiny_harness.operator.host import child_name, create_child
 from tiny_harness.operator.initialise import created_lifecycle, initialise
 from tiny_harness.operator.ports import Acting, CommandHost

@@ -21,7 +21,7 @@ from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.kube.ownership import is_stray_of
-from tiny_harness.operator.cache import MESSAGES, TASKS, TURNS, Feed, plain
+from tiny_harness.operator.feed import MESSAGES, TASKS, TURNS, Feed, plain
 from tiny_harness.operator.runtime import Runtime
 
 

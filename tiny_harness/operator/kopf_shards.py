@@ -63,7 +63,7 @@ from kubernetes_asyncio import client
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
-from tiny_harness.operator.cache import Feed
+from tiny_harness.operator.feed import Feed
 from tiny_harness.operator.settings import operator_settings
 from tiny_harness.operator.shard_deal import selector
 

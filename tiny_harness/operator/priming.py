@@ -27,7 +27,8 @@ from typing import Final
 from kubernetes_asyncio import client
 
 from tiny_harness.kube.watching import Synced, WatchEvent, follow_listings
-from tiny_harness.operator.cache import MESSAGES, PLURALS, TASKS, TURNS, Cache, Feed, plain
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.feed import MESSAGES, PLURALS, TASKS, TURNS, Feed, plain
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
-from tiny_harness.operator.cache import rv_of
 from tiny_harness.operator.children import rows_of
+from tiny_harness.operator.feed import rv_of
 
 
 class Snapshot:

@@ -81,9 +81,10 @@ from tiny_harness.kube.client import (
 from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
 from tiny_harness.operator.budgets import own_budget, turn_budget, with_usage
-from tiny_harness.operator.cache import Pins, rv_of
+from tiny_harness.operator.cache import Pins
 from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.controls import Controls
+from tiny_harness.operator.feed import rv_of
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import CommandHost, OperatorRuntime
 from tiny_harness.operator.slots import Ticket

@@ -27,7 +27,8 @@ from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import DrainEntry, OutcomeKind, TurnInput, TurnOutcome
 from tiny_harness.kube.journal import TurnRecord, record_name
-from tiny_harness.operator.cache import Cache, Feed
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.feed import Feed
 from tiny_harness.operator.lease import LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.ports import OperatorHost, RemoteAgents

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
-from tiny_harness.operator.cache import OVERLAY_SECONDS, Feed
+from tiny_harness.operator.cache import OVERLAY_SECONDS
 from tiny_harness.operator.cache import Cache as _Cache
+from tiny_harness.operator.feed import Feed
 
 NS = "team-a"
 #: When the tasks here were created: the messages below were all written after.

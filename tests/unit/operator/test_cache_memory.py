@@ -15,7 +15,8 @@ from tiny_harness.core.task import TaskUsage
 from tiny_harness.core.turn import ModelEntry
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import ENTRIES
-from tiny_harness.operator.cache import Cache, Feed, NotLoaded, pack
+from tiny_harness.operator.cache import Cache, NotLoaded
+from tiny_harness.operator.feed import Feed, pack
 
 BIG = "x" * 4000
 

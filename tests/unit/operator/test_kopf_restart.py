@@ -12,8 +12,26 @@ import pytest
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.operator import kopf_shards
-from tiny_harness.operator.cache import Feed
+from tiny_harness.operator.feed import Feed
 from tiny_harness.operator.kopf_shards import Watches
+
+
+def watches_on(build: Any, adopt: Any = lambda shard, feed: None) -> Watches:
+    """Watches of one unsharded instance, its feed primed at once, no real API."""
+
+    async def prime(feed: Feed, label: str) -> None:
+        feed.filled.set()
+
+    return Watches(
+        None,  # type: ignore[arg-type]
+        build,
+        prime,
+        adopt,
+        lambda shard: None,
+        namespaces=["team-a"],
+        sharded=False,
+        on_signal=lambda sig: None,
+    )
 
 
 async def test_a_failed_instance_is_started_again_and_the_operator_stops_only_when_told(
@@ -35,21 +53,9 @@ async def test_a_failed_instance_is_started_again_and_the_operator_stops_only_wh
         registry.feed = feed  # type: ignore[attr-defined]
         return registry
 
-    async def prime(feed: Feed, label: str) -> None:
-        feed.filled.set()
-
     monkeypatch.setattr(kopf_shards, "_kopf", instance)
     monkeypatch.setattr(kopf_shards, "RESTART_BACKOFF", Backoff(first=0.0, cap=0.0))
-    watches = Watches(
-        None,  # type: ignore[arg-type]
-        build,
-        prime,
-        lambda shard, feed: adopted.append(feed),
-        lambda shard: None,
-        namespaces=["team-a"],
-        sharded=False,
-        on_signal=lambda sig: None,
-    )
+    watches = watches_on(build, lambda shard, feed: adopted.append(feed))
     stop = asyncio.Event()
     ready = asyncio.Event()
     running = asyncio.create_task(watches.run(stop_flag=stop, ready_flag=ready))
@@ -79,21 +85,9 @@ async def test_an_instance_that_ends_unasked_is_started_again(
         again.set()
         await options["stop_flag"].wait()
 
-    async def prime(feed: Feed, label: str) -> None:
-        feed.filled.set()
-
     monkeypatch.setattr(kopf_shards, "_kopf", instance)
     monkeypatch.setattr(kopf_shards, "RESTART_BACKOFF", Backoff(first=0.0, cap=0.0))
-    watches = Watches(
-        None,  # type: ignore[arg-type]
-        lambda feed: kopf.OperatorRegistry(),
-        prime,
-        lambda shard, feed: None,
-        lambda shard: None,
-        namespaces=["team-a"],
-        sharded=False,
-        on_signal=lambda sig: None,
-    )
+    watches = watches_on(lambda feed: kopf.OperatorRegistry())
     stop = asyncio.Event()
     running = asyncio.create_task(watches.run(stop_flag=stop))
     await asyncio.wait_for(again.wait(), 5)

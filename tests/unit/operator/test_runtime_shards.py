@@ -7,7 +7,8 @@ from typing import Any
 
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.settings import OperatorSettings
-from tiny_harness.operator.cache import Cache, Feed
+from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.feed import Feed
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.runtime import Runtime
 
