@@ -3,12 +3,13 @@ namespaces (or shards) in summary, the ones at work whole, plus the objects this
 just written.
 
 **What is fed.** Each shard's objects (every one, unsharded) are listed page by page into a
-:class:`~tiny_harness.operator.feed.Feed` before that shard's kopf instance starts (:mod:`tiny_harness.operator.priming`),
-and kopf's events keep it current from then on (:meth:`Cache.saw`, called by every handler
-before it pokes). So the first pass over a task after a restart already sees all its
-messages, records and children; no label is needed for a message to be seen. The feed is
-ours, not kopf's indexes: kopf makes every object of an indexed kind wait for all the others
-before its first handler runs, which costs the square of the objects listed.
+feed (:class:`~tiny_harness.operator.feed.Feed`) before that shard's kopf instance starts
+(:mod:`tiny_harness.operator.priming`), and kopf's events keep it current from then on
+(:meth:`Cache.saw`, called by every handler before it pokes). So the first pass over a task
+after a restart already sees all its messages, records and children; no label is needed for
+a message to be seen. The feed is ours, not kopf's indexes: kopf makes every object of an
+indexed kind wait for all the others before its first handler runs, which costs the square
+of the objects listed.
 
 **What is kept.** Every object has a summary for the operator's whole life (its name,
 version, where it belongs, and what a handler reads: a task's state and owners, a record's
