@@ -22,6 +22,7 @@ from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, VERSION
 from tiny_harness.kube.ownership import is_stray_of
 from tiny_harness.operator.feed import MESSAGES, TASKS, TURNS, Feed, plain
+from tiny_harness.operator.login import login
 from tiny_harness.operator.runtime import Runtime
 
 
@@ -46,11 +47,8 @@ def build_registry(runtime: Runtime, feed: Feed) -> kopf.OperatorRegistry:
             feed.told_listed(kind)
         cache.saw(feed, kind, plain(body), deleted=kind_of_event == "DELETED")
 
-    # Our own registry has none of kopf's default login handlers: in a pod use the
-    # ServiceAccount, elsewhere the kubeconfig ($KUBECONFIG or ~/.kube/config).
-    @kopf.on.login(registry=registry, id="login")
-    def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    # Our own registry has none of kopf's default login handlers (see .login).
+    kopf.on.login(registry=registry, id="login")(login)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry, id="task")
     async def on_task(
