@@ -538,8 +538,10 @@ def admin_ssl(cluster: LocalCluster) -> ssl.SSLContext:
 
 
 async def bench_fanout(
-    cluster: LocalCluster, api: Any, url: str, subscribers: int, writes: int
+    cluster: LocalCluster, api: Any, url: str, subscribers: int, writes: int, others: int
 ) -> None:
+    """Time ``writes`` status writes to the fan-out task, to each of ``subscribers`` streams
+    on it and to a raw watch, with ``others`` streams (on other tasks) open meanwhile."""
     store = HarnessTasks(api, NAMESPACE)
     gateway = Receipts(subscribers)
     floor = Receipts(1)
@@ -551,60 +553,82 @@ async def bench_fanout(
     connector = aiohttp.TCPConnector(limit=0, ssl=admin_ssl(cluster))
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=OPEN_TIMEOUT)
     opened = asyncio.Semaphore(0)
+    # Why a stream ended: once one has, the receipts it would have made never come.
+    broken: list[str] = []
+    stop = asyncio.Event()
+
+    async def read(session: aiohttp.ClientSession, url: str, **kw: Any) -> AsyncIterator[bytes]:
+        try:
+            async with session.get(url, **kw) as response:
+                if response.status != 200:
+                    raise aiohttp.ClientError(f"HTTP {response.status}")
+                opened.release()
+                async for line in response.content:
+                    yield line
+            broken.append("a stream ended")
+        except (aiohttp.ClientError, OSError) as exc:
+            broken.append(f"{type(exc).__name__}: {exc}")
+        opened.release()
+        stop.set()
 
     async def subscriber(session: aiohttp.ClientSession, who: int) -> None:
-        async with session.get(subscribe_url(url, FANOUT_TASK), headers=headers) as response:
-            response.raise_for_status()
-            opened.release()
-            async for line in response.content:
-                gateway.line(who, line)
+        async for line in read(session, subscribe_url(url, FANOUT_TASK), headers=headers):
+            gateway.line(who, line)
 
     async def raw_watch(session: aiohttp.ClientSession) -> None:
-        async with session.get(watch_url) as response:
-            response.raise_for_status()
-            opened.release()
-            async for line in response.content:
-                floor.line(0, line)
+        async for line in read(session, watch_url):
+            floor.line(0, line)
 
-    async with (
-        aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=1 << 20) as s,
-        asyncio.TaskGroup() as group,
-    ):
-        readers = [group.create_task(subscriber(s, i)) for i in range(subscribers)]
-        readers.append(group.create_task(raw_watch(s)))
-        async with asyncio.timeout(OPEN_TIMEOUT):
-            for _ in readers:
-                await opened.acquire()
-        every: list[float] = []
-        last: list[float] = []
-        floor_s: list[float] = []
-        missed = 0
-        # The first write is not timed: it also proves every subscription is in place.
-        for k in range(writes + 1):
-            marker = f"fanout-{k}-{uuid.uuid4().hex[:8]}"
-            gateway.start(marker)
-            floor.start(marker)
-            await store.patch_status(FANOUT_TASK, {"message": f"Update {k}.", "messageId": marker})
-            try:
-                async with asyncio.timeout(60):
-                    await asyncio.gather(gateway.all_seen.wait(), floor.all_seen.wait())
-            except TimeoutError:
+    every: list[float] = []
+    last: list[float] = []
+    floor_s: list[float] = []
+    missed = 0
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, read_bufsize=1 << 20
+    ) as session:
+        readers = [asyncio.create_task(subscriber(session, i)) for i in range(subscribers)]
+        readers.append(asyncio.create_task(raw_watch(session)))
+        try:
+            async with asyncio.timeout(OPEN_TIMEOUT):
+                for _ in readers:
+                    await opened.acquire()
+            # The first write is not timed: it also proves every subscription is in place.
+            for k in range(writes + 1):
+                if broken:
+                    break
+                marker = f"fanout-{k}-{uuid.uuid4().hex[:8]}"
+                gateway.start(marker)
+                floor.start(marker)
+                status = {"message": f"Update {k}.", "messageId": marker}
+                await store.patch_status(FANOUT_TASK, status)
+                waits: list[asyncio.Future[Any]] = [
+                    asyncio.gather(gateway.all_seen.wait(), floor.all_seen.wait()),
+                    asyncio.ensure_future(stop.wait()),
+                ]
+                await asyncio.wait(waits, timeout=60, return_when="FIRST_COMPLETED")
+                for waiting in waits:
+                    waiting.cancel()
                 missed += subscribers - len(gateway.seen)
-            if k == 0:
-                continue
-            every.extend(gateway.seen.values())
-            last.append(max(gateway.seen.values(), default=math.inf))
-            floor_s.extend(floor.seen.values())
-            await asyncio.sleep(0.1)
-        for reader in readers:
-            reader.cancel()
+                if k == 0:
+                    continue
+                every.extend(gateway.seen.values())
+                last.append(max(gateway.seen.values(), default=math.inf))
+                floor_s.extend(floor.seen.values())
+                await asyncio.sleep(0.1)
+        except TimeoutError:
+            broken.append(f"not every stream opened within {OPEN_TIMEOUT:.0f} s")
+        finally:
+            for reader in readers:
+                reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
     print(
-        f"fan-out: {writes} status writes to one task with {subscribers} subscribers "
-        "(write sent → event seen):\n"
+        f"fan-out: {len(last)} status writes to one task with {subscribers} subscribers, "
+        f"{others:,} other streams open (write sent → event seen):\n"
         f"  each subscriber       {ms(every)}\n"
         f"  the last of {subscribers:<4}     {ms(last)}\n"
         f"  raw API watch (floor) {ms(floor_s)}"
-        + (f"\n  {missed} receipts never came within 60 s" if missed else ""),
+        + (f"\n  {missed} receipts never came" if missed else "")
+        + (f"\n  stopped early: {Counter(broken).most_common(3)}" if broken else ""),
         flush=True,
     )
 
@@ -769,8 +793,13 @@ async def bench_gateway_streams(
         if not alive:
             print(f"  the gateway exited with {gateway.proc.returncode}")
             return
-        if args.subscribers:
-            await bench_fanout(cluster, api, gateway.url, args.subscribers, args.writes)
+        # With no room left in the gateway (streams refused or ended) the fan-out's streams
+        # would fail too: it is then measured once the others are closed.
+        room = not failed and not ended
+        if args.subscribers and room:
+            await bench_fanout(
+                cluster, api, gateway.url, args.subscribers, args.writes, others=held
+            )
         early = await close_all(procs)
     after = await settled_watches(cluster, lambda now: now <= (before.tasks or 0))
     print(
@@ -778,6 +807,8 @@ async def bench_gateway_streams(
         f"gateway RSS {rss_kib(gateway.proc.pid) / 1024:.0f} MiB",
         flush=True,
     )
+    if args.subscribers and not room:
+        await bench_fanout(cluster, api, gateway.url, args.subscribers, args.writes, others=0)
 
 
 def sizes(value: str) -> list[int]:
