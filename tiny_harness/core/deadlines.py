@@ -13,6 +13,11 @@ Two bounds a task's author may set, as Kubernetes Jobs have ``activeDeadlineSeco
   every such state, cleared by any other). Past it the task fails with reason ``InputTimeout``,
   or completes when ``onTimeout`` is ``complete`` and no sub-task holds it open.
 
+A third bound is the operator's alone: how long a conversation created by its first message
+stays ``SUBMITTED`` waiting for that message (``[operator] first_message_seconds``, counted from
+``status.startTime``, the operator's own stamp when it accepted the task;
+:func:`first_message_left`, row 11 of :mod:`.decide`).
+
 Every status write passes through :func:`stamped`, so the times are kept by the one place that
 writes states, and survive a restart: the time left is computed from the status on every pass.
 """
@@ -98,3 +103,12 @@ def idle_time_left(
     if timeout_seconds is None or status.get("subState") != "awaiting-next-message":
         return None
     return input_time_left(timeout_seconds, status, now)
+
+
+def first_message_left(wait_seconds: float, status: Mapping[str, Any], now: dt.datetime) -> float:
+    """Seconds a new task may still wait for the first message its creator announced, from
+    ``status.startTime``; a status without one has waited long enough."""
+    started = parse(status.get("startTime"))
+    if started is None:
+        return 0.0
+    return wait_seconds - (now - started).total_seconds()

@@ -33,7 +33,10 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  10   an ordinary message, a child's news, or a        :class:`RunTurn` (a new turn), or
       budget raised for a task that waited for it
                                                        :class:`FailPastDeadline` (as row 9)
- 11   a conversation just submitted                    :class:`Park`
+ 11   a conversation just submitted                    :class:`Park`; or, while the first
+                                                       message its creator announced has not
+                                                       come, :class:`AwaitFirstMessage` (it
+                                                       stays SUBMITTED; see below)
  12   the sub-task rows differ from the children       :class:`SyncRows`
  13   an ended task whose time to live has passed      :class:`Collect`
       (:mod:`tiny_harness.core.retention`), or has not  :class:`WaitToCollect`
@@ -43,6 +46,24 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
       its idle timeout, or not yet                     :class:`WaitForInput`
  15   otherwise                                        :class:`Nothing`
 ====  ===============================================  =========================================
+
+**A first message that follows its task** (row 11). A task created by its first message (the
+gateway's ``SendMessage`` without a task id) is written before that message, whose object name
+holds the task's uid; its creator announces the message on the task
+(``kube.names.FIRST_MESSAGE_ANNOTATION``: the message's id). The rule:
+
+- while the announced message is not seen (neither pending nor taken), the conversation is not
+  parked: it stays ``SUBMITTED`` (:class:`AwaitFirstMessage`: nothing written, a pass again
+  when the bound runs out; the message's own event comes sooner);
+- when it arrives, row 10 starts the first turn: ``SUBMITTED`` → ``WORKING`` → its answer,
+  never through a parked state the task did not choose (a first command or control is served
+  as itself, rows 7 and 8, and the task parks after it);
+- the wait is bounded by ``[operator] first_message_seconds`` from ``status.startTime``
+  (:func:`tiny_harness.core.deadlines.first_message_left`, ``Facts.first_message_left``); past
+  it the task parks as one without the annotation does, its status text saying the announced
+  message never came (``Park(overdue=True)``);
+- a task without the annotation (``kubectl apply`` of a manifest, a sub-task the operator
+  creates) parks at once, as before.
 
 A failed *conversation* is resumable: a participant's next message starts a new turn (row 10),
 and a participant may still complete or cancel it. Every other ended task only answers messages
@@ -153,6 +174,9 @@ class Facts:
     budget_freed: bool = False
     #: The parent's name and terminal state, once the parent (this task's owner) has ended.
     parent_ended: tuple[str, TaskState] | None = None
+    #: Seconds a new conversation may still wait for the first message its creator announced
+    #: (zero or less: the bound has passed); None: none was announced, or it has been seen.
+    first_message_left: float | None = None
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -220,7 +244,19 @@ class RunTurn:
 
 @dataclass(frozen=True)
 class Park:
-    """A conversation submitted without a message waits for one, without a model call."""
+    """A conversation submitted without a message waits for one, without a model call;
+    ``overdue``: the first message its creator announced did not come in time (the status
+    text says so)."""
+
+    overdue: bool = False
+
+
+@dataclass(frozen=True)
+class AwaitFirstMessage:
+    """A new conversation whose announced first message has not been seen stays SUBMITTED;
+    look again when the wait's bound runs out (the message's own event comes sooner)."""
+
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -296,6 +332,7 @@ Action = (
     | RunCommand
     | RunTurn
     | Park
+    | AwaitFirstMessage
     | SyncRows
     | Collect
     | WaitToCollect
@@ -374,10 +411,20 @@ def decide(facts: Facts) -> Action:
     if ordinary or freed or (facts.news and not facts.state.is_terminal):
         return _within_deadline(facts, RunTurn(facts.turn + 1, resume=False))
     if facts.state is TaskState.SUBMITTED and facts.lifecycle is Lifecycle.CONVERSATION:
-        return Park()
+        return _submitted(facts.first_message_left)
     if facts.rows_stale:
         return SyncRows()
     return _at_rest(facts)
+
+
+def _submitted(first_message_left: float | None) -> Action:
+    """Row 11: park the new conversation, unless the first message its creator announced is
+    still on its way and the bound on that wait has not passed."""
+    if first_message_left is None:
+        return Park()
+    if first_message_left <= 0:
+        return Park(overdue=True)
+    return AwaitFirstMessage(first_message_left)
 
 
 def _within_deadline(facts: Facts, turn: RunTurn) -> Action:

@@ -219,6 +219,13 @@ class OperatorSettings(_Section):
         default="complete",
         description="How an idle conversation ends when its spec does not say.",
     )
+    first_message_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a conversation created by its first message (a task annotated "
+        "with the message's id, as the gateway creates one) stays SUBMITTED waiting for that "
+        "message before it parks as awaiting its next message, saying the message never came.",
+    )
     cache_bytes: int = Field(
         default=128 * 1024 * 1024,
         ge=1024 * 1024,

@@ -56,6 +56,13 @@ CONTEXT_ID_ANNOTATION: Final = f"{PREFIX}/context-id"
 #: or the child's own) writes the same first status. Only the harness may set it (the
 #: identity admission policy refuses anyone else's, kube/admission.py).
 LIFECYCLE_ANNOTATION: Final = f"{PREFIX}/lifecycle"
+#: On a task created by its first message (the gateway creates the task, then writes the
+#: message: the message's object name holds the task's uid, so it cannot come first): that
+#: message's id (``MessageSpec.message_id``). Until the message is seen, or for at most
+#: ``[operator] first_message_seconds``, the operator keeps the new conversation SUBMITTED
+#: instead of parking it as awaiting its next message (core/decide.py, row 11). Anyone who may
+#: create a task may set it: at worst their own task starts its wait for a message later.
+FIRST_MESSAGE_ANNOTATION: Final = f"{PREFIX}/first-message"
 #: On a HarnessAgent: change it (any value) to have the operator read the agent's card again,
 #: as after a change of its spec (it gives up after a bounded number of failed attempts).
 RESOLVE_ANNOTATION: Final = f"{PREFIX}/resolve"

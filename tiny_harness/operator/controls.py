@@ -1,5 +1,6 @@
-"""What a pass does besides running a turn: the first status, the controls (complete,
-cancel) and commands, the input timeout, and the deletion of an ended task.
+"""What a pass does besides running a turn: the first status, the park of a new
+conversation, the controls (complete, cancel) and commands, the input timeout, and the deletion
+of an ended task.
 
 The reconciler (:mod:`tiny_harness.operator.worker`) decides which of these a pass does, by a
 row of :func:`~tiny_harness.core.decide.decide`; this module carries it out through the
@@ -53,6 +54,7 @@ from tiny_harness.operator.remote import RemoteCallError
 from tiny_harness.operator.snapshot import (
     Snapshot,
     ack_entry,
+    awaited_first_message,
     refusal_entries,
     rows_json,
 )
@@ -200,6 +202,26 @@ class Controls:
                 ),
                 task=obj,
             )
+
+    async def park(self, snap: Snapshot, *, overdue: bool) -> None:
+        """Row 11: the new conversation waits for its first message, without a model call;
+        ``overdue``: the one its creator announced did not come within the bound, and the
+        status text (and a warning Event) says so, so whoever looks knows to send one."""
+        patch: dict[str, Any] = {
+            "state": TaskState.INPUT_REQUIRED.value,
+            "subState": SubState.AWAITING_NEXT_MESSAGE.value,
+        }
+        if overdue:
+            seconds = self.w.rt.settings.first_message_seconds
+            text = (
+                f"the first message this task was created with "
+                f"({awaited_first_message(snap) or 'announced'}) did not come within "
+                f"{seconds:g}s; send a message to start it"
+            )
+            patch |= {"message": text[:TEXT_MAX], "messageId": own_message_id()}
+        await self.w.write_status(patch)
+        if overdue:
+            await self.w.rt.event(snap.obj, "FirstMessageMissing", patch["message"], warning=True)
 
     def ended_parent(self, obj: Obj) -> tuple[str, TaskState] | None:
         """The parent's name and state once it has ended (None while it lives, or when the

@@ -23,6 +23,7 @@ from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.names import (
     CONTEXT_ID_ANNOTATION,
+    FIRST_MESSAGE_ANNOTATION,
     LIFECYCLE_ANNOTATION,
     MESSAGE_PLURAL,
     PLURAL,
@@ -196,11 +197,12 @@ class Feed:
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size
 #: (every status write adds to it), and the feed holds every task it can. Of the
 #: annotations only the A2A context id (a child joins its parent's context), the lifecycle a
-#: child was created with (its first status follows it) and a message's trace context (its
-#: turn continues the sender's trace) are read.
+#: child was created with (its first status follows it), the first message a new task's
+#: creator announced (row 11 of core/decide.py) and a message's trace context (its turn
+#: continues the sender's trace) are read.
 _UNREAD_METADATA: Final = frozenset({"managedFields", "annotations"})
 _READ_ANNOTATIONS: Final = frozenset(
-    {CONTEXT_ID_ANNOTATION, LIFECYCLE_ANNOTATION, *TRACE_ANNOTATIONS}
+    {CONTEXT_ID_ANNOTATION, LIFECYCLE_ANNOTATION, FIRST_MESSAGE_ANNOTATION, *TRACE_ANNOTATIONS}
 )
 
 

@@ -39,6 +39,7 @@ from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.kube.names import FIRST_MESSAGE_ANNOTATION
 from tiny_harness.operator.children import rows_of
 from tiny_harness.operator.feed import rv_of
 
@@ -135,6 +136,17 @@ def refusal_entries(message: StoredMessage, reason: str) -> tuple[RecordEntry, .
 
 def rows_json(rows: tuple[SubTaskRow, ...]) -> list[dict[str, Any]]:
     return [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows]
+
+
+def awaited_first_message(snap: Snapshot) -> str | None:
+    """The id of the first message the task's creator announced (names.FIRST_MESSAGE_ANNOTATION)
+    while it has not been seen: neither pending nor taken (drained, acknowledged, refused)."""
+    announced = (snap.obj["metadata"].get("annotations") or {}).get(FIRST_MESSAGE_ANNOTATION)
+    if not isinstance(announced, str) or not announced or announced in snap.acked:
+        return None
+    if any(m.spec.message_id == announced for m in snap.pending):
+        return None
+    return announced
 
 
 def idle_timeout(snap: Snapshot, settings: OperatorSettings) -> int | None:

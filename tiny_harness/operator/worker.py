@@ -23,6 +23,7 @@ for with capped backoff, since nothing can be written until it is back.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
@@ -32,11 +33,18 @@ from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.deadlines import deadline_left, idle_time_left, input_time_left, stamped
+from tiny_harness.core.deadlines import (
+    deadline_left,
+    first_message_left,
+    idle_time_left,
+    input_time_left,
+    stamped,
+)
 from tiny_harness.core.decide import (
     Acknowledge,
     Action,
     ApplyControl,
+    AwaitFirstMessage,
     AwaitRecords,
     Collect,
     EndWithParent,
@@ -91,6 +99,7 @@ from tiny_harness.operator.slots import Ticket
 from tiny_harness.operator.snapshot import (
     Snapshot,
     ack_entry,
+    awaited_first_message,
     budget_freed,
     expires_in_of,
     history_before,
@@ -298,7 +307,16 @@ class TaskWorker:
             idle_left=idle_time_left(idle_timeout(snap, self.rt.settings), raw, moment),
             on_idle=spec.on_idle or self.rt.settings.on_idle,
             budget_freed=self.budget_freed(snap),
+            first_message_left=self.first_message_wait(snap, raw, moment),
         )
+
+    def first_message_wait(
+        self, snap: Snapshot, raw: Mapping[str, Any], moment: dt.datetime
+    ) -> float | None:
+        """Seconds a new task may still wait for its announced first message (row 11)."""
+        if snap.status.state is not TaskState.SUBMITTED or awaited_first_message(snap) is None:
+            return None
+        return first_message_left(self.rt.settings.first_message_seconds, raw, moment)
 
     def budget_freed(self, snap: Snapshot) -> bool:
         if snap.status.sub_state != SubState.AWAITING_BUDGET.value:
@@ -402,13 +420,11 @@ class TaskWorker:
                 await self.command(snap, snap.message(mid))
             case RunTurn(turn=turn, resume=resume):
                 return await self.turn(snap, turn, resume=resume)
-            case Park():
-                await self.write_status(
-                    {
-                        "state": TaskState.INPUT_REQUIRED.value,
-                        "subState": SubState.AWAITING_NEXT_MESSAGE.value,
-                    }
-                )
+            case AwaitFirstMessage(seconds=seconds):
+                self.rt.wake_later(self.namespace, self.name, seconds + 0.05)
+                return False
+            case Park(overdue=overdue):
+                await self.controls.park(snap, overdue=overdue)
             case SyncRows():
                 await self.write_status({"subTasks": rows_json(snap.rows)})
         return True

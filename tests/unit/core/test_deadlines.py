@@ -7,7 +7,13 @@ import datetime as dt
 
 import pytest
 
-from tiny_harness.core.deadlines import active_seconds, deadline_left, input_time_left, stamped
+from tiny_harness.core.deadlines import (
+    active_seconds,
+    deadline_left,
+    first_message_left,
+    input_time_left,
+    stamped,
+)
 from tiny_harness.core.states import TaskState
 
 NOW = dt.datetime(2026, 11, 30, 12, 0, 0, tzinfo=dt.UTC)
@@ -56,3 +62,14 @@ def test_the_input_timeout_counts_from_waiting_since_and_only_while_waiting() ->
     working = {"state": TaskState.WORKING.value, "waitingSince": TEN_AGO}
     assert input_time_left(5, working, NOW) is None
     assert input_time_left(5, {"state": TaskState.INPUT_REQUIRED.value}, NOW) is None
+
+
+def test_the_wait_for_an_announced_first_message_counts_from_the_tasks_start() -> None:
+    accepted = {"state": "TASK_STATE_SUBMITTED", "startTime": TEN_AGO}
+
+    assert first_message_left(30.0, accepted, NOW) == 20.0
+    assert first_message_left(4.0, accepted, NOW) == -6.0
+
+
+def test_a_status_without_a_start_has_waited_long_enough_for_its_first_message() -> None:
+    assert first_message_left(30.0, {"state": "TASK_STATE_SUBMITTED"}, NOW) == 0.0

@@ -22,6 +22,7 @@ from tiny_harness.core.decide import (
     Acknowledge,
     Action,
     ApplyControl,
+    AwaitFirstMessage,
     AwaitRecords,
     Collect,
     EndWithParent,
@@ -64,6 +65,7 @@ ALL_ACTIONS = (
     RunCommand,
     RunTurn,
     Park,
+    AwaitFirstMessage,
     SyncRows,
     Collect,
     WaitToCollect,
@@ -226,6 +228,7 @@ def all_facts(draw: st.DrawFn) -> Facts:
         deadline_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
         input_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
         on_timeout=draw(st.sampled_from(("fail", "complete"))),
+        first_message_left=draw(st.none() | st.floats(min_value=-60.0, max_value=60.0)),
     )
 
 
@@ -464,6 +467,69 @@ def test_row_10_news_does_not_wake_an_ended_task() -> None:
 
 def test_row_11_a_conversation_submitted_without_a_message_parks() -> None:
     assert decide(facts(state=TaskState.SUBMITTED, turn=0)) == Park()
+
+
+def test_row_11_a_conversation_awaiting_its_announced_first_message_stays_submitted() -> None:
+    announced = facts(state=TaskState.SUBMITTED, turn=0, first_message_left=29.5)
+
+    assert decide(announced) == AwaitFirstMessage(29.5)
+
+
+def test_row_11_the_announced_first_message_arriving_starts_the_first_turn() -> None:
+    # The worker stops counting the wait once the message is pending (first_message_left None);
+    # the decision goes straight to the turn, whatever the count said.
+    for left in (None, 12.0, -1.0):
+        arrived = facts(
+            state=TaskState.SUBMITTED, turn=0, pending=(say("alice"),), first_message_left=left
+        )
+        assert decide(arrived) == RunTurn(1, resume=False)
+
+
+def test_row_11_an_announced_first_message_that_never_came_parks_saying_so() -> None:
+    for left in (0.0, -0.5, -3600.0):
+        overdue = facts(state=TaskState.SUBMITTED, turn=0, first_message_left=left)
+        assert decide(overdue) == Park(overdue=True)
+
+
+def test_row_11_a_first_command_or_control_is_served_as_itself() -> None:
+    waiting = facts(state=TaskState.SUBMITTED, turn=0, first_message_left=10.0)
+
+    assert decide(replace(waiting, pending=(command("alice"),))) == RunCommand("cmd1")
+    assert decide(replace(waiting, pending=(control("alice", "cancel"),))) == ApplyControl("c1")
+
+
+def test_row_11_only_a_submitted_conversation_waits_for_its_first_message() -> None:
+    parked = facts(first_message_left=10.0)  # INPUT_REQUIRED after turn 2
+    delegated = facts(
+        state=TaskState.SUBMITTED, lifecycle=Lifecycle.DELEGATED, turn=0, first_message_left=10.0
+    )
+
+    assert decide(parked) == Nothing()
+    assert decide(delegated) == Nothing()
+
+
+def test_row_11_a_task_whose_parent_has_ended_is_cancelled_not_kept_waiting() -> None:
+    orphan = facts(
+        state=TaskState.SUBMITTED,
+        turn=0,
+        spec=CHILD_SPEC,
+        first_message_left=10.0,
+        parent_ended=(PARENT, TaskState.CANCELED),
+    )
+
+    assert decide(orphan) == EndWithParent(PARENT, TaskState.CANCELED)
+
+
+@given(any_facts)
+def test_a_conversation_is_parked_unasked_only_with_no_first_message_on_its_way(f: Facts) -> None:
+    action = decide(f)
+    if isinstance(action, Park) and not action.overdue:
+        assert f.first_message_left is None
+    if isinstance(action, AwaitFirstMessage):
+        assert f.state is TaskState.SUBMITTED
+        assert f.first_message_left is not None
+        assert f.first_message_left > 0
+        assert action.seconds == f.first_message_left
 
 
 def test_row_11_a_delegated_task_waits_for_its_brief_instead_of_parking() -> None:

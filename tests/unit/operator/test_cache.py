@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.names import FIRST_MESSAGE_ANNOTATION
 from tiny_harness.operator.cache import OVERLAY_SECONDS
 from tiny_harness.operator.cache import Cache as _Cache
-from tiny_harness.operator.feed import Feed
+from tiny_harness.operator.feed import Feed, plain
 
 NS = "team-a"
 #: When the tasks here were created: the messages below were all written after.
@@ -580,6 +581,23 @@ def test_a_packed_task_reads_back_as_the_object_it_was() -> None:
 
     assert cache.task(NS, "release") == obj
     assert cache.children(NS, "boss") == [obj]
+
+
+def test_the_first_message_a_tasks_creator_announced_survives_the_feed() -> None:
+    """Row 11 of decide reads it on every pass, long after the overlay has let go of the first
+    status write; the annotations the operator never reads are dropped."""
+    obj = task("release", "10")
+    obj["metadata"]["annotations"] = {
+        FIRST_MESSAGE_ANNOTATION: "m-first",
+        "kubectl.kubernetes.io/last-applied-configuration": "{}",
+    }
+    feed = Feed()
+    cache = Cache(feed)
+    deliver(cache, feed, plain(obj))  # as the handler gives it each event
+
+    seen = cache.task(NS, "release")
+    assert seen is not None
+    assert seen["metadata"]["annotations"] == {FIRST_MESSAGE_ANNOTATION: "m-first"}
 
 
 # -- what belongs to a task: its uid, not its name (kube/ownership.py) ---------------------------

@@ -15,14 +15,22 @@ import pytest
 
 from tiny_harness.core.decide import Pending, may_cut
 from tiny_harness.core.history import AckEntry, HistoryDelta, NoticeEntry, RecordEntry
+from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ToolCall
 from tiny_harness.core.sizes import CONDITION_CHARS, STATUS_TEXT_CHARS
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, Lifecycle, Runner, TaskStatus
 from tiny_harness.core.turn import DrainEntry, InboundMessage, ModelEntry, ToolEntry
 from tiny_harness.kube.journal import TurnRecord
+from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.kube.names import FIRST_MESSAGE_ANNOTATION
 from tiny_harness.models.errors import ModelUnavailableError
-from tiny_harness.operator.snapshot import Snapshot, history_before, unique_entries
+from tiny_harness.operator.snapshot import (
+    Snapshot,
+    awaited_first_message,
+    history_before,
+    unique_entries,
+)
 from tiny_harness.operator.status_writes import bounded, failed_status, resumed_conditions
 from tiny_harness.operator.supervisor import failure_text
 
@@ -338,3 +346,48 @@ def snapshot() -> Snapshot:
 )
 def test_only_a_control_its_sender_may_give_cuts_a_running_turn(sender: str, cuts: bool) -> None:
     assert may_cut(snapshot().spec, Pending("c1", sender, "control", "cancel")) is cuts
+
+
+# -- the first message a task's creator announced (row 11 of decide) ------------------------------
+
+
+def announced(
+    message_id: str | None, *pending: str, records: tuple[TurnRecord, ...] = ()
+) -> Snapshot:
+    obj: dict[str, Any] = {
+        "metadata": {
+            "name": "release",
+            "resourceVersion": "3",
+            "annotations": {FIRST_MESSAGE_ANNOTATION: message_id} if message_id else {},
+        },
+        "spec": {"goal": "ship it", "participants": [{"id": "alice", "role": "assignee"}]},
+        "status": {"state": "TASK_STATE_SUBMITTED"},
+    }
+    messages = [
+        StoredMessage(
+            name=f"release-{mid}",
+            spec=MessageSpec(
+                task="release", message_id=mid, sender="alice", parts=(MessagePart(text="hi"),)
+            ),
+            created="",
+            resource_version="4",
+        )
+        for mid in pending
+    ]
+    return Snapshot(obj, list(records), messages, [])
+
+
+def test_an_announced_first_message_is_awaited_until_it_is_seen() -> None:
+    assert awaited_first_message(announced("m-first")) == "m-first"
+    assert awaited_first_message(announced("m-first", "m-other")) == "m-first"
+
+
+def test_an_announced_first_message_that_is_pending_or_taken_is_no_longer_awaited() -> None:
+    taken = record(1, drain("d1", "m-first", "hi"))
+
+    assert awaited_first_message(announced("m-first", "m-first")) is None
+    assert awaited_first_message(announced("m-first", records=(taken,))) is None
+
+
+def test_a_task_without_the_annotation_awaits_no_first_message() -> None:
+    assert awaited_first_message(announced(None)) is None
