@@ -25,7 +25,7 @@ from tiny_harness.core.status_ext import with_sub_state
 from tiny_harness.core.task import SubTaskRow, TaskSpec
 from tiny_harness.core.task import TaskStatus as Status
 from tiny_harness.tui.new_task import FormError, envelope
-from tiny_harness.tui.view import TaskView, row_text, text_of, tree
+from tiny_harness.tui.view import TaskView, listed_view, row_text, text_of, tree
 
 
 def spec(goal: str = "Plan the release", parent: str | None = None) -> TaskSpec:
@@ -100,6 +100,36 @@ def test_a_status_update_moves_the_state_and_carries_the_sub_task_rows() -> None
     )
     view.take(StreamResponse(status_update=done))
     assert view.header == "INPUT_REQUIRED · awaiting-next-message"
+
+
+def test_the_open_tasks_line_in_the_tree_says_what_its_top_bar_says() -> None:
+    # The listing was read during the turn; the stream has since parked the task again.
+    listed = a2a_task(state=TaskState.WORKING, sub_state=None)
+    open_view = TaskView.of(a2a_task(), "alice")
+
+    line = listed_view(listed, "alice", open_view)
+
+    assert open_view.header == "INPUT_REQUIRED · awaiting-next-message"
+    assert line.label() == "Plan the release · INPUT_REQUIRED · awaiting-next-message"
+    # Every other task's line is the listing's.
+    other = a2a_task("release-docs", state=TaskState.WORKING, sub_state=None)
+    assert listed_view(other, "alice", open_view).label() == "Plan the release · WORKING"
+    assert listed_view(listed, "alice").label() == "Plan the release · WORKING"
+
+
+def test_an_open_task_with_only_its_state_streamed_keeps_the_listings_goal() -> None:
+    listed = a2a_task(state=TaskState.WORKING, sub_state=None)
+    open_view = TaskView("release", "alice")
+    open_view.take(
+        StreamResponse(
+            status_update=TaskStatusUpdateEvent(
+                task_id="release", status=TaskStatus(state=A2AState.TASK_STATE_WORKING)
+            )
+        )
+    )
+
+    assert listed_view(listed, "alice", open_view).label() == "Plan the release · WORKING"
+    assert open_view.label() == "release · WORKING"
 
 
 def test_complete_and_cancel_are_refused_on_an_ended_task_and_for_a_watcher() -> None:

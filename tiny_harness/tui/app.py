@@ -21,7 +21,7 @@ import contextlib
 import uuid
 from typing import Any, ClassVar
 
-from a2a.types import Message, Part, Role, StreamResponse
+from a2a.types import Message, Part, Role, StreamResponse, Task
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -30,10 +30,11 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, Static, Tree
+from textual.widgets.tree import TreeNode
 
 from tiny_harness.tui.new_task import NewTask
 from tiny_harness.tui.session import Reconnecting, Session, SessionError
-from tiny_harness.tui.view import COMPOSER_PLACEHOLDER, TaskView, row_text, tree
+from tiny_harness.tui.view import COMPOSER_PLACEHOLDER, TaskView, listed_view, row_text, tree
 
 
 class HarnessApp(App[None]):
@@ -65,6 +66,9 @@ class HarnessApp(App[None]):
         self.reconnecting: str | None = None
         #: The open task's state and sub-state when the tree was last refreshed for it.
         self.tree_header = ""
+        #: The tree's node and the listing's copy of each task listed, by id: the open task's
+        #: line is drawn again from its view whenever the top bar is.
+        self.nodes: dict[str, tuple[TreeNode[Any], Task]] = {}
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -107,15 +111,13 @@ class HarnessApp(App[None]):
         except NoMatches:
             return  # the app is closing
         widget.clear()
+        self.nodes = {}
         nodes: dict[int, Any] = {-1: widget.root}
         for depth, task in tree(tasks):
-            view = TaskView.of(task, self.session.me)
             parent = nodes.get(depth - 1, widget.root)
-            question = view.question()
-            label = Text(view.label())
-            if question is not None:
-                label.stylize("bold reverse", 0, len(question.badge))
-            nodes[depth] = parent.add_leaf(label, data=task.id)
+            view = listed_view(task, self.session.me, self.view)
+            nodes[depth] = parent.add_leaf(tree_label(view), data=task.id)
+            self.nodes[task.id] = (nodes[depth], task)
         widget.root.expand_all()
 
     @on(Tree.NodeSelected, "#tasks")
@@ -165,10 +167,17 @@ class HarnessApp(App[None]):
             top.update("no task open: type a goal to start one")
             return
         if view.header != self.tree_header:
-            # Whichever stream moved it (the followed task's, or a send's), the tree shows
-            # each task's state.
+            # Whichever stream moved it (the followed task's, or a send's), the tree is read
+            # again: its sub-tasks and their states may have moved with it.
             self.tree_header = view.header
             self.refresh_tasks()
+        listed = self.nodes.get(view.task_id)
+        if listed is not None:
+            # The open task's line says what the top bar says, drawn from the same view now.
+            node, task = listed
+            label = tree_label(listed_view(task, self.session.me, view))
+            if str(node.label) != label.plain:
+                node.set_label(label)
         bar = f"{view.task_id} · {view.header}"
         progress = view.progress()
         if progress:
@@ -335,3 +344,12 @@ class HarnessApp(App[None]):
     def action_switch_task(self) -> None:
         self.refresh_tasks()
         self.query_one("#tasks", Tree).focus()
+
+
+def tree_label(view: TaskView) -> Text:
+    """A task's line in the tree: a question's badge (bold, reversed) first."""
+    label = Text(view.label())
+    question = view.question()
+    if question is not None:
+        label.stylize("bold reverse", 0, len(question.badge))
+    return label

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from a2a.types import Message, Role, StreamResponse, Task, TaskStatusUpdateEvent
 
@@ -307,6 +307,24 @@ class TaskView:
         if self.role() == "watcher":
             return "you watch this task: a watcher cannot complete or cancel it"
         return None
+
+
+def listed_view(task: Task, me: str, open_view: TaskView | None = None) -> TaskView:
+    """A listed task as the tree shows it. The open task is shown as its top bar shows it: its
+    state and sub-state come from ``open_view`` (the fold of the stream the top bar reads), not
+    from the listing, which was read at another moment. Read from two sources, the two
+    disagreed until the open task next changed (a tree saying WORKING beside a top bar saying
+    INPUT_REQUIRED, when the listing was answered during the turn and the stream's next state
+    repeated the header the listing was asked for)."""
+    listed = TaskView.of(task, me)
+    if open_view is None or open_view.task_id != task.id:
+        return listed
+    if open_view.extension is not None:
+        return open_view
+    # Nothing but its state streamed yet: the listing's goal and question, the stream's state.
+    return replace(
+        listed, state=open_view.state, sub_state=open_view.sub_state, ending=open_view.ending
+    )
 
 
 def row_text(row: SubTaskRow) -> str:
