@@ -5,6 +5,7 @@ the scripted model server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Callable
@@ -34,8 +35,10 @@ from tests.integration.gateway_support import (
     task_id_of,
     text_message,
 )
-from tiny_harness.a2a_gateway.rendering import ResourceVersion, sub_task_rows
-from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
+from tiny_harness.a2a_gateway.rendering import sub_task_rows
+from tiny_harness.a2a_gateway.stream import TaskStreams
+from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.core.command_spec import commands_from_params
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.extensions import (
@@ -45,6 +48,7 @@ from tiny_harness.core.extensions import (
     TASK_EXT_KEY,
     TASK_EXT_URI,
 )
+from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.kube.watching import watch_client
 
@@ -630,24 +634,28 @@ async def test_metrics_count_requests_by_method_and_outcome_open_streams_and_lat
     assert scraped[("tiny_harness_gateway_request_seconds_count", "GetTask", "")] == 1
 
 
-async def test_a_subscriber_older_than_the_watch_history_still_sees_the_task_and_its_changes(
+async def test_a_resume_from_before_the_watch_history_is_the_task_as_it_is_and_says_so(
     api: Any, namespace: str
 ) -> None:
+    """A client that resumes from a version etcd no longer keeps the history of (its event id
+    is older than the API server's compaction) cannot be sent what it missed: it is sent the
+    task as it is now, marked as a gap, rather than nothing or an error."""
     tasks = HarnessTasks(api, namespace)
     await tasks.create("old", {"goal": "Wait.", "participants": [{"id": "a", "role": "assignee"}]})
     await tasks.patch_status("old", {"state": "TASK_STATE_INPUT_REQUIRED"})
     watches = watch_client(api)
+    feed = NamespaceFeed(namespace, QuotaTally(GatewaySettings(namespace=namespace)), queue_bound=8)
+    following = asyncio.create_task(feed.run(watches))
     try:
-        stream = KubeTaskEventStream(watches, namespace)
-        # Version 1 is long gone from the API server's watch history: the watch is refused
-        # (410 Gone), so the stream reads the task and watches on from that read.
-        events = stream.subscribe("old", after=ResourceVersion(1))
-        first = await asyncio.wait_for(anext(events), timeout=30)
-        await tasks.patch_status("old", {"state": "TASK_STATE_WORKING"})
-        second = await asyncio.wait_for(anext(events), timeout=30)
-        await events.aclose()
+        await feed.ready()
+        held = feed.index.version("old")
+        assert held is not None
+        resumed = await TaskStreams(feed, watches).missed("old", since=1, held=held)
     finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
         await watches.close()
 
-    assert first.event.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-    assert second.event.status.state == TaskState.TASK_STATE_WORKING
+    assert resumed.gap
+    assert [c.event.status.state for c in resumed.changes] == [TaskState.TASK_STATE_INPUT_REQUIRED]

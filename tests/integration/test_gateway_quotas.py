@@ -28,6 +28,7 @@ from tests.integration.gateway_support import (
     cluster_objects,
     text_message,
 )
+from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
 from tiny_harness.a2a_gateway.quotas import Usage
 from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.core.inbox import MessagePart, MessageSpec
@@ -271,7 +272,7 @@ async def test_the_tally_follows_what_every_route_writes_and_deletes(
     """The tally itself against the API server: listed, then watched, each change of either
     collection reaches the counts (a message's metadata alone, a task's state)."""
     tally = QuotaTally(GatewaySettings(namespace=namespace))
-    counting = asyncio.create_task(tally.run(api))
+    counting = asyncio.create_task(NamespaceFeed(namespace, tally, queue_bound=8).run(api))
     try:
         await tally.ready()
         tasks = HarnessTasks(api, namespace)

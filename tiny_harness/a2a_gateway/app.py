@@ -39,6 +39,7 @@ from tiny_harness.a2a_gateway.card import (
     build_agent_card,
     registered_commands,
 )
+from tiny_harness.a2a_gateway.event_ids import EventIds
 from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
 from tiny_harness.a2a_gateway.identity import Authenticate, RequireParticipant, identity_backend
 from tiny_harness.a2a_gateway.limits import (
@@ -48,8 +49,10 @@ from tiny_harness.a2a_gateway.limits import (
     RefusalStatus,
 )
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics, MetricsMiddleware
+from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
 from tiny_harness.a2a_gateway.store import KubeTaskStore
-from tiny_harness.a2a_gateway.stream import KubeTaskEventStream
+from tiny_harness.a2a_gateway.stream import TaskStreams
+from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
@@ -111,18 +114,22 @@ def build_app(
     """The gateway for ``settings`` over the API ``api`` reaches, advertising ``commands``.
 
     ``api`` is the caller's and stays open; the app opens (and closes, at shutdown) a second
-    client of the same identity for its watches, and follows the namespace's messages and
-    tasks for its quotas from start-up (the lifespan) to shutdown.
+    client of the same identity for its watches, and follows the namespace's tasks and
+    messages (:mod:`.namespace_feed`: the reads, the streams and the quotas) from start-up (the
+    lifespan) to shutdown.
     """
     metrics = metrics or GatewayMetrics()
     watches = watch_client(api)
     card = build_agent_card(settings.url, commands)
-    tally = QuotaTally(settings)
+    feed = NamespaceFeed(
+        settings.namespace, QuotaTally(settings), queue_bound=settings.stream_queue_events
+    )
     handler = GatewayRequestHandler(
-        KubeTaskStore(api, settings.namespace, tally=tally, skipped=metrics.skipped),
-        KubeTaskEventStream(watches, settings.namespace),
+        KubeTaskStore(api, settings.namespace, feed=feed, skipped=metrics.skipped),
+        TaskStreams(feed, watches),
         metrics,
         waits=Waits(take=settings.send_take_seconds, idle=settings.send_idle_seconds),
+        limits=StreamLimits.of(settings),
     )
     contexts = GatewayCallContextBuilder()
     routes: list[BaseRoute] = [
@@ -163,12 +170,13 @@ def build_app(
             public_paths=PUBLIC_PATHS,
         ),
         Middleware(RefusalStatus, rest_prefix=REST_PREFIX),
+        Middleware(EventIds),
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        counting = asyncio.create_task(tally.run(watches), name="quota-tally")
-        counting.add_done_callback(_tally_ended)
+        counting = asyncio.create_task(feed.run(watches), name="namespace-feed")
+        counting.add_done_callback(_feed_ended)
         try:
             yield
         finally:
@@ -183,11 +191,11 @@ def build_app(
     return app
 
 
-def _tally_ended(counting: asyncio.Task[None]) -> None:
+def _feed_ended(counting: asyncio.Task[None]) -> None:
     # It follows until cancelled (its watches never give up); anything else is a fault whose
-    # counts would go stale, so it is said loudly.
+    # reads and counts would go stale, so it is said loudly.
     if not counting.cancelled() and counting.exception() is not None:
-        log.error("the quota tally stopped: %r", counting.exception())
+        log.error("the namespace feed stopped: %r", counting.exception())
 
 
 class _HostedServer(uvicorn.Server):

@@ -28,7 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, MutableMapp
 from dataclasses import dataclass
 from typing import Any, Final
 
-from a2a.server.cluster import ConcurrentTaskModificationError, TaskEventStream, TaskVersion
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers.request_handler import RequestHandler
@@ -64,6 +64,9 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 from starlette.requests import Request
 
+from tiny_harness.a2a_gateway.event_ids import LAST_EVENT_ID_KEY, last_event_id
+from tiny_harness.a2a_gateway.event_ids import note as note_version
+from tiny_harness.a2a_gateway.fanout import Subscription
 from tiny_harness.a2a_gateway.limits import RAW_BODY_KEY, STATUS_KEY
 from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMetrics, note
 from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
@@ -78,16 +81,22 @@ from tiny_harness.a2a_gateway.policy import (
 )
 from tiny_harness.a2a_gateway.quotas import Refused
 from tiny_harness.a2a_gateway.rendering import (
+    ProgressKey,
+    StatusKey,
+    TaskChange,
     as_of,
     is_interrupted,
     is_terminal,
     noted,
     progress_key,
+    render_task,
     status_event,
     status_key,
+    version_of,
 )
 from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
-from tiny_harness.a2a_gateway.stream import TaskChange
+from tiny_harness.a2a_gateway.stream import TaskStreams
+from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
@@ -110,6 +119,7 @@ class GatewayCallContextBuilder(DefaultServerCallContextBuilder):
         context = super().build(request)
         state = request.scope.setdefault("state", {})
         state[QUERY_KEY] = request.query_params
+        state[LAST_EVENT_ID_KEY] = request.headers.get("last-event-id")
         context.state[REQUEST_STATE] = state
         return context
 
@@ -151,12 +161,19 @@ class _Change:
 
 @dataclass(frozen=True)
 class _Sent:
-    """A message written to a task, and the task as it was when the message was written."""
+    """A message written to a task, the task as it was when the message was written, and the
+    subscription to its changes, opened before that read (closed by whoever follows it)."""
 
     task: Task
     version: TaskVersion
     message_id: str
     existed: bool
+    subscription: Subscription[TaskChange]
+
+
+def _number(version: TaskVersion) -> int:
+    """A version as a number to order changes by (0: none, before every change)."""
+    return 0 if version.is_missing else int(str(version._value))
 
 
 def _request_state(context: ServerCallContext) -> MutableMapping[str, Any] | None:
@@ -179,17 +196,19 @@ class GatewayRequestHandler(RequestHandler):
     def __init__(
         self,
         store: KubeTaskStore,
-        stream: TaskEventStream,
+        streams: TaskStreams,
         metrics: GatewayMetrics,
         *,
         cancel_wait_seconds: float = CANCEL_WAIT_SECONDS,
         waits: Waits | None = None,
+        limits: StreamLimits | None = None,
     ) -> None:
         self._store = store
-        self._stream = stream
+        self._streams = streams
         self._metrics = metrics
         self._cancel_wait = cancel_wait_seconds
         self._waits = waits or Waits()
+        self._limits = limits or StreamLimits()
 
     # -- instrumentation ---------------------------------------------------------------------
 
@@ -213,12 +232,14 @@ class GatewayRequestHandler(RequestHandler):
         note(state, **{OUTCOME_KEY: "ok"})
 
     @contextlib.contextmanager
-    def _streaming(self, context: ServerCallContext, method: str) -> Iterator[None]:
+    def _streaming(self, context: ServerCallContext, method: str) -> Iterator[float]:
+        """A stream's bounds: one of the caller's open streams (refused past the limit), and
+        its lifetime, whose end (the event loop's clock) it yields."""
         gauge = self._metrics.open_streams.labels(method)
         gauge.inc()
         try:
-            with self._observed(context, method):
-                yield
+            with self._observed(context, method), self._limits.slot(caller(context)):
+                yield self._limits.deadline()
         finally:
             gauge.dec()
 
@@ -233,9 +254,10 @@ class GatewayRequestHandler(RequestHandler):
             validate_proto_required_fields(params)
             sent = await self._send(params, context)
             last: TaskStatusUpdateEvent | None = None
-            if not params.configuration.return_immediately:
-                async for event in self._follow(sent):
-                    last = event
+            with sent.subscription:
+                if not params.configuration.return_immediately:
+                    async for event in self._follow(sent):
+                        last = event
             stored = await self._store.get(sent.task.id, context)
             if stored is None:
                 raise TaskNotFoundError(message=f"task {sent.task.id!r} was deleted")
@@ -249,12 +271,13 @@ class GatewayRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         """Write the message, then stream the task: as written, then each visible change."""
-        with self._streaming(context, "SendStreamingMessage"):
+        with self._streaming(context, "SendStreamingMessage") as until:
             validate_proto_required_fields(params)
             sent = await self._send(params, context)
-            yield sent.task
-            async for event in self._follow(sent):
-                yield event
+            with sent.subscription:
+                yield self._told(context, sent.task)
+                async for event in self._follow(sent, until=until):
+                    yield self._told(context, event)
 
     async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> _Sent:
         participant = caller(context)
@@ -283,6 +306,8 @@ class GatewayRequestHandler(RequestHandler):
         written = Task()
         written.CopyFrom(task)
         written.history.append(_stamped(message, task_id, context_id))
+        # Before the write: the task's first change is the one its creation made.
+        subscription = self._streams.follow(task_id)
         try:
             version = await self._store.save(
                 written,
@@ -292,10 +317,14 @@ class GatewayRequestHandler(RequestHandler):
                 context=context,
             )
         except ConcurrentTaskModificationError:
+            subscription.close()
             # The same first message again: the task it created answers it.
             retry = _stamped(message, task_id, context_id)
             return await self._append(retry, participant, context, control=None)
-        return _Sent(task, version, message.message_id, existed=False)
+        except BaseException:
+            subscription.close()
+            raise
+        return _Sent(task, version, message.message_id, existed=False, subscription=subscription)
 
     async def _append(
         self,
@@ -304,6 +333,25 @@ class GatewayRequestHandler(RequestHandler):
         context: ServerCallContext,
         *,
         control: str | None,
+    ) -> _Sent:
+        # Opened before the read the wait starts from, so no change after it is missed.
+        subscription = self._streams.follow(message.task_id)
+        try:
+            return await self._append_read(
+                message, participant, context, control=control, subscription=subscription
+            )
+        except BaseException:
+            subscription.close()
+            raise
+
+    async def _append_read(
+        self,
+        message: Message,
+        participant: str,
+        context: ServerCallContext,
+        *,
+        control: str | None,
+        subscription: Subscription[TaskChange],
     ) -> _Sent:
         stored = await self._store.get_without_history(message.task_id, context)
         if stored is None:
@@ -320,7 +368,7 @@ class GatewayRequestHandler(RequestHandler):
         if retried:
             # The same message again after it ended the task (a retried completion): the
             # answer is the task as it is, as it was for the first send.
-            return _Sent(task, stored.version, message.message_id, existed=True)
+            return _Sent(task, stored.version, message.message_id, True, subscription)
         refuse_if_ended(task)
         if control is not None:
             require_ending_role(task, participant, control)
@@ -332,9 +380,11 @@ class GatewayRequestHandler(RequestHandler):
         )
         # A message that was already stored (a retry) may have been taken long ago.
         existed = not version.is_after(stored.version)
-        return _Sent(task, stored.version, message.message_id, existed=existed)
+        return _Sent(task, stored.version, message.message_id, existed, subscription)
 
-    async def _follow(self, sent: _Sent) -> AsyncIterator[TaskStatusUpdateEvent]:
+    async def _follow(
+        self, sent: _Sent, *, until: float | None = None
+    ) -> AsyncIterator[TaskStatusUpdateEvent]:
         """The visible changes of the task after the send, until the wait ends as
         :mod:`tiny_harness.a2a_gateway.waiting` says: the task ends, the message's answer
         outside a turn arrives, the turn that took it has ended (as of each change), or a
@@ -358,8 +408,9 @@ class GatewayRequestHandler(RequestHandler):
         clock = asyncio.get_running_loop().time
         written = changed = clock()
         last = status_event(sent.task)
+        source = self._streams.changes(sent.subscription, after=_number(sent.version), until=until)
         changes = with_quiet_ticks(
-            self._visible_changes(sent.task, sent.version),
+            _visible(source, status_key(sent.task), progress_key(sent.task)),
             first=self._waits.first_tick,
             cap=self._waits.tick_cap,
         )
@@ -392,39 +443,6 @@ class GatewayRequestHandler(RequestHandler):
                 ):
                     return
 
-    async def _changes(
-        self, task: Task, version: TaskVersion
-    ) -> AsyncIterator[TaskStatusUpdateEvent]:
-        """Each change of the task after ``version`` that a participant can see."""
-        async for change in self._visible_changes(task, version):
-            yield change.event
-
-    async def _visible_changes(
-        self, task: Task, version: TaskVersion
-    ) -> AsyncGenerator[_Change, None]:
-        """Each change of the task after ``version`` that a participant can see (state,
-        sub-state, status message or sub-task rows differ from the last one seen, starting
-        from ``task``; or only the running turn's progress), with where the task's turns stood
-        at it. A lease renewal that changed nothing of these is not a change."""
-        last = status_key(task)
-        progress = progress_key(task)
-        async with contextlib.aclosing(self._stream.subscribe(task.id, after=version)) as events:
-            async for versioned in events:
-                event = versioned.event
-                if not isinstance(event, TaskStatusUpdateEvent):
-                    continue
-                key, moved = status_key(event), progress_key(event)
-                visible = key != last or is_terminal(event)
-                if not visible and moved == progress:
-                    continue
-                last, progress = key, moved
-                turn, running = (
-                    (versioned.turn, versioned.running)
-                    if isinstance(versioned, TaskChange)
-                    else (0, False)
-                )
-                yield _Change(event, turn, running, progress_only=not visible)
-
     # -- GetTask, ListTasks, SubscribeToTask -------------------------------------------------
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
@@ -453,18 +471,55 @@ class GatewayRequestHandler(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        """The task as it is now, then every visible change, until it ends."""
-        with self._streaming(context, "SubscribeToTask"):
+        """The task as it is now, then every visible change, until it ends. A client that
+        sends ``Last-Event-ID`` (the version of the last event it read, from any replica) is
+        sent the changes it missed instead, then the live ones (:mod:`.stream`)."""
+        with self._streaming(context, "SubscribeToTask") as until:
             validate_proto_required_fields(params)
-            stored = await self._store.get(params.id, context)
-            if stored is None:
-                raise TaskNotFoundError(message=f"task {params.id!r} not found")
-            refuse_if_ended(stored.task)
-            yield stored.task
-            async for event in self._changes(stored.task, stored.version):
-                yield event
-                if is_terminal(event):
-                    return
+            resume = last_event_id(_request_state(context))
+            with self._streams.follow(params.id) as subscription:
+                stored = await self._store.get(params.id, context)
+                if stored is None:
+                    raise TaskNotFoundError(message=f"task {params.id!r} not found")
+                held = _number(stored.version)
+                if resume is None:
+                    refuse_if_ended(stored.task)
+                    yield self._told(context, stored.task)
+                    key, progress = status_key(stored.task), progress_key(stored.task)
+                else:
+                    key, progress = None, (0, 0)
+                    resumed = await self._streams.missed(params.id, since=resume, held=held)
+                    if resumed.baseline is not None:
+                        base = render_task(resumed.baseline)
+                        key, progress = status_key(base), progress_key(base)
+                    if not resumed.changes:
+                        # Nothing missed: the task as the client last saw it, for the SDK's
+                        # stream starts with an event.
+                        yield self._told(context, stored.task)
+                        if is_terminal(stored.task):
+                            return
+                    shown = resume
+                    for change in resumed.changes:
+                        shown = max(shown, change.revision)
+                        new_key, moved = status_key(change.event), progress_key(change.event)
+                        if new_key == key and moved == progress and not resumed.gap:
+                            continue
+                        key, progress = new_key, moved
+                        yield self._told(context, change.event)
+                        if is_terminal(change.event):
+                            return
+                    held = max(held, shown)
+                source = self._streams.changes(subscription, after=held, until=until)
+                async for seen in _visible(source, key, progress):
+                    yield self._told(context, seen.event)
+                    if is_terminal(seen.event):
+                        return
+
+    def _told(self, context: ServerCallContext, item: Task | TaskStatusUpdateEvent) -> Event:
+        """``item``, with its version noted for the event id of the SSE event it becomes
+        (:mod:`.event_ids`)."""
+        note_version(_request_state(context), version_of(item))
+        return item
 
     # -- CancelTask --------------------------------------------------------------------------
 
@@ -477,42 +532,57 @@ class GatewayRequestHandler(RequestHandler):
         with self._observed(context, "CancelTask"):
             validate_proto_required_fields(params)
             participant = caller(context)
-            stored = await self._store.get_without_history(params.id, context)
-            if stored is None:
-                raise TaskNotFoundError(message=f"task {params.id!r} not found")
-            task = stored.task
-            refuse_if_ended(task, TaskNotCancelableError)
-            require_ending_role(task, participant, "cancel")
-            cancelled = Task()
-            cancelled.CopyFrom(task)
-            cancelled.status.state = TaskState.TASK_STATE_CANCELED
-            # A conflict means the task ended meanwhile; the read below says how.
-            with contextlib.suppress(ConcurrentTaskModificationError):
-                await self._store.save(
-                    cancelled,
-                    event=None,
-                    prev=task,
-                    prev_version=stored.version,
-                    context=context,
-                )
-            await self._until_ended(task, stored.version)
-            final = await self._store.get(params.id, context)
-            if final is None:
-                raise TaskNotFoundError(message=f"task {params.id!r} was deleted")
-            state = final.task.status.state
-            if is_terminal(final.task) and state != TaskState.TASK_STATE_CANCELED:
-                raise TaskNotCancelableError(
-                    message=f"the task ended as {TaskState.Name(state)} before it was cancelled"
-                )
-            return final.task
+            with self._streams.follow(params.id) as subscription:
+                return await self._cancel(params, context, participant, subscription)
 
-    async def _until_ended(self, task: Task, version: TaskVersion) -> None:
+    async def _cancel(
+        self,
+        params: CancelTaskRequest,
+        context: ServerCallContext,
+        participant: str,
+        subscription: Subscription[TaskChange],
+    ) -> Task:
+        """:meth:`on_cancel_task`, with the subscription its wait reads opened before."""
+        stored = await self._store.get_without_history(params.id, context)
+        if stored is None:
+            raise TaskNotFoundError(message=f"task {params.id!r} not found")
+        task = stored.task
+        refuse_if_ended(task, TaskNotCancelableError)
+        require_ending_role(task, participant, "cancel")
+        cancelled = Task()
+        cancelled.CopyFrom(task)
+        cancelled.status.state = TaskState.TASK_STATE_CANCELED
+        # A conflict means the task ended meanwhile; the read below says how.
+        with contextlib.suppress(ConcurrentTaskModificationError):
+            await self._store.save(
+                cancelled,
+                event=None,
+                prev=task,
+                prev_version=stored.version,
+                context=context,
+            )
+        await self._until_ended(subscription, stored.version)
+        final = await self._store.get(params.id, context)
+        if final is None:
+            raise TaskNotFoundError(message=f"task {params.id!r} was deleted")
+        state = final.task.status.state
+        if is_terminal(final.task) and state != TaskState.TASK_STATE_CANCELED:
+            raise TaskNotCancelableError(
+                message=f"the task ended as {TaskState.Name(state)} before it was cancelled"
+            )
+        return final.task
+
+    async def _until_ended(
+        self, subscription: Subscription[TaskChange], version: TaskVersion
+    ) -> None:
         """Wait (at most the cancel wait) until the task has ended."""
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self._cancel_wait):
-                async for event in self._changes(task, version):
-                    if is_terminal(event):
-                        return
+                changes = self._streams.changes(subscription, after=_number(version))
+                async with contextlib.aclosing(changes):
+                    async for change in changes:
+                        if is_terminal(change.event):
+                            return
 
     # -- what this agent does not offer ------------------------------------------------------
 
@@ -547,3 +617,24 @@ class GatewayRequestHandler(RequestHandler):
             raise UnsupportedOperationError(
                 message="this agent has no extended card; its public card is the whole card"
             )
+
+
+async def _visible(
+    source: AsyncGenerator[TaskChange, None], key: StatusKey | None, progress: ProgressKey
+) -> AsyncGenerator[_Change, None]:
+    """Each change of ``source`` a participant can see (state, sub-state, status message or
+    sub-task rows differ from the last one seen, starting from ``key``, None: anything is
+    seen; or only the running turn's progress), with where the task's turns stood at it. A
+    lease renewal that changed nothing of these is not a change. ``source`` is closed with
+    this iterator."""
+    async with contextlib.aclosing(source):
+        async for change in source:
+            event = change.event
+            if not isinstance(event, TaskStatusUpdateEvent):
+                continue
+            new_key, moved = status_key(event), progress_key(event)
+            visible = new_key != key or is_terminal(event)
+            if not visible and moved == progress:
+                continue
+            key, progress = new_key, moved
+            yield _Change(event, change.turn, change.running, progress_only=not visible)

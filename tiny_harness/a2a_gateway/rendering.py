@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from a2a.helpers.proto_helpers import get_data_parts
-from a2a.server.cluster import TaskVersion
+from a2a.server.cluster import TaskVersion, VersionedEvent
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import InvalidParamsError
 
@@ -80,7 +81,8 @@ def updated_at(obj: Obj) -> dt.datetime | None:
 
 
 def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
-    """The A2A ``Task`` a stored task is, with the given history."""
+    """The A2A ``Task`` a stored task is, with the given history, carrying the version it was
+    read at (``version`` in the task extension)."""
     return task_to_a2a(
         obj["metadata"]["name"],
         context_id_of(obj),
@@ -88,6 +90,36 @@ def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
         participant_view.status_of(obj),
         history=history,
         timestamp=updated_at(obj),
+        version=str(obj["metadata"]["resourceVersion"]),
+    )
+
+
+@dataclass(frozen=True)
+class TaskChange(VersionedEvent):
+    """A change as a subscriber sees it, and where the task's turns stood at it: whether the
+    turn that took a message had ended *as of this change* is a question about the change,
+    not about the task as it is by the time the subscriber asks
+    (:func:`tiny_harness.core.reply_ids.turn_has_ended`)."""
+
+    turn: int = 0
+    running: bool = False
+
+    @property
+    def revision(self) -> int:
+        """The change's resourceVersion, as a number to order by."""
+        version = self.version
+        assert isinstance(version, ResourceVersion)
+        return int(version.resource_version)
+
+
+def change_of(obj: Obj) -> TaskChange:
+    """A change of a stored task as every stream shows it: rendered once, whoever follows."""
+    status = obj.get("status") or {}
+    return TaskChange(
+        status_event(render_task(obj)),
+        task_version(obj),
+        turn=int(status.get("turn") or 0),
+        running=status.get("runner") is not None,
     )
 
 
@@ -95,9 +127,10 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     """The status update a subscriber sees for ``task``: its status, the sub-state under the
     status extension key of the event's metadata, and under the task extension key: the
     sub-task rows when it has sub-tasks (``sub_tasks``), so a parent's stream shows its
-    children's progress; what its ended turns used (``usage``); and, while a turn runs, what
+    children's progress; what its ended turns used (``usage``); while a turn runs, what
     that turn has used so far (``turn_usage``, renewed with the turn's lease), so a client can
-    show a long turn's progress (:func:`progress_key`)."""
+    show a long turn's progress (:func:`progress_key`); and the version it was cut from
+    (``version``), which a client resumes a stream from."""
     metadata = status_metadata(sub_state_of(task.metadata))
     extension = metadata_dict(task.metadata).get(TASK_EXT_KEY)
     carried: dict[str, Any] = {}
@@ -108,6 +141,8 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
         for key in ("usage", "turn_usage"):
             if isinstance(extension.get(key), dict):
                 carried[key] = extension[key]
+        if isinstance(extension.get("version"), str):
+            carried["version"] = extension["version"]
     if carried:
         metadata[TASK_EXT_KEY] = carried
     return TaskStatusUpdateEvent(
@@ -151,6 +186,13 @@ def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:
     extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
     rows = extension.get("sub_tasks") if isinstance(extension, dict) else None
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def version_of(item: Task | TaskStatusUpdateEvent) -> int | None:
+    """The version a task or event was cut from (``version`` in its task extension)."""
+    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
+    value = extension.get("version") if isinstance(extension, dict) else None
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def _extension_part(item: Task | TaskStatusUpdateEvent, key: str) -> dict[str, Any]:

@@ -44,7 +44,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import Final, cast
 
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
@@ -54,7 +54,8 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types import ListTasksRequest, ListTasksResponse, Message, Role, Task, TaskState
+from a2a.types import ListTasksRequest, ListTasksResponse, Message, Role, Task
+from a2a.types import TaskState as A2AState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError, InvalidRequestError, UnsupportedOperationError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
@@ -63,6 +64,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
+from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
 from tiny_harness.a2a_gateway.quotas import Demand, too_large
 from tiny_harness.a2a_gateway.rendering import (
     ResourceVersion,
@@ -74,8 +76,8 @@ from tiny_harness.a2a_gateway.rendering import (
     render_task,
     task_version,
 )
-from tiny_harness.a2a_gateway.tally import Hold, QuotaTally
-from tiny_harness.core.a2a_task import extension_from_a2a
+from tiny_harness.a2a_gateway.tally import Hold
+from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
 from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
     InvalidEnvelopeError,
@@ -87,8 +89,9 @@ from tiny_harness.core.inbox import Control, MessageSpec, message_name
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.core.sizes import message_bytes
 from tiny_harness.core.speakers import refuse_ending
+from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
-from tiny_harness.kube.client import HarnessTasks, Obj, child_metadata, translate
+from tiny_harness.kube.client import Obj, child_metadata, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
@@ -109,6 +112,8 @@ from tiny_harness.kube.watching import read_for_watch
 
 log = logging.getLogger(__name__)
 
+SUBMITTED: Final = TaskState.SUBMITTED
+
 OwnerResolver = Callable[[ServerCallContext], str | None]
 
 
@@ -116,48 +121,60 @@ def _is_member(obj: Obj, participant: str | None) -> bool:
     return role_of(obj, participant) is not None
 
 
-def _sort_key(task: Task) -> tuple[bool, int, str]:
-    has = task.status.HasField("timestamp")
-    return has, task.status.timestamp.ToNanoseconds() if has else 0, task.id
-
-
 class KubeTaskStore(VersionedTaskStore):
-    """The ``HarnessTask`` objects of one namespace as an a2a-sdk versioned task store, whose
-    writes ``tally`` admits (the quotas of that namespace)."""
+    """The ``HarnessTask`` objects of one namespace as an a2a-sdk versioned task store: read
+    from ``feed``'s index, written through the API server, the writes admitted by the feed's
+    tally (the quotas of that namespace)."""
 
     def __init__(
         self,
         api: client.ApiClient,
         namespace: str,
         *,
-        tally: QuotaTally,
+        feed: NamespaceFeed,
         owner_resolver: OwnerResolver = participant_of,
         skipped: Skipped = uncounted,
     ) -> None:
         self.namespace = namespace
-        self._tally = tally
+        self._feed = feed
+        self._tally = feed.tally
         self._api = api
         self._objects = client.CustomObjectsApi(api)
-        self._tasks = HarnessTasks(api, namespace)
         self._messages = HarnessMessages(api, namespace, skipped=skipped)
         self._turns = TurnRecords(api, namespace, skipped=skipped)
         self._owner = owner_resolver
 
     # -- reads -------------------------------------------------------------------------------
 
+    async def current(self, task_id: str) -> Obj | None:
+        """The task as this replica holds it, or as the API server has it when the index has
+        not heard of it yet (a task created a moment ago, here or on another replica): a
+        participant reads what they just wrote. None: there is no such task."""
+        await self._feed.ready()
+        obj = self._feed.index.get(task_id)
+        if obj is None:
+            obj, _ = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
+        return obj
+
+    async def _current(self, task_id: str) -> Obj:
+        obj = await self.current(task_id)
+        if obj is None:
+            raise TaskNotFoundError(task_id)
+        return obj
+
     async def _visible(
         self, task_id: str, context: ServerCallContext
     ) -> tuple[Obj, ResourceVersion] | None:
-        obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
+        obj = await self.current(task_id)
         if obj is None or not _is_member(obj, self._owner(context)):
             return None
-        return obj, ResourceVersion(read_at)
+        return obj, task_version(obj)
 
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         """The task with its history, or None when it does not exist or the caller is not on it.
 
-        The version is the one the task was read at: every later change of the task is after
-        it, so a subscriber watching from it misses nothing.
+        The version is the task's own: a subscription opened before this read
+        (:meth:`.stream.TaskStreams.follow`) shows every change after it.
         """
         found = await self._visible(task_id, context)
         if found is None:
@@ -194,11 +211,8 @@ class KubeTaskStore(VersionedTaskStore):
     async def _records(self, task_id: str) -> list[TurnRecord]:
         """The turn records of the task of that name now (none once it is gone): a record
         of an older task of the same name is never read as this one's."""
-        try:
-            obj = await self._tasks.get(task_id)
-        except TaskNotFoundError:
-            return []
-        return await self._turns.for_task(obj)
+        obj = await self.current(task_id)
+        return [] if obj is None else await self._turns.for_task(obj)
 
     async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
         """:func:`tiny_harness.core.reply_ids.answered_as_of` a status showing ``turn`` (running
@@ -211,7 +225,7 @@ class KubeTaskStore(VersionedTaskStore):
         """Whether ``sender`` already sent this message to the task (a retry); a stored one
         that cannot be read was sent by no one it can tell."""
         try:
-            obj = await self._tasks.get(task_id)
+            obj = await self._current(task_id)
             stored = await self._messages.get(message_name(task_id, uid_of(obj), message_id))
         except TaskNotFoundError:
             return False
@@ -223,60 +237,64 @@ class KubeTaskStore(VersionedTaskStore):
 
     async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
         """The task's latest turn and whether it runs, read now (None: the task is gone)."""
-        try:
-            obj = await self._tasks.get(task_id)
-        except TaskNotFoundError:
+        obj = await self.current(task_id)
+        if obj is None:
             return None
         status = obj.get("status") or {}
         return int(status.get("turn") or 0), status.get("runner") is not None
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        """The tasks the caller is on, newest change first, filtered and paged as A2A says."""
+        """The tasks the caller is on, newest change first, filtered and paged as A2A says:
+        from the index of the caller's tasks (:mod:`.task_index`), so it costs what the caller
+        has, and only the page is rendered."""
         participant = self._owner(context)
-        tasks: list[Task] = []
-        objects: dict[str, Obj] = {}
-        for obj in await self._tasks.list():
-            if not _is_member(obj, participant):
+        await self._feed.ready()
+        index = self._feed.index
+        wanted_state = state_from_a2a(params.status) if params.status else None
+        after = (
+            params.status_timestamp_after.ToNanoseconds()
+            if params.HasField("status_timestamp_after")
+            else None
+        )
+        keys: list[tuple[bool, int, str]] = []
+        for name, summary in index.summaries_of(participant or ""):
+            if params.context_id and summary.context_id != params.context_id:
                 continue
-            try:
-                task = render_task(obj)
-            except ValidationError as exc:
-                log.warning("task %s cannot be rendered: %s", obj["metadata"]["name"], exc)
+            if wanted_state is not None and (summary.state or SUBMITTED) != wanted_state:
                 continue
-            objects[task.id] = obj
-            tasks.append(task)
-        if params.context_id:
-            tasks = [t for t in tasks if t.context_id == params.context_id]
-        if params.status != TaskState.TASK_STATE_UNSPECIFIED:
-            tasks = [t for t in tasks if t.status.state == params.status]
-        if params.HasField("status_timestamp_after"):
-            after = params.status_timestamp_after.ToNanoseconds()
-            tasks = [
-                t
-                for t in tasks
-                if t.status.HasField("timestamp") and t.status.timestamp.ToNanoseconds() >= after
-            ]
-        tasks.sort(key=_sort_key, reverse=True)
+            if after is not None and not (summary.updated_ns and summary.updated_ns >= after):
+                continue
+            keys.append((summary.updated_ns > 0, summary.updated_ns, name))
+        keys.sort(reverse=True)
         start = 0
         if params.page_token:
             cursor = decode_list_tasks_cursor(params.page_token)
             if cursor is None:
                 raise InvalidParamsError(message=f"invalid page token {params.page_token!r}")
-            start = next(
-                (i for i, t in enumerate(tasks) if _sort_key(t) < cursor.sort_key()), len(tasks)
-            )
+            start = next((i for i, k in enumerate(keys) if k < cursor.sort_key()), len(keys))
         size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-        page = tasks[start : start + size]
+        objects: dict[str, Obj] = {}
+        page: list[Task] = []
+        for _, _, name in keys[start : start + size]:
+            obj = index.get(name)
+            if obj is None:
+                continue
+            try:
+                page.append(render_task(obj))
+            except ValidationError as exc:
+                log.warning("task %s cannot be rendered: %s", name, exc)
+                continue
+            objects[name] = obj
         next_token = ""
-        if start + size < len(tasks):
-            has, stamp, last = _sort_key(page[-1])
+        if start + size < len(keys):
+            has, stamp, last = keys[start + size - 1]
             next_token = encode_list_tasks_cursor(ListTasksCursor(stamp if has else None, last))
         if params.HasField("history_length") and params.history_length > 0:
             histories = await asyncio.gather(*(self.history(objects[t.id]) for t in page))
             for task, history in zip(page, histories, strict=True):
                 task.history.extend(history)
         return ListTasksResponse(
-            tasks=page, next_page_token=next_token, page_size=size, total_size=len(tasks)
+            tasks=page, next_page_token=next_token, page_size=size, total_size=len(keys)
         )
 
     # -- writes ------------------------------------------------------------------------------
@@ -296,7 +314,7 @@ class KubeTaskStore(VersionedTaskStore):
             raise InvalidRequestError(message="a write needs a participant identity")
         if prev is None or prev_version.is_missing:
             return await self._create(task, sender)
-        if task.status.state == TaskState.TASK_STATE_CANCELED != prev.status.state:
+        if task.status.state == A2AState.TASK_STATE_CANCELED != prev.status.state:
             return await self._request_cancel(task.id, sender)
         if task.status.state != prev.status.state or task.metadata != prev.metadata:
             raise UnsupportedOperationError(
@@ -308,7 +326,7 @@ class KubeTaskStore(VersionedTaskStore):
         if not added:
             return prev_version
         specs = [message_spec(task.id, m, sender) for m in added]
-        return await self._send(specs, await self._tasks.get(task.id), sender)
+        return await self._send(specs, await self._current(task.id), sender)
 
     async def _create(self, task: Task, sender: str) -> TaskVersion:
         try:
@@ -341,10 +359,7 @@ class KubeTaskStore(VersionedTaskStore):
         reporter or admin: the roles that may complete it, and so decide what work hangs
         under it). Anyone else is refused, and nothing is written: a task not found and a
         task the sender is not on read the same, as for every other call."""
-        try:
-            obj = await self._tasks.get(parent)
-        except TaskNotFoundError:
-            obj = None
+        obj = await self.current(parent)
         spec = None
         if obj is not None and _is_member(obj, sender):
             try:
@@ -425,10 +440,9 @@ class KubeTaskStore(VersionedTaskStore):
         return version
 
     async def _request_cancel(self, task_id: str, sender: str) -> TaskVersion:
-        try:
-            obj = await self._tasks.get(task_id)
-        except TaskNotFoundError:
-            raise ConcurrentTaskModificationError(task_id) from None
+        obj = await self.current(task_id)
+        if obj is None:
+            raise ConcurrentTaskModificationError(task_id)
         if is_terminal(render_task(obj)):
             raise ConcurrentTaskModificationError(task_id)
         spec = MessageSpec(

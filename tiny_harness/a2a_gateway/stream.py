@@ -1,12 +1,23 @@
-"""A watch on a ``HarnessTask`` as the SDK's task event stream.
+"""A task's changes as a stream reads them: from the fan-out, and, on a resume, from history.
 
-a2a-sdk's :class:`~a2a.server.cluster.TaskEventStream` is how one replica hears about changes
-another replica made. Here no gateway replica makes them: the operator does, by writing the
-task's status, and the API server already delivers every committed write to whoever watches.
-So :meth:`KubeTaskEventStream.subscribe` is a watch from the version the subscriber read, each
-change rendered as a ``TaskStatusUpdateEvent`` at its ``resourceVersion``, and ``publish`` and
-``destroy`` have nothing to do. Any number of gateway replicas see the same events in the same
-order, with nothing shared between them but the API server.
+No gateway replica writes a task's state: the operator does, and the API server delivers each
+committed write to the namespace's one watch (:mod:`.namespace_feed`), which queues it for the
+task's subscriptions (:mod:`.fanout`). A stream here is such a subscription, opened *before*
+the read its first event is cut from, so nothing between the read and the subscription is
+missed: :meth:`TaskStreams.follow`, then the read, then :meth:`TaskStreams.changes`.
+
+**Versions.** Every change carries its ``resourceVersion`` (``version`` in the task extension,
+and the SSE event id). A stream yields a change only if it is after every version it has
+already shown (``after``): a change that reached the index before the read, or one the
+subscription queued that a read from the API server had already shown, is never shown twice.
+
+**Resuming** (``Last-Event-ID``: the version a client last read, from any replica). When the
+task has changed since (the index holds a later version), the changes in between are read from
+the API server's history (:func:`~tiny_harness.kube.watching.changes_between`): the task as it
+was at that version, to tell what a participant sees change, and each change after it, up to
+the version held. Then the subscription's own changes follow, those already shown skipped.
+When etcd has compacted that history, the task as it is now is all there is to show
+(:attr:`Resumed.gap`), and the stream says so.
 """
 
 from __future__ import annotations
@@ -14,92 +25,86 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from a2a.server.cluster import TaskEventStream, TaskVersion, VersionedEvent
+from a2a.utils.errors import UnsupportedOperationError
 from kubernetes_asyncio import client
 
-from tiny_harness.a2a_gateway.rendering import (
-    ResourceVersion,
-    render_task,
-    status_event,
-    task_version,
-)
+from tiny_harness.a2a_gateway.fanout import Ended, Subscription
+from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
+from tiny_harness.a2a_gateway.rendering import TaskChange, change_of
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
-from tiny_harness.kube.watching import WatchExpiredError, read_for_watch, watch_object
+from tiny_harness.kube.watching import WatchExpiredError, changes_between
 
 
-@dataclass(frozen=True)
-class TaskChange(VersionedEvent):
-    """A change as a subscriber sees it, and where the task's turns stood at it: whether the
-    turn that took a message had ended *as of this change* is a question about the change,
-    not about the task as it is by the time the subscriber asks
-    (:func:`tiny_harness.core.reply_ids.turn_has_ended`)."""
-
-    turn: int = 0
-    running: bool = False
+class StreamCut(UnsupportedOperationError):
+    """A stream ended by the gateway, not by its task: the A2A error its client reads last,
+    which says why and where to resume from. FAILED_PRECONDITION, as a quota's refusal: A2A
+    has no RESOURCE_EXHAUSTED, and the message names the remedy."""
 
 
-def change_of(obj: Obj) -> TaskChange:
-    status = obj.get("status") or {}
-    return TaskChange(
-        status_event(render_task(obj)),
-        task_version(obj),
-        turn=int(status.get("turn") or 0),
-        running=status.get("runner") is not None,
+def behind(task: str, version: int, bound: int) -> StreamCut:
+    return StreamCut(
+        message=f"the stream of task {task!r} was ended: {bound} changes waited unread (the "
+        f"client reads too slowly). Subscribe again with the header Last-Event-ID: {version} "
+        "to be sent what followed"
     )
 
 
-class KubeTaskEventStream(TaskEventStream):
-    """Task events from the API server's watch, for the tasks of one namespace.
+@dataclass(frozen=True)
+class Resumed:
+    """What a resumed stream starts with: the task as it was at the client's version (None:
+    not known), and the changes since, up to the version the index holds. ``gap``: the
+    history was compacted, so ``changes`` is only the task as it is now."""
 
-    Authorization is the reader's: subscribe only after a scoped read of the task (the request
-    handler reads it through :class:`~tiny_harness.a2a_gateway.store.KubeTaskStore`).
-    """
+    baseline: Obj | None
+    changes: tuple[TaskChange, ...]
+    gap: bool = False
 
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+
+class TaskStreams:
+    """The streams of one namespace's tasks, over its feed; ``api`` reads history on resume."""
+
+    def __init__(self, feed: NamespaceFeed, api: client.ApiClient) -> None:
+        self.feed = feed
         self._api = api
-        self.namespace = namespace
 
-    async def publish(self, task_id: str, event: VersionedEvent) -> None:
-        """Nothing to do: the operator's status write is the publication, and the API server
-        delivers it to every replica's watch."""
+    def follow(self, task_id: str) -> Subscription[TaskChange]:
+        """A subscription to the task's changes, from now: open it before the read."""
+        return self.feed.fanout.subscribe(task_id)
 
-    async def subscribe(
-        self, task_id: str, *, after: TaskVersion
-    ) -> AsyncGenerator[VersionedEvent, None]:
-        """One event per committed change of the task after ``after``, in commit order. Ends
-        when the task is deleted. From ``TaskVersion.MISSING``, the task as it is now comes
-        first."""
-        version = after
-        if not isinstance(version, ResourceVersion):
-            obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
-            if obj is None:
-                return
-            version = ResourceVersion(read_at)
-            yield change_of(obj)
+    async def missed(self, task_id: str, *, since: int, held: int) -> Resumed:
+        """What a client that last read version ``since`` missed, up to version ``held``."""
+        if held <= since:
+            return Resumed(None, ())
+        try:
+            baseline, objects = await changes_between(
+                self._api, self.feed.namespace, PLURAL, task_id, after=str(since), upto=held
+            )
+        except WatchExpiredError:
+            now = self.feed.index.get(task_id)
+            return Resumed(None, (change_of(now),) if now is not None else (), gap=True)
+        return Resumed(baseline, tuple(change_of(obj) for obj in objects))
+
+    async def changes(
+        self,
+        subscription: Subscription[TaskChange],
+        *,
+        after: int,
+        until: float | None = None,
+    ) -> AsyncGenerator[TaskChange, None]:
+        """The subscription's changes after version ``after``, in order, until its task is
+        deleted or ``until`` (the event loop's clock) passes; raises :class:`StreamCut` when
+        its reader fell behind, and ends quietly when the gateway stops (the client resumes
+        on another replica)."""
+        shown = after
         while True:
-            try:
-                async for change in watch_object(
-                    self._api,
-                    self.namespace,
-                    PLURAL,
-                    task_id,
-                    resource_version=version.resource_version,
-                ):
-                    if change.type == "DELETED":
-                        return
-                    version = task_version(change.object)
-                    yield change_of(change.object)
-                return  # pragma: no cover - watch_object only ends when closed
-            except WatchExpiredError:
-                # The history since `version` is gone: read the task as it is now and watch on
-                # from the read. Intermediate states are lost; the current one is not.
-                obj, read_at = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
-                if obj is None:
-                    return
-                if task_version(obj).is_after(version):
-                    yield change_of(obj)
-                version = ResourceVersion(read_at)
-
-    async def destroy(self, task_id: str) -> None:
-        """Nothing to release: a subscription's watch ends with its subscriber."""
+            item = await subscription.next(until)
+            if isinstance(item, Ended):
+                if item is Ended.BEHIND:
+                    raise behind(subscription.task, shown, subscription.bound)
+                return
+            version = item.revision
+            if version <= shown:
+                continue
+            shown = version
+            yield item

@@ -3,8 +3,8 @@
 The quotas (:mod:`.quotas`) are asked on every send, so the count must cost nothing per send.
 Listing at each send would cost what is stored: a participant's messages, and for the
 namespace's quotas everyone's (a message's metadata alone is about 1.4 KB: 140 MB for 100,000).
-So each replica follows two collections of its namespace, once, and keeps a digest of each
-object (``kube.watching.follow_listings``):
+So each replica keeps a digest of each object of two collections of its namespace, told by the
+namespace's one follow (:mod:`.namespace_feed`, through ``kube.watching.follow_listings``):
 
 - ``HarnessMessage``, metadata alone: the sender label and the bytes annotation every writer
   through ``kube/messages.py`` puts on a message (the gateway, ``kubectl harness``, the
@@ -44,7 +44,6 @@ Kubernetes ``ResourceQuota`` (``count/harnessmessages.<group>``), not by the gat
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -53,15 +52,14 @@ from types import TracebackType
 from typing import Final, Literal
 
 from a2a.utils.errors import InternalError
-from kubernetes_asyncio import client
 
 from tiny_harness.a2a_gateway.quotas import Demand, Refused, Usage, quotas, refusal
 from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.core.states import TERMINAL_STATES
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.labels import label_value
-from tiny_harness.kube.names import BYTES_ANNOTATION, MESSAGE_PLURAL, PLURAL, SENDER_LABEL
-from tiny_harness.kube.watching import Relisted, Synced, WatchEvent, follow_listings
+from tiny_harness.kube.names import BYTES_ANNOTATION, SENDER_LABEL
+from tiny_harness.kube.watching import Relisted, Synced, WatchEvent
 
 #: How long a send waits for the first listing before it is refused.
 READY_SECONDS: Final = 30.0
@@ -242,22 +240,6 @@ class QuotaTally:
         self.tasks = Followed(task_entry)
         self.now = clock
         self._holds: set[Hold] = set()
-
-    # -- following ---------------------------------------------------------------------------
-
-    async def run(self, api: client.ApiClient) -> None:
-        """Follow the namespace's messages and tasks until cancelled."""
-        async with asyncio.TaskGroup() as group:
-            group.create_task(self._follow(api, MESSAGE_PLURAL, self.messages, metadata=True))
-            group.create_task(self._follow(api, PLURAL, self.tasks, metadata=False))
-
-    async def _follow(
-        self, api: client.ApiClient, plural: str, followed: Followed, *, metadata: bool
-    ) -> None:
-        changes = follow_listings(api, self.namespace, plural, metadata_only=metadata)
-        async with contextlib.aclosing(changes):
-            async for change in changes:
-                followed.hear(change)
 
     async def ready(self) -> None:
         """Return once both collections have been listed; refuse the call if that takes

@@ -66,6 +66,7 @@ def task_to_a2a(
     history: Iterable[Message] = (),
     artifacts: Iterable[Artifact] = (),
     timestamp: datetime | None = None,
+    version: str | None = None,
 ) -> A2ATask:
     """Render a stored task as the A2A ``Task`` a client sees.
 
@@ -76,7 +77,7 @@ def task_to_a2a(
     status written before those ids existed gets one derived from the task, state and text.
     """
     metadata = with_sub_state(
-        {TASK_EXT_KEY: extension_metadata(TaskExtension.of(spec, status))}, status.sub_state
+        {TASK_EXT_KEY: extension_metadata(TaskExtension.of(spec, status, version=version))}, status.sub_state
     )
     a2a_status = A2ATaskStatus(state=state_to_a2a(status.state))
     if status.message is not None:

@@ -161,6 +161,24 @@ class GatewaySettings(_Section):
         description="How long a send waits with nothing visible changing before it ends "
         "with a note that the task is still at work.",
     )
+    max_streams_per_participant: int = Field(
+        default=100,
+        ge=1,
+        description="Open streams (SubscribeToTask, SendStreamingMessage) one participant may "
+        "hold on one gateway replica; past it a new stream is refused (429).",
+    )
+    stream_lifetime_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long a stream stays open; then it ends cleanly and the client "
+        "subscribes again with the last event id it read (Last-Event-ID) to go on.",
+    )
+    stream_queue_events: int = Field(
+        default=256,
+        ge=1,
+        description="Changes a stream may leave unread; past it that stream alone is ended, "
+        "saying so, and its client resumes from the last event id it read.",
+    )
 
     @property
     def bind_address(self) -> tuple[str, int]:

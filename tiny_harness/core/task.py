@@ -484,14 +484,20 @@ class TaskExtension(TaskSpec):
     usage: TaskUsage | None = None
     #: What the running turn has used so far (status.turnUsage), while a turn runs.
     turn_usage: TaskUsage | None = None
+    #: The version the task was read at (its resourceVersion): every event of a stream carries
+    #: it, and a client that reconnects with the last one it read (``Last-Event-ID``) is sent
+    #: what it missed (docs/design/gateway.md, "Streams that resume").
+    version: str | None = None
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
         return self.lifecycle or self.default_lifecycle
 
     @classmethod
-    def of(cls, spec: TaskSpec, status: TaskStatus | None = None) -> TaskExtension:
-        """The extension view of a task stored as spec and status."""
+    def of(
+        cls, spec: TaskSpec, status: TaskStatus | None = None, *, version: str | None = None
+    ) -> TaskExtension:
+        """The extension view of a task stored as spec and status, read at ``version``."""
         status = status or TaskStatus()
         fields = spec.model_dump(exclude={"plan"})
         return cls(
@@ -505,6 +511,7 @@ class TaskExtension(TaskSpec):
             waiting_since=status.waiting_since,
             usage=status.usage,
             turn_usage=status.turn_usage,
+            version=version,
         )
 
 

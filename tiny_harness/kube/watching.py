@@ -8,7 +8,8 @@ speaks the watch protocol for our resources: it starts the watch at a given ``re
 it, and turns a ``410 Gone`` into :class:`WatchExpiredError`. There are two ways to use it:
 
 - one object (:func:`watch_object`, from :func:`read_for_watch`): the caller re-reads and
-  starts again after a 410;
+  starts again after a 410; what a reader of one object missed between two versions
+  (:func:`changes_between`);
 - a collection (:func:`follow`): lists, watches, lists again after a 410 telling what changed
   meanwhile (deletions too), and after an error waits a bounded, growing time and goes on;
 - a collection for a follower that keeps a digest of each object, not the object
@@ -85,6 +86,52 @@ async def read_for_watch(
     return (items[0] if items else None), str(listed["metadata"]["resourceVersion"])
 
 
+async def changes_between(
+    api: client.ApiClient,
+    namespace: str,
+    plural: str,
+    name: str,
+    *,
+    after: str,
+    upto: int,
+    wait_seconds: float = 10.0,
+) -> tuple[Obj | None, list[Obj]]:
+    """The object ``name`` as it was at ``after``, and each change of it committed after that
+    up to version ``upto``, from the API server's history: what a reader that last saw it at
+    ``after`` missed. The object at ``after`` is None when it cannot be read there (it did not
+    exist then); a deletion ends the changes. Raises :class:`WatchExpiredError` when the
+    history no longer reaches back to ``after`` (etcd compacted it). At most ``wait_seconds``
+    is spent waiting for the watch to reach ``upto``: what arrived by then is returned."""
+    objects = client.CustomObjectsApi(api)
+    try:
+        listed = await objects.list_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            namespace,
+            plural,
+            field_selector=name_selector(name),
+            resource_version=after,
+            resource_version_match="Exact",
+        )
+    except ApiException as exc:
+        if exc.status == 410:
+            raise WatchExpiredError(f"version {after} of {plural}/{name} was compacted") from None
+        raise translate(exc, name) from None
+    items = cast(list[Obj], listed.get("items") or [])
+    changes: list[Obj] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(wait_seconds):
+            watch = watch_object(api, namespace, plural, name, resource_version=after)
+            async with contextlib.aclosing(watch) as events:
+                async for event in events:
+                    if event.type == "DELETED":
+                        break
+                    changes.append(event.object)
+                    if int(event.resource_version) >= upto:
+                        break
+    return (items[0] if items else None), changes
+
+
 def name_selector(name: str) -> str:
     """The field selector for the object named ``name``, escaped as the API server reads
     selector values (a backslash, a comma or an equals sign is preceded by a backslash), so a
@@ -108,7 +155,7 @@ async def watch_object(
     name: str,
     *,
     resource_version: str,
-) -> AsyncIterator[WatchEvent]:
+) -> AsyncGenerator[WatchEvent, None]:
     """Every change to the object ``name`` committed after ``resource_version``, in order.
 
     Runs until the caller stops iterating (closing the generator closes the connection).

@@ -9,14 +9,19 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 
 import pytest
-from a2a.server.cluster import TaskVersion
 from a2a.types import TaskState as A2AState
 from a2a.types import TaskStatusUpdateEvent
 
+from tiny_harness.a2a_gateway.fanout import Fanout, Subscription
 from tiny_harness.a2a_gateway.handler import GatewayRequestHandler, _Sent
 from tiny_harness.a2a_gateway.metrics import GatewayMetrics
-from tiny_harness.a2a_gateway.rendering import ResourceVersion, progress_key, status_event
-from tiny_harness.a2a_gateway.stream import TaskChange
+from tiny_harness.a2a_gateway.rendering import (
+    ResourceVersion,
+    TaskChange,
+    change_of,
+    progress_key,
+    status_event,
+)
 from tiny_harness.a2a_gateway.waiting import (
     Quiet,
     Waits,
@@ -64,20 +69,30 @@ def change(status: TaskStatus, version: int, *, running: bool = False) -> TaskCh
 
 
 class FakeWatch:
-    """The task's watch: the test puts changes in; ``subscribe`` yields them in order."""
+    """The task's streams: the test puts changes in; ``changes`` yields them in order."""
 
     def __init__(self) -> None:
         self.changes: asyncio.Queue[TaskChange] = asyncio.Queue()
         self.closed = False
 
-    async def subscribe(
-        self, task_id: str, *, after: TaskVersion
-    ) -> AsyncGenerator[TaskChange, None]:
+    async def changes_of(self) -> AsyncGenerator[TaskChange, None]:
         try:
             while True:
                 yield await self.changes.get()
         finally:
             self.closed = True
+
+
+class FakeStreams:
+    """:class:`~tiny_harness.a2a_gateway.stream.TaskStreams` as the wait reads it."""
+
+    def __init__(self, watch: FakeWatch) -> None:
+        self.watch = watch
+
+    def changes(
+        self, subscription: object, *, after: int, until: float | None = None
+    ) -> AsyncGenerator[TaskChange, None]:
+        return self.watch.changes_of()
 
 
 @dataclass
@@ -114,12 +129,13 @@ def acked(turn: int, *answers: NoticeEntry) -> Record:
 
 
 def handler(store: FakeStore, watch: FakeWatch, waits: Waits = FAST) -> GatewayRequestHandler:
-    return GatewayRequestHandler(store, watch, GatewayMetrics(), waits=waits)  # type: ignore[arg-type]
+    return GatewayRequestHandler(store, FakeStreams(watch), GatewayMetrics(), waits=waits)  # type: ignore[arg-type]
 
 
 def sent(status: TaskStatus | None = None) -> _Sent:
     task = task_to_a2a("t", "ctx", SPEC, status or parked())
-    return _Sent(task, ResourceVersion("1"), MID, existed=False)
+    subscription: Subscription[TaskChange] = Fanout(change_of, bound=10).subscribe("t")
+    return _Sent(task, ResourceVersion("1"), MID, existed=False, subscription=subscription)
 
 
 async def follow(h: GatewayRequestHandler, what: _Sent) -> list[TaskStatusUpdateEvent]:
