@@ -1,8 +1,9 @@
 import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
 import { subTaskRow } from "./extension";
-import { filtered, nest, tree, whereItRuns } from "./tasks";
-import { question, task } from "./test/a2a";
+import { emptyView, takeStatus, takeTask } from "./fold";
+import { filtered, nest, tree, whereItRuns, withOpenView } from "./tasks";
+import { question, status, task } from "./test/a2a";
 
 const parent = task({ id: "p", extension: { goal: "Plan" }, subState: "awaiting-next-message" });
 const child = task({ id: "c", state: TaskState.TASK_STATE_COMPLETED, extension: { goal: "Draft", parent: { task_id: "p" } } });
@@ -57,6 +58,41 @@ describe("the task tree", () => {
     const a = task({ id: "a", extension: { goal: "A", parent: { task_id: "b" } } });
     const b = task({ id: "b", extension: { goal: "B", parent: { task_id: "a" } } });
     expect(tree([a, b], "alice").length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe("the open task's row", () => {
+  // The listing was read during the turn; the page's stream has since seen the reply park it.
+  const listed = [task({ id: "p", state: TaskState.TASK_STATE_WORKING, extension: { goal: "Plan" } }), orphan];
+  const page = takeStatus(
+    takeTask(emptyView("p", "alice"), parent, 0),
+    status(TaskState.TASK_STATE_INPUT_REQUIRED, { taskId: "p", subState: "awaiting-next-message" }),
+    0,
+  );
+
+  it("shows the state its page shows, not the listing's", () => {
+    const rows = withOpenView(tree(listed, "alice"), page);
+    expect(rows.map((r) => [r.id, r.state, r.subState])).toEqual([
+      ["p", "TASK_STATE_INPUT_REQUIRED", "awaiting-next-message"],
+      ["o", "TASK_STATE_INPUT_REQUIRED", null],
+    ]);
+  });
+
+  it("is the listing's while no task is open, or the page has not read it yet", () => {
+    const rows = tree(listed, "alice");
+    expect(withOpenView(rows, null)).toBe(rows);
+    expect(withOpenView(rows, emptyView("p", "alice"))).toBe(rows);
+  });
+
+  it("marks a question as its page does", () => {
+    const ask = question({ id: "q" });
+    const answered = takeStatus(
+      takeTask(emptyView("q", "carol"), ask, 0),
+      status(TaskState.TASK_STATE_COMPLETED, { taskId: "q" }),
+      0,
+    );
+    const [row] = withOpenView(tree([ask], "carol"), answered);
+    expect([row!.state, row!.question]).toEqual(["TASK_STATE_COMPLETED", "question for you"]);
   });
 });
 

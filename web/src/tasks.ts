@@ -3,6 +3,7 @@
 // filtered by state. A pure module.
 import type { Task } from "@a2a-js/sdk";
 import { extensionOf, subStateOf, type SubTaskRow } from "./extension";
+import type { TaskView } from "./fold";
 import { badge, questionOf } from "./question";
 import { isTerminal, stateName, type StateName } from "./wire";
 
@@ -58,6 +59,21 @@ function rowOf(task: Task, depth: number, me: string): TaskRow {
     subState: subStateOf(task.metadata),
     question: question ? badge(question) : null,
   };
+}
+
+/** The rows with the open task's state, sub-state and question as its page shows them: from
+ * its view (the fold of the page's stream), not from the listing, which was read at another
+ * moment. Read from two sources, the list and the page disagreed until the task next moved
+ * (WORKING in the list beside INPUT_REQUIRED on the page, when the listing was answered during
+ * the turn and the reply repeated the state it was read for). Until the page has read the task,
+ * the listing's row stands. */
+export function withOpenView(rows: TaskRow[], open: TaskView | null): TaskRow[] {
+  if (!open?.known) return rows;
+  return rows.map((row) => {
+    if (row.id !== open.taskId) return row;
+    const question = questionOf(open.extension, open.state, open.me, open.ending);
+    return { ...row, state: open.state, subState: open.subState, question: question ? badge(question) : null };
+  });
 }
 
 export function matches(row: TaskRow, filter: StateFilter): boolean {

@@ -106,7 +106,7 @@ function Workspace({ client, onSignOut }: { client: HarnessClient; onSignOut: ()
         </button>
       </header>
       <div className="layout">
-        <TaskList list={list} openId={openId} me={client.me} />
+        <TaskList list={list} openId={openId} me={client.me} views={views} />
         <main id="main" tabIndex={-1}>
           {place.screen === "task" ? (
             <TaskPage

@@ -2,13 +2,15 @@
 // sub-state (a question put to a person marked as such), filtered by state. Read with ListTasks
 // when the page opens, when the open task moves, and when the tab comes back into view; a read
 // refused for too many requests is made again once the gateway's Retry-After has passed, at
-// most REREADS times in a row (then the next of those reasons reads it).
+// most REREADS times in a row (then the next of those reasons reads it). The open task's row
+// shows the state its page shows, from the same view (tasks.ts, withOpenView).
 import type { Task } from "@a2a-js/sdk";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
 import type { HarnessClient } from "../client";
 import { explain, rereadAfter, rereading } from "../errors";
 import { onLinkClick } from "../location";
-import { filtered, nest, tree, type Branch, type StateFilter, type TaskRow } from "../tasks";
+import { filtered, nest, tree, withOpenView, type Branch, type StateFilter, type TaskRow } from "../tasks";
+import type { Views } from "../views";
 import { shortState, STATE_NAMES } from "../wire";
 import { StateBadges } from "./StateBadges";
 
@@ -84,14 +86,18 @@ export function TaskList({
   list,
   openId,
   me,
+  views,
 }: {
   list: TaskListState;
   openId: string | null;
   /** Who the list is for: a question put to them reads "question for you". */
   me: string;
+  /** The tasks' views the pages fold their streams into: the open task's row is drawn from its view. */
+  views: Views;
 }) {
   const [filter, setFilter] = useState<StateFilter>("all");
-  const rows = list.tasks ? filtered(tree(list.tasks, me), filter) : [];
+  const open = useSyncExternalStore(views.subscribe, () => (openId ? views.get(openId) : null));
+  const rows = list.tasks ? filtered(withOpenView(tree(list.tasks, me), open), filter) : [];
 
   return (
     <nav className="tasks" aria-labelledby="tasks-title">
