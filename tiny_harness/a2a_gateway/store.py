@@ -98,6 +98,7 @@ from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import (
     API_VERSION,
     CONTEXT_ID_ANNOTATION,
+    FIRST_MESSAGE_ANNOTATION,
     GROUP,
     KIND,
     PLURAL,
@@ -348,7 +349,10 @@ class KubeTaskStore(VersionedTaskStore):
         fresh = [] if retried else [m for m in messages if m.control is None]
         demand = Demand(tuple(message_bytes(m) for m in fresh), tasks=0 if retried else 1)
         with self._tally.admit(sender, demand) as hold:
-            created = await self._create_object(task.id, task.context_id, spec, sender, parent)
+            first = messages[0].message_id if messages else None
+            created = await self._create_object(
+                task.id, task.context_id, spec, sender, parent, first_message=first
+            )
             hold.wrote_task(task.id)
             version = task_version(created)
             await self._write(messages, created, hold, {m.message_id for m in fresh})
@@ -380,12 +384,21 @@ class KubeTaskStore(VersionedTaskStore):
         return obj
 
     async def _create_object(
-        self, name: str, context_id: str, spec: TaskSpec, sender: str, parent: Obj | None = None
+        self,
+        name: str,
+        context_id: str,
+        spec: TaskSpec,
+        sender: str,
+        parent: Obj | None = None,
+        *,
+        first_message: str | None = None,
     ) -> Obj:
-        metadata: dict[str, object] = {
-            "name": name,
-            "annotations": {CONTEXT_ID_ANNOTATION: context_id},
-        }
+        annotations = {CONTEXT_ID_ANNOTATION: context_id}
+        if first_message is not None:
+            # Its first message follows at once (it names the task's uid, so it cannot come
+            # first): the operator waits for it instead of parking the empty conversation.
+            annotations[FIRST_MESSAGE_ANNOTATION] = first_message
+        metadata: dict[str, object] = {"name": name, "annotations": annotations}
         # Whose first message made it: the live tasks a participant has are counted by it.
         labels = {SENDER_LABEL: label_value(sender)}
         if parent is not None:
