@@ -9,9 +9,11 @@ nothing in it is fetched from the API.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from tiny_harness.core.clock import now
+from tiny_harness.core.deadlines import first_message_left
 from tiny_harness.core.history import (
     AckEntry,
     NoticeEntry,
@@ -147,6 +149,16 @@ def awaited_first_message(snap: Snapshot) -> str | None:
     if any(m.spec.message_id == announced for m in snap.pending):
         return None
     return announced
+
+
+def first_message_wait(
+    snap: Snapshot, settings: OperatorSettings, moment: dt.datetime
+) -> float | None:
+    """Seconds the new task may still wait for the first message its creator announced (row 11
+    of decide; ``[operator] first_message_seconds`` from its start); None: it is not waiting."""
+    if snap.status.state is not TaskState.SUBMITTED or awaited_first_message(snap) is None:
+        return None
+    return first_message_left(settings.first_message_seconds, snap.obj.get("status") or {}, moment)
 
 
 def idle_timeout(snap: Snapshot, settings: OperatorSettings) -> int | None:

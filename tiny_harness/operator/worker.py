@@ -23,7 +23,6 @@ for with capped backoff, since nothing can be written until it is back.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
@@ -33,13 +32,7 @@ from pydantic import ValidationError
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.deadlines import (
-    deadline_left,
-    first_message_left,
-    idle_time_left,
-    input_time_left,
-    stamped,
-)
+from tiny_harness.core.deadlines import deadline_left, idle_time_left, input_time_left, stamped
 from tiny_harness.core.decide import (
     Acknowledge,
     Action,
@@ -99,9 +92,9 @@ from tiny_harness.operator.slots import Ticket
 from tiny_harness.operator.snapshot import (
     Snapshot,
     ack_entry,
-    awaited_first_message,
     budget_freed,
     expires_in_of,
+    first_message_wait,
     history_before,
     idle_timeout,
     refusal_entries,
@@ -307,16 +300,8 @@ class TaskWorker:
             idle_left=idle_time_left(idle_timeout(snap, self.rt.settings), raw, moment),
             on_idle=spec.on_idle or self.rt.settings.on_idle,
             budget_freed=self.budget_freed(snap),
-            first_message_left=self.first_message_wait(snap, raw, moment),
+            first_message_left=first_message_wait(snap, self.rt.settings, moment),
         )
-
-    def first_message_wait(
-        self, snap: Snapshot, raw: Mapping[str, Any], moment: dt.datetime
-    ) -> float | None:
-        """Seconds a new task may still wait for its announced first message (row 11)."""
-        if snap.status.state is not TaskState.SUBMITTED or awaited_first_message(snap) is None:
-            return None
-        return first_message_left(self.rt.settings.first_message_seconds, raw, moment)
 
     def budget_freed(self, snap: Snapshot) -> bool:
         if snap.status.sub_state != SubState.AWAITING_BUDGET.value:

@@ -9,6 +9,7 @@ say it no longer once a participant's message resumes it.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from tiny_harness.core.decide import Pending, may_cut
 from tiny_harness.core.history import AckEntry, HistoryDelta, NoticeEntry, RecordEntry
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ToolCall
+from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.sizes import CONDITION_CHARS, STATUS_TEXT_CHARS
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Condition, Lifecycle, Runner, TaskStatus
@@ -28,6 +30,7 @@ from tiny_harness.models.errors import ModelUnavailableError
 from tiny_harness.operator.snapshot import (
     Snapshot,
     awaited_first_message,
+    first_message_wait,
     history_before,
     unique_entries,
 )
@@ -352,7 +355,10 @@ def test_only_a_control_its_sender_may_give_cuts_a_running_turn(sender: str, cut
 
 
 def announced(
-    message_id: str | None, *pending: str, records: tuple[TurnRecord, ...] = ()
+    message_id: str | None,
+    *pending: str,
+    records: tuple[TurnRecord, ...] = (),
+    state: str = "TASK_STATE_SUBMITTED",
 ) -> Snapshot:
     obj: dict[str, Any] = {
         "metadata": {
@@ -361,7 +367,7 @@ def announced(
             "annotations": {FIRST_MESSAGE_ANNOTATION: message_id} if message_id else {},
         },
         "spec": {"goal": "ship it", "participants": [{"id": "alice", "role": "assignee"}]},
-        "status": {"state": "TASK_STATE_SUBMITTED"},
+        "status": {"state": state, "startTime": "2026-11-30T12:00:00Z"},
     }
     messages = [
         StoredMessage(
@@ -391,3 +397,14 @@ def test_an_announced_first_message_that_is_pending_or_taken_is_no_longer_awaite
 
 def test_a_task_without_the_annotation_awaits_no_first_message() -> None:
     assert awaited_first_message(announced(None)) is None
+
+
+def test_the_wait_for_an_announced_first_message_runs_from_the_start_while_submitted() -> None:
+    settings = OperatorSettings(first_message_seconds=30)
+    ten_in = dt.datetime(2026, 11, 30, 12, 0, 10, tzinfo=dt.UTC)
+
+    assert first_message_wait(announced("m-first"), settings, ten_in) == 20.0
+    assert first_message_wait(announced("m-first", "m-first"), settings, ten_in) is None
+    assert first_message_wait(announced(None), settings, ten_in) is None
+    parked = announced("m-first", state="TASK_STATE_INPUT_REQUIRED")
+    assert first_message_wait(parked, settings, ten_in) is None
