@@ -25,6 +25,8 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -78,7 +80,7 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 
 
 @contextlib.contextmanager
-def processes(kubeconfig: Path, workdir: Path) -> Iterator[str]:
+def processes(kubeconfig: Path, workdir: Path, *, profile: Path | None = None) -> Iterator[str]:
     """The scripted model, the operator and a gateway; yields the gateway's URL."""
     started: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "BENCH_MODEL_KEY": "bench"}
@@ -105,6 +107,12 @@ def processes(kubeconfig: Path, workdir: Path) -> Iterator[str]:
                     f'bind = "127.0.0.1:{port}"',
                     f'namespace = "{NAMESPACE}"',
                     "rate_limit_per_minute = 100000000",
+                    # The bench's own load, not a team's: no quota or stream limit in the way.
+                    "max_live_tasks_per_participant = 1000000",
+                    "max_live_tasks_per_namespace = 1000000",
+                    "max_messages_per_participant = 100000000",
+                    "max_messages_per_namespace = 100000000",
+                    "max_streams_per_participant = 100000",
                 ]
             )
             + "\n"
@@ -129,8 +137,14 @@ def processes(kubeconfig: Path, workdir: Path) -> Iterator[str]:
         )
         started.append(operator)
         gateway_log = (workdir / "gateway.log").open("wb")
+        command = [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)]
+        if profile is not None:
+            # Sampled from outside (py-spy, if installed): the gateway runs as it always does.
+            spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+            command = [spy, "record", "-r", "200", "-f", "raw", "-o", str(profile), "--"]
+            command += [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)]
         gateway = subprocess.Popen(
-            [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)],
+            command,
             env=env,
             stdout=gateway_log,
             stderr=subprocess.STDOUT,
@@ -142,7 +156,8 @@ def processes(kubeconfig: Path, workdir: Path) -> Iterator[str]:
         yield url
     finally:
         for proc in reversed(started):
-            proc.terminate()
+            # py-spy writes its profile when interrupted, not when terminated.
+            proc.send_signal(signal.SIGINT if profile is not None else signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
         log = workdir / "gateway.log"
@@ -356,6 +371,12 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        help="record the gateway's stacks with py-spy (collapsed, to this file)",
+    )
     args = parser.parse_args()
     with (
         LocalCluster(crds=REPO_ROOT / "crds") as cluster,
@@ -366,7 +387,7 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
-        with processes(cluster.kubeconfig, Path(workdir)) as url:
+        with processes(cluster.kubeconfig, Path(workdir), profile=args.profile) as url:
             asyncio.run(bench(url, cluster.kubeconfig, args))
 
 

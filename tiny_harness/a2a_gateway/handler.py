@@ -25,7 +25,7 @@ import contextlib
 import json
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion
@@ -67,6 +67,7 @@ from starlette.requests import Request
 from tiny_harness.a2a_gateway.event_ids import LAST_EVENT_ID_KEY, last_event_id
 from tiny_harness.a2a_gateway.event_ids import note as note_version
 from tiny_harness.a2a_gateway.fanout import Subscription
+from tiny_harness.a2a_gateway.inbound import Inbound, inbound
 from tiny_harness.a2a_gateway.limits import RAW_BODY_KEY, STATUS_KEY
 from tiny_harness.a2a_gateway.metrics import METHOD_KEY, OUTCOME_KEY, GatewayMetrics, note
 from tiny_harness.a2a_gateway.metrics import outcome_of as _outcome_of
@@ -76,7 +77,6 @@ from tiny_harness.a2a_gateway.policy import (
     first_task_spec,
     refuse_if_ended,
     require_ending_role,
-    task_envelope,
     validate_status_filter,
 )
 from tiny_harness.a2a_gateway.quotas import Refused
@@ -94,7 +94,7 @@ from tiny_harness.a2a_gateway.rendering import (
     status_key,
     version_of,
 )
-from tiny_harness.a2a_gateway.store import KubeTaskStore, message_spec
+from tiny_harness.a2a_gateway.store import KubeTaskStore
 from tiny_harness.a2a_gateway.stream import TaskStreams
 from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
@@ -282,77 +282,53 @@ class GatewayRequestHandler(RequestHandler):
     async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> _Sent:
         participant = caller(context)
         validate_history_length(params.configuration)
-        message = params.message
-        if message.role == Role.ROLE_AGENT:
-            raise InvalidParamsError(message="message.role: a client sends user messages only")
-        envelope = task_envelope(message)
-        # Parse (and refuse) the content before anything is read or written.
-        probe = message_spec(message.task_id or "new", message, participant)
+        # Read (and refuse) the message once, before anything is read or written.
+        said = inbound(params.message, participant)
+        message = said.message
         if message.task_id:
-            if envelope is not None:
+            if said.envelope is not None:
                 raise InvalidParamsError(
                     message="a task envelope is accepted only on a task's first message; "
                     "this message names an existing task"
                 )
-            return await self._append(message, participant, context, control=probe.control)
-        if probe.control is not None:
+            return await self._append(said, context)
+        if said.control is not None:
             raise InvalidParamsError(
                 message="a control message must name its task in message.task_id"
             )
         task_id = str(uuid.uuid5(_TASK_NAMESPACE, f"{participant}\n{message.message_id}"))
         context_id = message.context_id or task_id
-        spec = first_task_spec(envelope, participant, message)
+        spec = first_task_spec(said.envelope, participant, message)
         task = task_to_a2a(task_id, context_id, spec, TaskStatus())
-        written = Task()
-        written.CopyFrom(task)
-        written.history.append(_stamped(message, task_id, context_id))
         # Before the write: the task's first change is the one its creation made.
         subscription = self._streams.follow(task_id)
         try:
-            version = await self._store.save(
-                written,
-                event=written,
-                prev=None,
-                prev_version=TaskVersion.MISSING,
-                context=context,
+            version = await self._store.create(
+                task_id, context_id, spec, [said.to(task_id)], participant
             )
         except ConcurrentTaskModificationError:
             subscription.close()
             # The same first message again: the task it created answers it.
-            retry = _stamped(message, task_id, context_id)
-            return await self._append(retry, participant, context, control=None)
+            retry = replace(said, message=_stamped(message, task_id, context_id))
+            return await self._append(retry, context)
         except BaseException:
             subscription.close()
             raise
         return _Sent(task, version, message.message_id, existed=False, subscription=subscription)
 
-    async def _append(
-        self,
-        message: Message,
-        participant: str,
-        context: ServerCallContext,
-        *,
-        control: str | None,
-    ) -> _Sent:
+    async def _append(self, said: Inbound, context: ServerCallContext) -> _Sent:
         # Opened before the read the wait starts from, so no change after it is missed.
-        subscription = self._streams.follow(message.task_id)
+        subscription = self._streams.follow(said.message.task_id)
         try:
-            return await self._append_read(
-                message, participant, context, control=control, subscription=subscription
-            )
+            return await self._append_read(said, context, subscription)
         except BaseException:
             subscription.close()
             raise
 
     async def _append_read(
-        self,
-        message: Message,
-        participant: str,
-        context: ServerCallContext,
-        *,
-        control: str | None,
-        subscription: Subscription[TaskChange],
+        self, said: Inbound, context: ServerCallContext, subscription: Subscription[TaskChange]
     ) -> _Sent:
+        message, participant = said.message, said.sender
         stored = await self._store.get_without_history(message.task_id, context)
         if stored is None:
             raise TaskNotFoundError(message=f"task {message.task_id!r} not found")
@@ -370,14 +346,9 @@ class GatewayRequestHandler(RequestHandler):
             # answer is the task as it is, as it was for the first send.
             return _Sent(task, stored.version, message.message_id, True, subscription)
         refuse_if_ended(task)
-        if control is not None:
-            require_ending_role(task, participant, control)
-        written = Task()
-        written.CopyFrom(task)
-        written.history.append(_stamped(message, task.id, task.context_id))
-        version = await self._store.save(
-            written, event=None, prev=task, prev_version=stored.version, context=context
-        )
+        if said.control is not None:
+            require_ending_role(task, participant, said.control)
+        version = await self._store.append(task.id, [said.to(task.id)], participant)
         # A message that was already stored (a retry) may have been taken long ago.
         existed = not version.is_after(stored.version)
         return _Sent(task, stored.version, message.message_id, existed, subscription)

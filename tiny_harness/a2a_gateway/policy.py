@@ -27,13 +27,11 @@ from a2a.utils.errors import (
 from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
-from tiny_harness.a2a_gateway.rendering import is_terminal, plain_metadata
-from tiny_harness.core.a2a_task import envelope_from_metadata, extension_from_a2a
+from tiny_harness.a2a_gateway.rendering import is_terminal
+from tiny_harness.core.a2a_task import extension_from_a2a
 from tiny_harness.core.decide import resumable
 from tiny_harness.core.errors import (
     HarnessError,
-    InvalidTaskError,
-    ServerControlledFieldError,
     TerminalTaskError,
 )
 from tiny_harness.core.speakers import parent_sender, refuse_ending
@@ -101,17 +99,6 @@ def validate_status_filter(raw: object) -> None:
 
 _STATE_NAMES: Final = frozenset(TaskState.keys())
 _STATES: Final = frozenset(TaskState.values())
-
-
-def task_envelope(message: Message) -> TaskSpec | None:
-    """The task envelope in the message's metadata, refused whole if it sets a server-controlled
-    field (UnsupportedOperationError) or is malformed (InvalidParamsError)."""
-    try:
-        return envelope_from_metadata(plain_metadata(message))
-    except ServerControlledFieldError as exc:
-        raise UnsupportedOperationError(message=str(exc)) from None
-    except InvalidTaskError as exc:
-        raise InvalidParamsError(message=str(exc)) from None
 
 
 def first_task_spec(envelope: TaskSpec | None, sender: str, message: Message) -> TaskSpec:

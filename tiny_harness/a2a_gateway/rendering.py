@@ -21,7 +21,7 @@ from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import InvalidParamsError
 
 from tiny_harness.a2a_gateway.waiting import Note
-from tiny_harness.core.a2a_task import state_to_a2a, task_to_a2a
+from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
@@ -116,7 +116,7 @@ def change_of(obj: Obj) -> TaskChange:
     """A change of a stored task as every stream shows it: rendered once, whoever follows."""
     status = obj.get("status") or {}
     return TaskChange(
-        status_event(render_task(obj)),
+        status_event_of(obj),
         task_version(obj),
         turn=int(status.get("turn") or 0),
         running=status.get("runner") is not None,
@@ -149,6 +149,32 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
         task_id=task.id,
         context_id=task.context_id,
         status=task.status,
+        metadata=metadata,
+    )
+
+
+def status_event_of(obj: Obj) -> TaskStatusUpdateEvent:
+    """:func:`status_event` of :func:`render_task` of ``obj``, the same event, cut from the
+    status alone: a change's event is made for every change of a followed task, and neither
+    the spec nor the task's whole metadata is read for it."""
+    name = str(obj["metadata"]["name"])
+    context_id = context_id_of(obj)
+    status = participant_view.status_of(obj)
+    metadata = status_metadata(status.sub_state)
+    carried: dict[str, Any] = {}
+    if status.sub_tasks:
+        carried["sub_tasks"] = [
+            row.model_dump(mode="json", exclude_none=True) for row in status.sub_tasks
+        ]
+    for key, used in (("usage", status.usage), ("turn_usage", status.turn_usage)):
+        if used is not None:
+            carried[key] = used.model_dump(mode="json", exclude_none=True)
+    carried["version"] = str(obj["metadata"]["resourceVersion"])
+    metadata[TASK_EXT_KEY] = carried
+    return TaskStatusUpdateEvent(
+        task_id=name,
+        context_id=context_id,
+        status=status_to_a2a(name, context_id, status, updated_at(obj)),
         metadata=metadata,
     )
 

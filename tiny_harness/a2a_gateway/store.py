@@ -64,33 +64,30 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
+from tiny_harness.a2a_gateway.inbound import message_spec
 from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
-from tiny_harness.a2a_gateway.quotas import Demand, too_large
+from tiny_harness.a2a_gateway.quotas import Demand
 from tiny_harness.a2a_gateway.rendering import (
     ResourceVersion,
     history_message,
     is_terminal,
-    message_parts,
     pending_message,
-    plain_metadata,
     render_task,
     task_version,
 )
 from tiny_harness.a2a_gateway.tally import Hold
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
-from tiny_harness.core.control import control_of
 from tiny_harness.core.errors import (
-    InvalidEnvelopeError,
     InvalidTaskError,
     ServerControlledFieldError,
     TaskNotFoundError,
 )
-from tiny_harness.core.inbox import Control, MessageSpec, message_name
+from tiny_harness.core.inbox import MessageSpec, message_name
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.core.sizes import message_bytes
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec, invalid_task_error
+from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec
 from tiny_harness.kube.client import Obj, child_metadata, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.labels import label_value
@@ -327,7 +324,12 @@ class KubeTaskStore(VersionedTaskStore):
         if not added:
             return prev_version
         specs = [message_spec(task.id, m, sender) for m in added]
-        return await self._send(specs, await self._current(task.id), sender)
+        return await self.append(task.id, specs, sender)
+
+    async def append(self, task_id: str, specs: Sequence[MessageSpec], sender: str) -> TaskVersion:
+        """Write the messages ``specs`` (read at the edge) to the task: :meth:`save` of a
+        history with them added, without a history to compare."""
+        return await self._send(specs, await self._current(task_id), sender)
 
     async def _create(self, task: Task, sender: str) -> TaskVersion:
         try:
@@ -341,19 +343,32 @@ class KubeTaskStore(VersionedTaskStore):
         messages = [
             message_spec(task.id, m, sender) for m in task.history if m.role == Role.ROLE_USER
         ]
+        return await self.create(task.id, task.context_id, spec, messages, sender)
+
+    async def create(
+        self,
+        task_id: str,
+        context_id: str,
+        spec: TaskSpec,
+        messages: Sequence[MessageSpec],
+        sender: str,
+    ) -> TaskVersion:
+        """Create the task ``spec`` and its first ``messages``, as read at the edge (the
+        request handler's :class:`~.inbound.Inbound`): nothing is parsed again here. A name
+        already taken is a :class:`ConcurrentTaskModificationError`."""
         parent = await self._parent_for(spec.local_parent, sender) if spec.local_parent else None
         await self._tally.ready()
         # The same first message again finds the task it made (409 below), and the message
         # goes to that task, asked about the quotas there: here it adds nothing.
-        retried = self._tally.knows("task", task.id)
+        retried = self._tally.knows("task", task_id)
         fresh = [] if retried else [m for m in messages if m.control is None]
         demand = Demand(tuple(message_bytes(m) for m in fresh), tasks=0 if retried else 1)
         with self._tally.admit(sender, demand) as hold:
             first = messages[0].message_id if messages else None
             created = await self._create_object(
-                task.id, task.context_id, spec, sender, parent, first_message=first
+                task_id, context_id, spec, sender, parent, first_message=first
             )
-            hold.wrote_task(task.id)
+            hold.wrote_task(task_id)
             version = task_version(created)
             await self._write(messages, created, hold, {m.message_id for m in fresh})
         return version
@@ -471,32 +486,3 @@ class KubeTaskStore(VersionedTaskStore):
             message="the gateway does not delete tasks; an administrator deletes one with "
             f"kubectl delete {PLURAL} {task_id}"
         )
-
-
-def message_spec(task_id: str, message: Message, sender: str) -> MessageSpec:
-    """The inbox message an A2A message becomes; a control message carries no parts.
-
-    Raises :class:`InvalidParamsError` naming what to fix, and :class:`~.quotas.Refused` (413)
-    when it carries more than a message may (``core.sizes.MESSAGE_BYTES``).
-    """
-    try:
-        envelope = control_of(message)
-    except InvalidEnvelopeError as exc:
-        raise InvalidParamsError(message=str(exc)) from None
-    control: Control | None = envelope.action if envelope is not None else None
-    try:
-        spec = MessageSpec(
-            task=task_id,
-            message_id=message.message_id,
-            sender=sender,
-            parts=() if control else message_parts(message),
-            control=control,
-            metadata=plain_metadata(message),
-        )
-    except ValidationError as exc:
-        raise InvalidParamsError(message=str(invalid_task_error(exc, prefix="message"))) from None
-    # The operator refuses such a message when it meets it; refused here, it is never stored.
-    refused = too_large(spec)
-    if refused is not None:
-        raise refused
-    return spec

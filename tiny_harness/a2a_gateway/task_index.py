@@ -9,7 +9,8 @@ watch of tasks (:mod:`.namespace_feed`) keeps it current. What one task costs:
   only when it is read;
 - a :class:`Summary`: what ``ListTasks`` filters and sorts on (the participants, the context,
   the state, the last update), so a list reads only the caller's tasks and renders only the
-  page it returns.
+  page it returns. A list's task is shown only if its spec reads (it is rendered); a read of
+  one task checks the caller's role on the parsed spec.
 
 ``ListTasks`` for a participant is a lookup of their names (:attr:`TaskIndex.of`), a filter
 and a sort of those summaries, and the rendering of one page: its cost is the caller's tasks,
@@ -31,7 +32,6 @@ from tiny_harness.a2a_gateway.rendering import updated_at
 from tiny_harness.core.states import TaskState
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import context_id_of
-from tiny_harness.kube.participant_view import spec_of
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +76,18 @@ def reduced(obj: Obj) -> Obj:
     return {**obj, "metadata": slim}
 
 
+def participants_of(obj: Obj) -> tuple[str, ...]:
+    """The participant ids the stored spec names, read without validating the spec (once per
+    change of every task, so it must be cheap): a list that is not one is no one's. A spec
+    that does not read otherwise is still refused to everyone on a read (``role_of``), and
+    left out of a list when it cannot be rendered."""
+    raw = (obj.get("spec") or {}).get("participants")
+    if not isinstance(raw, list):
+        return ()
+    return tuple(str(p["id"]) for p in raw if isinstance(p, dict) and isinstance(p.get("id"), str))
+
+
 def summary_of(obj: Obj) -> Summary:
-    spec = spec_of(obj)
     raw_state = (obj.get("status") or {}).get("state")
     try:
         state = TaskState(raw_state) if raw_state else None
@@ -85,7 +95,7 @@ def summary_of(obj: Obj) -> Summary:
         state = None
     stamp = updated_at(obj)
     return Summary(
-        participants=tuple(p.id for p in spec.participants) if spec is not None else (),
+        participants=participants_of(obj),
         context_id=context_id_of(obj),
         state=state,
         updated_ns=int(stamp.timestamp()) * 1_000_000_000 if stamp is not None else 0,

@@ -57,28 +57,13 @@ def extension_metadata(extension: TaskExtension) -> dict[str, Any]:
     return extension.model_dump(mode="json", exclude_none=True)
 
 
-def task_to_a2a(
-    task_id: str,
-    context_id: str,
-    spec: TaskSpec,
-    status: TaskStatus,
-    *,
-    history: Iterable[Message] = (),
-    artifacts: Iterable[Artifact] = (),
-    timestamp: datetime | None = None,
-    version: str | None = None,
-) -> A2ATask:
-    """Render a stored task as the A2A ``Task`` a client sees.
-
-    The extension (:meth:`TaskExtension.of`) goes under ``metadata[TASK_EXT_KEY]`` and the
-    sub-state, when there is one, under ``metadata[STATUS_EXT_KEY]``. The status text becomes an
-    agent message with the id the operator wrote beside it (``status.messageId``: the reply's
-    id in the history, or an id of the text's own), so a reply has one id wherever it shows. A
-    status written before those ids existed gets one derived from the task, state and text.
-    """
-    metadata = with_sub_state(
-        {TASK_EXT_KEY: extension_metadata(TaskExtension.of(spec, status, version=version))}, status.sub_state
-    )
+def status_to_a2a(
+    task_id: str, context_id: str, status: TaskStatus, timestamp: datetime | None = None
+) -> A2ATaskStatus:
+    """A stored status as A2A's ``TaskStatus``: the state, and the status text as an agent
+    message with the id the operator wrote beside it (``status.messageId``: the reply's id in
+    the history, or an id of the text's own), so a reply has one id wherever it shows. A
+    status written before those ids existed gets one derived from the task, state and text."""
     a2a_status = A2ATaskStatus(state=state_to_a2a(status.state))
     if status.message is not None:
         message_id = status.message_id or str(
@@ -95,6 +80,29 @@ def task_to_a2a(
         )
     if timestamp is not None:
         a2a_status.timestamp.FromDatetime(timestamp)
+    return a2a_status
+
+
+def task_to_a2a(
+    task_id: str,
+    context_id: str,
+    spec: TaskSpec,
+    status: TaskStatus,
+    *,
+    history: Iterable[Message] = (),
+    artifacts: Iterable[Artifact] = (),
+    timestamp: datetime | None = None,
+    version: str | None = None,
+) -> A2ATask:
+    """Render a stored task as the A2A ``Task`` a client sees.
+
+    The extension (:meth:`TaskExtension.of`) goes under ``metadata[TASK_EXT_KEY]`` and the
+    sub-state, when there is one, under ``metadata[STATUS_EXT_KEY]``; the status is
+    :func:`status_to_a2a`'s.
+    """
+    extension = TaskExtension.of(spec, status, version=version)
+    metadata = with_sub_state({TASK_EXT_KEY: extension_metadata(extension)}, status.sub_state)
+    a2a_status = status_to_a2a(task_id, context_id, status, timestamp)
     return A2ATask(
         id=task_id,
         context_id=context_id,

@@ -3,6 +3,9 @@ child's row changing on its parent, and two equal replies are two messages."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from a2a.types import Message, Part
 from a2a.types import Role as A2ARole
 from a2a.types import TaskState as A2AState
@@ -12,7 +15,9 @@ from tiny_harness.a2a_gateway.rendering import (
     history_message,
     pending_message,
     progress_key,
+    render_task,
     status_event,
+    status_event_of,
     status_key,
     sub_task_rows,
     turn_usage_of,
@@ -31,6 +36,7 @@ from tiny_harness.core.task import (
     TaskStatus,
     TaskUsage,
 )
+from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION
 
 SPEC = TaskSpec(goal="ship", participants=(Participant(id="alice", role=Role.ASSIGNEE),))
 
@@ -137,3 +143,53 @@ def test_a_participants_message_in_the_history_names_its_sender_whatever_it_clai
         metadata={"sender": "carol"},
     )
     assert metadata_dict(pending_message("t", "c", waiting).metadata) == {"sender": "alice"}
+
+
+def _stored(status: dict[str, Any] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "metadata": {
+            "name": "t-1",
+            "resourceVersion": "812",
+            "creationTimestamp": "2026-12-01T10:00:00Z",
+            "annotations": {CONTEXT_ID_ANNOTATION: "ctx-9"},
+            "managedFields": [{"manager": "op", "time": "2026-12-01T10:05:07Z"}],
+        },
+        "spec": {"goal": "g", "participants": [{"id": "alice", "role": "assignee"}]},
+    }
+    if status is not None:
+        obj["status"] = status
+    return obj
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        None,
+        {"state": "TASK_STATE_SUBMITTED"},
+        {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-next-message",
+            "message": "Hello.",
+            "messageId": "t-1/turn-1/model-0",
+            "turn": 1,
+            "usage": {"modelCalls": 1, "inputTokens": 30, "outputTokens": 4},
+        },
+        {
+            "state": "TASK_STATE_WORKING",
+            "message": "an old status text with no id",
+            "turn": 2,
+            "runner": {"holder": "op-1", "lease": 3},
+            "turnUsage": {"modelCalls": 2, "toolCalls": 1},
+            "subTasks": [
+                {"taskId": "c-1", "goal": "child", "state": "TASK_STATE_WORKING"},
+                {"taskId": "c-2", "state": "TASK_STATE_INPUT_REQUIRED", "subState": "x"},
+            ],
+        },
+        {"state": "TASK_STATE_COMPLETED", "message": "Done.", "messageId": "m"},
+    ],
+)
+def test_a_change_s_event_is_the_rendered_task_s_event_without_rendering_the_task(
+    status: dict[str, Any] | None,
+) -> None:
+    obj = _stored(status)
+    assert status_event_of(obj) == status_event(render_task(obj))
