@@ -171,6 +171,17 @@ class _Sent:
     subscription: Subscription[TaskChange]
 
 
+@dataclass(frozen=True)
+class _Opening:
+    """What a subscription shows before its live changes, and where it then stands: the
+    version shown up to, and the status and progress keys it compares changes with."""
+
+    events: list[Task | TaskStatusUpdateEvent]
+    held: int
+    key: StatusKey | None
+    progress: ProgressKey
+
+
 def _number(version: TaskVersion) -> int:
     """A version as a number to order changes by (0: none, before every change)."""
     return 0 if version.is_missing else int(str(version._value))
@@ -449,42 +460,55 @@ class GatewayRequestHandler(RequestHandler):
             validate_proto_required_fields(params)
             resume = last_event_id(_request_state(context))
             with self._streams.follow(params.id) as subscription:
-                stored = await self._store.get(params.id, context)
-                if stored is None:
-                    raise TaskNotFoundError(message=f"task {params.id!r} not found")
-                held = _number(stored.version)
-                if resume is None:
-                    refuse_if_ended(stored.task)
-                    yield self._told(context, stored.task)
-                    key, progress = status_key(stored.task), progress_key(stored.task)
-                else:
-                    key, progress = None, (0, 0)
-                    resumed = await self._streams.missed(params.id, since=resume, held=held)
-                    if resumed.baseline is not None:
-                        base = render_task(resumed.baseline)
-                        key, progress = status_key(base), progress_key(base)
-                    if not resumed.changes:
-                        # Nothing missed: the task as the client last saw it, for the SDK's
-                        # stream starts with an event.
-                        yield self._told(context, stored.task)
-                        if is_terminal(stored.task):
-                            return
-                    shown = resume
-                    for change in resumed.changes:
-                        shown = max(shown, change.revision)
-                        new_key, moved = status_key(change.event), progress_key(change.event)
-                        if new_key == key and moved == progress and not resumed.gap:
-                            continue
-                        key, progress = new_key, moved
-                        yield self._told(context, change.event)
-                        if is_terminal(change.event):
-                            return
-                    held = max(held, shown)
+                opening = await self._opening(params.id, context, resume)
+                while opening.events:
+                    first = opening.events.pop(0)
+                    yield self._told(context, first)
+                    if is_terminal(first):
+                        return
+                    del first
+                # A stream may stay open for hours: its frame keeps the versions and keys it
+                # compares with, not the task (and its history) it started from.
+                held, key, progress = opening.held, opening.key, opening.progress
+                del opening
                 source = self._streams.changes(subscription, after=held, until=until)
                 async for seen in _visible(source, key, progress):
                     yield self._told(context, seen.event)
                     if is_terminal(seen.event):
                         return
+
+    async def _opening(
+        self, task_id: str, context: ServerCallContext, resume: int | None
+    ) -> _Opening:
+        """What a subscription shows first, read after it was opened: the task as it is now,
+        or, resuming from ``resume``, the visible changes the client missed (:mod:`.stream`)."""
+        stored = await self._store.get(task_id, context)
+        if stored is None:
+            raise TaskNotFoundError(message=f"task {task_id!r} not found")
+        held = _number(stored.version)
+        if resume is None:
+            refuse_if_ended(stored.task)
+            return _Opening([stored.task], held, status_key(stored.task), progress_key(stored.task))
+        key: StatusKey | None = None
+        progress: ProgressKey = (0, 0)
+        resumed = await self._streams.missed(task_id, since=resume, held=held)
+        if resumed.baseline is not None:
+            base = render_task(resumed.baseline)
+            key, progress = status_key(base), progress_key(base)
+        if not resumed.changes:
+            # Nothing missed: the task as the client last saw it, for the SDK's stream starts
+            # with an event.
+            return _Opening([stored.task], held, key, progress)
+        events: list[Task | TaskStatusUpdateEvent] = []
+        shown = resume
+        for change in resumed.changes:
+            shown = max(shown, change.revision)
+            new_key, moved = status_key(change.event), progress_key(change.event)
+            if new_key == key and moved == progress and not resumed.gap:
+                continue
+            key, progress = new_key, moved
+            events.append(change.event)
+        return _Opening(events, max(held, shown), key, progress)
 
     def _told(self, context: ServerCallContext, item: Task | TaskStatusUpdateEvent) -> Event:
         """``item``, with its version noted for the event id of the SSE event it becomes
