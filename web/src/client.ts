@@ -6,10 +6,11 @@
 // the fetch the SDK is given. The HTTP refusals the gateway makes before any A2A method runs
 // (401, 413, 429) become a GatewayRefusal carrying the gateway's own sentence.
 //
-// A followed task's stream survives a gateway that restarts or a network that drops: the
-// subscription is opened again after a growing pause (bounded), each attempt announced so the
-// page can say so. Every reconnection starts with the whole task (the gateway's
-// SubscribeToTask does); the fold keeps each message once.
+// A followed task's stream survives a gateway that restarts, ends it or is replaced, and a
+// network that drops: the subscription is opened again after a growing pause (bounded, reset
+// by an event), each attempt announced so the page can say so, and names the last version the
+// page applied (Last-Event-ID), so the gateway sends what was missed and nothing else; the fold
+// skips whatever it already has (resume.ts says which ends are final).
 import {
   Role,
   type AgentCard,
@@ -27,10 +28,8 @@ import {
 import { commandsOf, type CommandSpec } from "./commands";
 import type { Envelope } from "./envelope";
 import { GatewayRefusal, isAbort } from "./errors";
+import { afterStream, LAST_EVENT_ID, reconnectPause } from "./resume";
 import { EVENT_MEDIA_TYPE, TASK_EXT_KEY } from "./wire";
-
-/** Pauses between attempts to follow a task again (ms); the last one repeats. */
-export const RECONNECT_PAUSES = [500, 1000, 2000, 5000] as const;
 
 export type IdentityMode = "header" | "tokenreview";
 
@@ -44,7 +43,10 @@ export type Credentials = { participant: string } | { token: string };
 
 export type Followed =
   | { kind: "event"; event: StreamResponse }
-  | { kind: "reconnecting"; reason: unknown; pause: number };
+  | { kind: "reconnecting"; reason: unknown; pause: number }
+  /** The gateway will not follow the task for us (the stream limit, say): why, as a sentence.
+   * Nothing more comes: following again would be refused again. */
+  | { kind: "refused"; why: string };
 
 const REFUSED_BEFORE_A2A = new Set([401, 413, 429]);
 
@@ -121,6 +123,8 @@ function userMessage(taskId: string, parts: Part[], metadata?: Record<string, un
 
 export class HarnessClient {
   readonly commands: CommandSpec[];
+  /** How a pause between two streams is waited out (tests give their own). */
+  pause: (ms: number, signal: AbortSignal) => Promise<void> = sleep;
 
   private constructor(
     private readonly client: Client,
@@ -129,6 +133,11 @@ export class HarnessClient {
     readonly me: string,
   ) {
     this.commands = commandsOf(card);
+  }
+
+  /** Over an A2A client already made, for ``me`` (tests give their own client). */
+  static over(client: Client, card: AgentCard, me: string): HarnessClient {
+    return new HarnessClient(client, card, me);
   }
 
   /** Check the credentials with the gateway (who it takes us for), read its card, and make
@@ -207,29 +216,41 @@ export class HarnessClient {
   }
 
   /** The task's events for as long as the caller iterates (or until ``signal``), through
-   * reconnections; it ends when the gateway refuses to follow an ended task. A task that does
-   * not exist (or no longer) ends it with that error. */
-  async *follow(taskId: string, signal: AbortSignal): AsyncGenerator<Followed, void, undefined> {
+   * reconnections, each naming ``since()`` (the last version the page applied) when there is
+   * one. It ends when the gateway will not follow an ended task, and after a refusal that
+   * would only be made again; a task that does not exist (or no longer) ends it with that
+   * error. */
+  async *follow(
+    taskId: string,
+    signal: AbortSignal,
+    since: () => string | null = () => null,
+  ): AsyncGenerator<Followed, void, undefined> {
     let attempt = 0;
     while (!signal.aborted) {
-      let reason: unknown = new Error("the gateway ended the stream");
+      let failure: unknown = null;
       try {
-        for await (const event of this.client.resubscribeTask({ tenant: "", id: taskId }, { signal })) {
+        const version = since();
+        const serviceParameters = version === null ? undefined : { [LAST_EVENT_ID]: version };
+        const events = this.client.resubscribeTask({ tenant: "", id: taskId }, { signal, serviceParameters });
+        for await (const event of events) {
           attempt = 0;
           yield { kind: "event", event };
         }
       } catch (error) {
         if (signal.aborted || isAbort(error)) return;
-        const refused = (error as { reason?: unknown }).reason;
-        if (refused === "TASK_NOT_FOUND") throw error;
-        // The task ended while the stream was down: there is nothing left to follow.
-        if (refused === "UNSUPPORTED_OPERATION") return;
-        reason = error;
+        failure = error;
       }
-      const pause = RECONNECT_PAUSES[Math.min(attempt, RECONNECT_PAUSES.length - 1)]!;
+      const end = afterStream(failure);
+      if (end.kind === "gone") throw end.error;
+      if (end.kind === "ended") return;
+      if (end.kind === "refused") {
+        yield { kind: "refused", why: end.why };
+        return;
+      }
       attempt += 1;
-      yield { kind: "reconnecting", reason, pause };
-      await sleep(pause, signal);
+      const pause = reconnectPause(attempt, end.retryAfter);
+      yield { kind: "reconnecting", reason: end.why, pause };
+      await this.pause(pause, signal);
     }
   }
 }

@@ -70,6 +70,7 @@ export const FIELDS_READ = {
     "model",
     "usage",
     "turn_usage",
+    "version",
   ],
   Participant: ["id", "role"],
   TaskLink: ["task_id"],
@@ -175,6 +176,13 @@ export function extensionOf(metadata: Json | undefined): TaskExtension | undefin
     usage: usageOf(raw.usage),
     turnUsage: usageOf(raw.turn_usage),
   };
+}
+
+/** The task's version an event or a read was cut from (its resourceVersion, a string of
+ * digits, under the task extension key), or null when it carries none. */
+export function versionOf(metadata: Json | undefined): string | null {
+  const version = record(metadata?.[TASK_EXT_KEY])?.version;
+  return typeof version === "string" && /^\d{1,20}$/.test(version) ? version : null;
 }
 
 /** The sub-state under the status extension key; null when the task is not parked. */

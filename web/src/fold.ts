@@ -7,16 +7,24 @@
 // history, a second tab's message arrives only in a later read, and none of it shows twice.
 // A message first seen in a read is placed where the history puts it (after the message before
 // it), so a message sent from another tab shows before the reply that answered it.
+//
+// Every Task and status event the gateway sends carries the task's version (resume.ts), and the
+// view keeps the last it applied: the status of an event not after it is old news, skipped (a
+// resumed stream's replay, a send's stream behind the page's own), and so is a Task older than
+// it (a read answered before the change the view shows); of those, only the messages the view
+// lacks are taken.
 import type { Message, Part, StreamResponse, Task, TaskStatusUpdateEvent } from "@a2a-js/sdk";
 import { Role } from "@a2a-js/sdk";
 import {
   extensionOf,
   statusExtras,
   subStateOf,
+  versionOf,
   type Participant,
   type Role as ParticipantRole,
   type TaskExtension,
 } from "./extension";
+import { isAfter } from "./resume";
 import { isTerminal, shortState, stateName, type StateName } from "./wire";
 
 /** How a line of the conversation reads: a participant's message, the agent's reply, the
@@ -45,6 +53,9 @@ export interface TaskView {
   workingSince: number | null;
   /** The status text the task ended with (a question's answer), once it has ended. */
   ending: string | null;
+  /** The task's version this view last applied (null: none carried one yet); a stream that
+   * resumes names it in Last-Event-ID. */
+  version: string | null;
 }
 
 export function emptyView(taskId: string, me: string): TaskView {
@@ -58,6 +69,7 @@ export function emptyView(taskId: string, me: string): TaskView {
     lines: [],
     workingSince: null,
     ending: null,
+    version: null,
   };
 }
 
@@ -66,9 +78,15 @@ export function emptyView(taskId: string, me: string): TaskView {
 /** A whole task: its status, its extension, and its history (each message once). */
 export function takeTask(view: TaskView, task: Task, now: number): TaskView {
   if (task.id !== view.taskId) return view;
+  const version = versionOf(task.metadata);
+  if (version !== null && view.version !== null && isAfter(view.version, version)) {
+    // Older than what the view shows: its status is not news, only messages the view lacks.
+    const lines = merge(view.lines, task.history.map((m) => lineOf(m, view.me)));
+    return lines.length === view.lines.length ? view : { ...view, lines };
+  }
   let next = withStatus(view, stateName(task.status?.state), subStateOf(task.metadata), now);
   const extension = extensionOf(task.metadata);
-  next = { ...next, known: true, extension: extension ?? next.extension };
+  next = { ...next, known: true, extension: extension ?? next.extension, version: version ?? view.version };
   const status = task.status?.message;
   // A question put to a person is the status message its task was created with, in no turn's
   // journal: while it waits, the agent's words there are the question, the conversation's first
@@ -102,7 +120,15 @@ export function withoutMessage(view: TaskView, messageId: string): TaskView {
  * message, once. */
 export function takeStatus(view: TaskView, event: TaskStatusUpdateEvent, now: number): TaskView {
   if (event.taskId !== view.taskId) return view;
+  const version = versionOf(event.metadata);
+  if (version !== null && !isAfter(version, view.version)) {
+    // Its status is old news, but its message may not be: a send's stream ends with the
+    // gateway's note (a refusal, a command's reply) on the last change it showed.
+    const message = event.status?.message;
+    return message ? takeMessage(view, message) : view;
+  }
   let next = withStatus(view, stateName(event.status?.state), subStateOf(event.metadata), now);
+  next = { ...next, version: version ?? view.version };
   const extras = statusExtras(event.metadata);
   if (next.extension) {
     next = {

@@ -5,12 +5,16 @@
 // and what they can do about it, or its answer once given, and its composer takes the answer.
 //
 // The task is read once (GetTask, with its history), then followed (SubscribeToTask) for as
-// long as the page is open, through reconnections. A status event says that something moved,
-// not everything that did (a message from another tab rides on no event), so each one also
-// asks for a re-read of the task, one at a time; the fold places what the read adds.
+// long as the page is open, through reconnections, each resuming from the last version the
+// view applied (Last-Event-ID), so nothing is lost and nothing shows twice; "Reconnecting…"
+// says when it is between two streams, and a refusal that following again would only meet
+// again (the participant's streams at the gateway's limit) is said once, and ends it. A status
+// event says that something moved, not everything that did (a message from another tab rides
+// on no event), so each one also asks for a re-read of the task, one at a time; the fold
+// places what the read adds.
 import type { Task } from "@a2a-js/sdk";
 import { useEffect, useRef, useState, useSyncExternalStore } from "react";
-import { RECONNECT_PAUSES, sleep, type HarnessClient } from "../client";
+import { sleep, type HarnessClient } from "../client";
 import { explain, GatewayRefusal, isUnreachable } from "../errors";
 import {
   canSend,
@@ -28,12 +32,17 @@ import {
 import { onLinkClick } from "../location";
 import { whereItRuns } from "../tasks";
 import { composerWords, guidance, title, viewQuestion, type Question } from "../question";
+import { reconnectPause } from "../resume";
 import { isTerminal } from "../wire";
 import type { Views } from "../views";
 import { Composer } from "./Composer";
 import { StateBadges } from "./StateBadges";
 
-type Link = { kind: "reading" } | { kind: "live" } | { kind: "reconnecting"; why: string };
+type Link =
+  | { kind: "reading" }
+  | { kind: "live" }
+  | { kind: "reconnecting"; why: string }
+  | { kind: "refused"; why: string };
 
 export function TaskPage({
   client,
@@ -144,7 +153,12 @@ export function TaskPage({
       </header>
       <div className="link" role="status">
         {link.kind === "reconnecting" ? (
-          <span className="reconnecting">Reconnecting: {link.why}</span>
+          <span className="reconnecting">Reconnecting… {link.why}</span>
+        ) : null}
+        {link.kind === "refused" ? (
+          <span className="unfollowed">
+            Not following this task live: {link.why} Reload the page to follow it again.
+          </span>
         ) : null}
       </div>
       {question ? <QuestionPanel question={question} /> : null}
@@ -344,10 +358,15 @@ function useFollow(
         const view = views.apply(taskId, (v) => takeTask(v, task, Date.now()));
         setLink({ kind: "live" });
         if (isTerminal(view.state)) return;
-        for await (const item of client.follow(taskId, stop.signal)) {
+        const since = () => views.get(taskId).version;
+        for await (const item of client.follow(taskId, stop.signal, since)) {
           if (item.kind === "reconnecting") {
             setLink({ kind: "reconnecting", why: explain(item.reason) });
             continue;
+          }
+          if (item.kind === "refused") {
+            setLink({ kind: "refused", why: item.why });
+            break;
           }
           setLink({ kind: "live" });
           const next = views.apply(taskId, (v) => take(v, item.event, Date.now()));
@@ -375,10 +394,10 @@ async function firstRead(
     try {
       return await client.task(taskId);
     } catch (error) {
-      const passing = isUnreachable(error) || (error instanceof GatewayRefusal && error.status === 429);
-      if (!passing || signal.aborted) throw error;
+      const limited = error instanceof GatewayRefusal && error.status === 429;
+      if (!(limited || isUnreachable(error)) || signal.aborted) throw error;
       setLink({ kind: "reconnecting", why: explain(error) });
-      await sleep(RECONNECT_PAUSES[Math.min(attempt, RECONNECT_PAUSES.length - 1)]!, signal);
+      await sleep(reconnectPause(attempt + 1, limited ? error.retryAfter : null), signal);
     }
   }
   return null;
