@@ -2,13 +2,18 @@
 the scripted model: create a task, converse, /status, /sub-task, open the child, go back,
 complete; a watcher's ctrl+d is refused; an ended task's controls do nothing; a question an
 agent puts to a person (a participant task) marked in their tree and a watcher's, a watcher's
-answer refused, and the person's answer completing it."""
+answer refused, and the person's answer completing it; a gateway replaced mid-conversation,
+every message shown once and in order across it; a stream past the participant's limit said
+once and not tried again."""
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import httpx
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input, ListView, Tree
@@ -18,7 +23,9 @@ from tests.eventually import eventually_async
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.question_support import QUESTION, carol_is_asked
+from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.states import TaskState
+from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
 
@@ -200,6 +207,107 @@ async def test_a_gateway_that_goes_away_shows_reconnecting_and_the_stream_resume
             await type_in(pilot, "And then?")
             await until(pilot, lambda: "agent: Second." in said(app))
             assert said(app).count("agent: First.") == 1  # the replay showed nothing twice
+    finally:
+        await session.close()
+
+
+async def agent_says(tasks: HarnessTasks, name: str, text: str) -> None:
+    """What the operator writes when the agent says ``text`` and waits for the next message."""
+    await tasks.patch_status(
+        name,
+        {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-next-message",
+            "message": text,
+            "messageId": f"{name}/{text}",
+        },
+    )
+
+
+async def alices_task(api: Any, namespace: str, name: str) -> HarnessTasks:
+    tasks = HarnessTasks(api, namespace)
+    await tasks.create(
+        name, {"goal": "Talk.", "participants": [{"id": "alice", "role": "assignee"}]}
+    )
+    await agent_says(tasks, name, "one")
+    return tasks
+
+
+async def test_a_gateway_replaced_mid_conversation_loses_no_message_and_shows_none_twice(
+    api: Any, namespace: str, gateway: Replicas
+) -> None:
+    """The task's changes are written here as the operator writes them, so that the agent
+    speaks while no gateway is there: what it said then reaches the screen through the resumed
+    stream (Last-Event-ID), which a stream started afresh would have lost (its first event is
+    the task as it is now)."""
+    replica = gateway()
+    tasks = await alices_task(api, namespace, "talk")
+    session = await Session.connect(replica.url, participant="alice")
+    try:
+        app = HarnessApp(session)
+        async with app.run_test(size=(140, 45)) as pilot:
+            app.open("talk")
+            await until(pilot, lambda: said(app) == ["agent: one"])
+            await agent_says(tasks, "talk", "two")
+            await until(pilot, lambda: said(app) == ["agent: one", "agent: two"])
+
+            replica.stop()  # the gateway's pod replaced: gone, then back at the same address
+            await until(pilot, lambda: "reconnecting…" in topbar(app))
+            await agent_says(tasks, "talk", "three")
+            await tasks.patch_status("talk", {"runner": None})  # nothing a participant sees
+            await agent_says(tasks, "talk", "four")
+            replica.restart()
+
+            await until(pilot, lambda: said(app)[-1:] == ["agent: four"])
+            await until(pilot, lambda: "reconnecting" not in topbar(app))
+            await agent_says(tasks, "talk", "five")
+            await until(pilot, lambda: said(app)[-1:] == ["agent: five"])
+            assert said(app) == [
+                "agent: one",
+                "agent: two",
+                "agent: three",
+                "agent: four",
+                "agent: five",
+            ]
+            assert topbar(app) == "talk · INPUT_REQUIRED · awaiting-next-message"
+    finally:
+        await session.close()
+
+
+def refused_streams(metrics: str) -> float:
+    match = re.search(
+        r'tiny_harness_gateway_requests_total\{method="SubscribeToTask",'
+        r'outcome="too_many_streams"\} ([0-9.]+)',
+        metrics,
+    )
+    return float(match.group(1)) if match else 0.0
+
+
+async def test_a_stream_past_the_participants_limit_is_said_once_and_not_tried_again(
+    api: Any, namespace: str, gateway: Replicas
+) -> None:
+    replica = gateway(max_streams_per_participant=1)
+    await alices_task(api, namespace, "busy")
+    session = await Session.connect(replica.url, participant="alice")
+    headers = {"X-Participant-Id": "alice", "Accept": "text/event-stream", "A2A-Version": "1.0"}
+    try:
+        # Alice's one stream on this gateway is open elsewhere (another terminal, a tab).
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as http,
+            http.stream(
+                "GET", f"{replica.url}{REST_PREFIX}/tasks/busy:subscribe", headers=headers
+            ) as held,
+        ):
+            assert held.status_code == 200
+            app = HarnessApp(session)
+            async with app.run_test(size=(140, 45)) as pilot:
+                app.open("busy")
+                await until(pilot, lambda: "not following: alice has 1 streams open" in topbar(app))
+                assert "max_streams_per_participant" in topbar(app)
+                assert any("Not following busy" in n.message for n in app._notifications)
+                await asyncio.sleep(3)  # six pauses' worth of the first: no attempt was made
+                assert refused_streams(replica.metrics()) == 1
+                assert "not following" in topbar(app)
     finally:
         await session.close()
 

@@ -110,7 +110,9 @@ class StillSession:
     async def tasks(self) -> list[Task]:
         return [PARENT, CHILD]
 
-    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
+    async def follow(
+        self, task_id: str, **_: object
+    ) -> AsyncIterator[StreamResponse | Reconnecting]:
         yield StreamResponse(task=PARENT if task_id == "release" else CHILD)
 
 
@@ -122,7 +124,9 @@ class QuestionSession(StillSession):
     async def tasks(self) -> list[Task]:
         return [QUESTION]
 
-    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
+    async def follow(
+        self, task_id: str, **_: object
+    ) -> AsyncIterator[StreamResponse | Reconnecting]:
         yield StreamResponse(task=QUESTION)
 
 

@@ -61,7 +61,9 @@ class DrivenSession:
         self.listings += 1
         return list(self.listed)
 
-    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
+    async def follow(
+        self, task_id: str, **_: object
+    ) -> AsyncIterator[StreamResponse | Reconnecting]:
         while True:
             yield await self.events.get()
 

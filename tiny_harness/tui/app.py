@@ -2,8 +2,10 @@
 
 Everything goes through a :class:`~tiny_harness.tui.session.Session` (A2A to a gateway), and
 everything shown is folded by :mod:`tiny_harness.tui.view`. The screen never waits on the
-gateway: reads and streams run as Textual workers, and a followed task's stream that breaks
-shows "reconnecting" in the top bar until it is back.
+gateway: reads and streams run as Textual workers, and a followed task's stream that ends
+shows "reconnecting…" in the top bar until the next one, which resumes where the view is, is
+back; a refusal to follow it (the participant's streams at the gateway's limit) is said there
+once, and nothing retries it.
 
 A participant task (a question an agent put to a person) is marked in the tree ("question
 for you", or whom it asks), its question heads the details with what to do about it, and the
@@ -33,7 +35,7 @@ from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, S
 from textual.widgets.tree import TreeNode
 
 from tiny_harness.tui.new_task import NewTask
-from tiny_harness.tui.session import Reconnecting, Session, SessionError
+from tiny_harness.tui.session import Reconnecting, Session, SessionError, Unfollowed
 from tiny_harness.tui.view import COMPOSER_PLACEHOLDER, TaskView, listed_view, row_text, tree
 
 
@@ -131,6 +133,7 @@ class HarnessApp(App[None]):
         if push and self.view is not None and self.view.task_id != task_id:
             self.stack.append(self.view.task_id)
         self.view = TaskView(task_id, self.session.me)
+        self.reconnecting = None
         self.query_one("#conversation", RichLog).clear()
         self.shown = 0
         self.follow(task_id)
@@ -138,15 +141,26 @@ class HarnessApp(App[None]):
 
     @work(exclusive=True, group="follow")
     async def follow(self, task_id: str) -> None:
-        async for item in self.session.follow(task_id):
-            if self.view is None or self.view.task_id != task_id:
+        """Follow the open task until it ends, another is opened, or the gateway refuses."""
+        view = self.view
+        if view is None:
+            return
+        async for item in self.session.follow(task_id, since=lambda: view.version):
+            if self.view is not view:
                 return
             if isinstance(item, Reconnecting):
-                self.reconnecting = f"reconnecting ({item.reason})"
+                self.reconnecting = f"reconnecting… ({item.reason})"
+            elif isinstance(item, Unfollowed):
+                self.reconnecting = f"not following: {item.reason}"
+                self.notify(f"Not following {task_id}: {item.reason}", severity="warning")
             else:
                 self.reconnecting = None
-                self.view.take(item)
+                view.take(item)
+            if view.state.is_terminal and isinstance(item, Reconnecting):
+                self.reconnecting = None  # it ended meanwhile (a send's stream said so)
             self.render_view()
+            if view.state.is_terminal:
+                return
 
     def _tick(self) -> None:
         if self.view is not None and self.view.working_since is not None:

@@ -4,23 +4,30 @@ The TUI is an A2A client and nothing more: whatever it does, any A2A client can.
 what the gateway's mode asks for: a participant id header (header mode) or a bearer token
 (token-review mode), sent with every request.
 
-A followed task's stream (:meth:`Session.follow`) survives a gateway that is slow or gone: the
-subscription is opened again with a growing pause (bounded), and each attempt is announced as a
-:class:`Reconnecting` item, so the screen can say so instead of freezing. Every reconnection
-starts with the whole task again (the gateway's SubscribeToTask does); the view's fold keeps
-each message once.
+A followed task's stream (:meth:`Session.follow`) survives a gateway that ends it (its
+lifetime, a reader it found too slow), stops, is replaced or cannot be reached: the
+subscription is opened again after a pause (:data:`RECONNECT_PAUSES`, from the first again
+once an event arrives), each attempt announced as a :class:`Reconnecting` item so the screen
+can say so instead of freezing, and it names the last version the view applied
+(``Last-Event-ID``), so the gateway, any replica, sends what was missed and then the live
+changes; the view skips what it already has. An end that following again would only meet
+again (the participant's streams at the gateway's limit, credentials it does not take, a task
+that is not there) is said once, as :class:`Unfollowed`, after one read of the task, and ends
+the follow; an ended task, which the gateway does not follow, is read instead
+(:func:`after_stream` decides which).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientError
 from a2a.types import (
     AgentCard,
@@ -35,9 +42,9 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
 )
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
-from tiny_harness.core.backoff import Backoff
+from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.command_spec import CommandSpec, commands_from_params
 from tiny_harness.core.control import control_message
 from tiny_harness.core.extensions import COMMANDS_EXT_URI, TASK_EXT_KEY
@@ -48,14 +55,91 @@ from tiny_harness.core.status_ext import metadata_dict
 RECONNECT_PAUSES: Final = Backoff(first=0.5, cap=5.0, jitter=0.0)
 #: Header mode: the header naming the participant.
 PARTICIPANT_HEADER: Final = "X-Participant-Id"
+#: The header a resumed stream names the last version it applied in.
+LAST_EVENT_ID: Final = "Last-Event-ID"
+#: The gateway's limit on a participant's open streams, as its refusal names it.
+_STREAM_LIMIT: Final = "max_streams_per_participant"
+#: How the gateway's message begins when it ended a stream whose reader fell behind.
+_CUT: Final = re.compile(r"^the stream of task .* was ended")
 
 
 @dataclass(frozen=True)
 class Reconnecting:
-    """The stream of a followed task broke; the next attempt is in ``pause`` seconds."""
+    """The stream of a followed task ended; the next attempt is in ``pause`` seconds."""
 
     reason: str
     pause: float
+
+
+@dataclass(frozen=True)
+class Unfollowed:
+    """The gateway will not follow the task for this client, and would refuse again: why."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Follow the task again after a pause: why the stream ended, and the wait the gateway
+    asked for (``Retry-After``), if it did."""
+
+    reason: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ReadInstead:
+    """The task has ended, and the gateway follows no ended task: read it, follow no more."""
+
+
+def after_stream(error: BaseException | None) -> Resume | Unfollowed | ReadInstead:
+    """What a follow does once a stream ended with ``error`` (None: it ended cleanly)."""
+    if error is None:
+        return Resume("the gateway ended the stream")
+    text = str(error).strip()
+    if _STREAM_LIMIT in text:
+        return Unfollowed(text)
+    status = _http_status(error)
+    if status is not None and status.response.status_code == 429:
+        return Resume(explain(error), retry_after(status.response.headers))
+    if status is not None and status.response.status_code == 401:
+        return Unfollowed(explain(error))
+    if isinstance(error, TaskNotFoundError):
+        return Unfollowed(text)
+    if isinstance(error, A2AError) and "terminal state" in text:
+        return ReadInstead()
+    if _CUT.match(text):
+        return Resume("the gateway ended the stream: this client read it too slowly")
+    return Resume(explain(error))
+
+
+def _http_status(error: BaseException) -> httpx.HTTPStatusError | None:
+    """The HTTP refusal ``error`` is, or was raised from (the SDK wraps httpx's errors)."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        if seen is None or isinstance(seen, httpx.HTTPStatusError):
+            return seen
+        seen = seen.__cause__
+    return None
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether ``error`` is, or was raised from, a failure to reach the gateway at all."""
+    seen: BaseException | None = error
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx.TransportError | OSError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def resumed_from(version: int | None) -> ClientCallContext | None:
+    """The call context of a subscription that resumes after ``version`` (None: afresh)."""
+    if version is None:
+        return None
+    return ClientCallContext(service_parameters={LAST_EVENT_ID: str(version)})
 
 
 class SessionError(Exception):
@@ -64,8 +148,9 @@ class SessionError(Exception):
 
 def explain(exc: BaseException) -> str:
     """A refusal or a failure as what to do, not as a code."""
-    if isinstance(exc, httpx.HTTPStatusError):
-        code = exc.response.status_code
+    status = _http_status(exc)
+    if status is not None:
+        code = status.response.status_code
         if code == 401:
             return "the gateway does not know who you are: check the participant or the token"
         if code == 413:
@@ -73,7 +158,7 @@ def explain(exc: BaseException) -> str:
         if code == 429:
             return "too many requests: wait a moment and send again"
         return f"the gateway answered HTTP {code}"
-    if isinstance(exc, httpx.TransportError | OSError):
+    if _unreachable(exc):
         return "the gateway cannot be reached"
     text = str(exc).strip() or type(exc).__name__
     return text
@@ -82,12 +167,22 @@ def explain(exc: BaseException) -> str:
 class Session:
     """One participant's A2A client of one gateway. :meth:`close` when done."""
 
-    def __init__(self, client: Client, http: httpx.AsyncClient, card: AgentCard, me: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        http: httpx.AsyncClient,
+        card: AgentCard,
+        me: str,
+        *,
+        pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.client = client
         self.http = http
         self.card = card
         self.me = me
         self.commands: tuple[CommandSpec, ...] = commands_of(card)
+        #: How a pause between two streams is waited out (tests give their own).
+        self.pause = pause
 
     @classmethod
     async def connect(
@@ -178,21 +273,45 @@ class Session:
 
     # -- following a task --------------------------------------------------------------------
 
-    async def follow(self, task_id: str) -> AsyncIterator[StreamResponse | Reconnecting]:
-        """The task's events for as long as the caller iterates, through reconnections."""
+    async def follow(
+        self, task_id: str, *, since: Callable[[], int | None] = lambda: None
+    ) -> AsyncIterator[StreamResponse | Reconnecting | Unfollowed]:
+        """The task's events for as long as the caller iterates, through reconnections, each
+        resuming after ``since()`` (the last version the caller applied) when it says one."""
         attempt = 0
         while True:
+            error: BaseException | None = None
             try:
-                async for event in self.client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                request = SubscribeToTaskRequest(id=task_id)
+                context = resumed_from(since())
+                async for event in self.client.subscribe(request, context=context):
                     attempt = 0
                     yield event
-                reason = "the gateway ended the stream"
             except (A2AError, A2AClientError, httpx.HTTPError, OSError) as exc:
-                reason = explain(exc)
+                error = exc
+            end = after_stream(error)
+            if isinstance(end, Unfollowed):
+                # Not followed, the task can still be read (the gateway's refusal says so).
+                try:
+                    task = await self.task(task_id)
+                except SessionError:
+                    pass
+                else:
+                    yield StreamResponse(task=task)
+                yield end
+                return
+            if isinstance(end, ReadInstead):
+                try:
+                    task = await self.task(task_id)
+                except SessionError as exc:
+                    end = Resume(str(exc))
+                else:
+                    yield StreamResponse(task=task)
+                    return
             attempt += 1
-            pause = RECONNECT_PAUSES.delay(attempt)
-            yield Reconnecting(reason, pause)
-            await asyncio.sleep(pause)
+            pause = RECONNECT_PAUSES.delay(attempt, retry_after=end.retry_after)
+            yield Reconnecting(end.reason, pause)
+            await self.pause(pause)
 
 
 def commands_of(card: AgentCard) -> tuple[CommandSpec, ...]:

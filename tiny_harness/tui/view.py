@@ -6,6 +6,13 @@ with streaming, or SubscribeToTask): a new ``Task``, a ``Message``, a status upd
 keeps the conversation in the order it arrived, each message once (by its id): a stream that
 reconnects replays the task and its history, and none of it shows twice.
 
+Every ``Task`` and status update the gateway streams carries the task's version (its
+``resourceVersion``, ``version`` under the task extension key), strictly increasing along a
+task's stream. The view keeps the last it applied (:attr:`TaskView.version`), which a resumed
+stream names (``Last-Event-ID``): the status of an update not after it is old news and skipped
+(a resumed stream's replay, a send's stream behind the followed one), and so is a ``Task``
+older than it; of those, only the messages the view lacks are taken.
+
 A participant task (lifecycle ``participant``) is a question an agent put to one person, which
 that person's answer completes: :meth:`TaskView.question` says so, and the screens show it as
 such (a badge in the tree, the question and what to do about it, the composer as the answer).
@@ -106,6 +113,8 @@ class TaskView:
     working_since: float | None = None
     #: The status text the task ended with, once it has ended.
     ending: str | None = None
+    #: The task's version this view last applied (None: nothing carried one yet).
+    version: int | None = None
     clock: Callable[[], float] = time.monotonic
     _seen: set[str] = field(default_factory=set)
 
@@ -118,7 +127,14 @@ class TaskView:
         return view
 
     def take_task(self, task: Task) -> None:
-        """A whole task: its status, its extension, and its history (each message once)."""
+        """A whole task: its status, its extension, and its history (each message once); of a
+        task older than the view, only the messages the view lacks."""
+        version = version_of(task)
+        if version is not None and self.version is not None and version < self.version:
+            for message in task.history:
+                self.take_message(message)
+            return
+        self.version = version if version is not None else self.version
         self._status(task.status.state, sub_state_of(task.metadata))
         # A task with no readable extension shows its conversation only.
         with contextlib.suppress(InvalidTaskError):
@@ -140,6 +156,15 @@ class TaskView:
         self.lines.append(Line(message.message_id, self._who(message), text_of(message)))
 
     def take_status(self, event: TaskStatusUpdateEvent) -> None:
+        """A status update; of one not after the version the view has applied, only its
+        message (the task's status is old news, but a send's stream ends with the gateway's
+        note on the last change it showed: a refusal, a command's reply)."""
+        version = version_of(event)
+        if version is not None and self.version is not None and version <= self.version:
+            if event.status.HasField("message"):
+                self.take_message(event.status.message)
+            return
+        self.version = version if version is not None else self.version
         metadata = metadata_dict(event.metadata)
         self._status(event.status.state, sub_state_of(event.metadata))
         # A parent's status updates carry its sub-task rows, so its children's progress shows.
@@ -325,6 +350,13 @@ def listed_view(task: Task, me: str, open_view: TaskView | None = None) -> TaskV
     return replace(
         listed, state=open_view.state, sub_state=open_view.sub_state, ending=open_view.ending
     )
+
+
+def version_of(item: Task | TaskStatusUpdateEvent) -> int | None:
+    """The task's version ``item`` was cut from, or None when it carries none."""
+    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
+    value = extension.get("version") if isinstance(extension, dict) else None
+    return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def row_text(row: SubTaskRow) -> str:
