@@ -66,6 +66,8 @@ from tiny_harness.kube.watching import watch_client
 log = logging.getLogger(__name__)
 
 HEALTH_PATH: Final = "/healthz"
+#: The gateway's connections to the API server for short requests (reads, writes).
+API_CONNECTIONS: Final = 32
 METRICS_PATH: Final = "/metrics"
 _SCHEMAS: Final = {f"{SCHEMA_PATH}/{name}": text for name, text in generated_files().items()}
 
@@ -218,7 +220,10 @@ async def serve_gateway(
     host, port = gateway.bind_address
     if commands is None:
         commands = registered_commands(settings)
-    api = await connect(kubeconfig)
+    # Short requests only (reads of history, writes): the watches have a client of their own.
+    # Each open connection keeps its TLS buffers (some 256 KiB), so the pool is capped: at
+    # thousands of streams opening at once, an uncapped pool was a quarter of the memory.
+    api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
     try:
         app = build_app(gateway, api, commands=commands)
         server = _HostedServer(
