@@ -17,37 +17,14 @@ import pytest
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import Browser
-from tests.integration.gateway_support import Replicas
+from tests.integration.gateway_support import Replicas, agent_says, alices_task
 from tiny_harness.a2a_gateway.card import REST_PREFIX
-from tiny_harness.kube.client import HarnessTasks
 
 pytestmark = pytest.mark.controlplane
 
 
 def log(page: Page) -> Any:
     return page.get_by_role("log", name="Messages")
-
-
-async def agent_says(tasks: HarnessTasks, name: str, text: str) -> None:
-    """What the operator writes when the agent says ``text`` and waits for the next message."""
-    await tasks.patch_status(
-        name,
-        {
-            "state": "TASK_STATE_INPUT_REQUIRED",
-            "subState": "awaiting-next-message",
-            "message": text,
-            "messageId": f"{name}/{text}",
-        },
-    )
-
-
-async def alices_task(api: Any, namespace: str, name: str) -> HarnessTasks:
-    tasks = HarnessTasks(api, namespace)
-    await tasks.create(
-        name, {"goal": "Talk.", "participants": [{"id": "alice", "role": "assignee"}]}
-    )
-    await agent_says(tasks, name, "one")
-    return tasks
 
 
 async def test_a_gateway_replaced_mid_conversation_the_page_loses_nothing_and_shows_nothing_twice(

@@ -35,6 +35,7 @@ from tests.conftest import Kubectl, free_port
 from tests.eventually import eventually
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
+from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.kube.crd import REPO_ROOT
 
 JSONRPC = "JSONRPC"
@@ -437,3 +438,27 @@ def parse_metrics(text: str) -> dict[tuple[str, str, str], float]:
         pairs = dict(re.findall(r'(\w+)="([^"]*)"', labels))
         out[(name, pairs.get("method", ""), pairs.get("outcome", ""))] = float(value)
     return out
+
+
+async def agent_says(tasks: HarnessTasks, name: str, text: str) -> None:
+    """What the operator writes when the agent says ``text`` and waits for the next message:
+    the tests that drive a task's changes themselves write them so."""
+    await tasks.patch_status(
+        name,
+        {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-next-message",
+            "message": text,
+            "messageId": f"{name}/{text}",
+        },
+    )
+
+
+async def alices_task(api: Any, namespace: str, name: str) -> HarnessTasks:
+    """A conversation of alice's whose agent has said "one" and waits for her."""
+    tasks = HarnessTasks(api, namespace)
+    await tasks.create(
+        name, {"goal": "Talk.", "participants": [{"id": "alice", "role": "assignee"}]}
+    )
+    await agent_says(tasks, name, "one")
+    return tasks

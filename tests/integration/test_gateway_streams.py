@@ -19,7 +19,14 @@ import httpx
 import pytest
 
 from tests.conftest import ModelServer, OperatorProcess
-from tests.integration.gateway_support import TRANSPORTS, Replicas, Users, states
+from tests.integration.gateway_support import (
+    TRANSPORTS,
+    Replicas,
+    Users,
+    agent_says,
+    alices_task,
+    states,
+)
 from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.kube.client import HarnessTasks
@@ -84,28 +91,6 @@ async def subscribe(
         yield SseReader(resp)
 
 
-async def said(tasks: HarnessTasks, name: str, text: str) -> None:
-    """What the operator writes when the agent says ``text`` and waits for the next message."""
-    await tasks.patch_status(
-        name,
-        {
-            "state": "TASK_STATE_INPUT_REQUIRED",
-            "subState": "awaiting-next-message",
-            "message": text,
-            "messageId": f"{name}/{text}",
-        },
-    )
-
-
-async def alices_task(api: Any, namespace: str, name: str) -> HarnessTasks:
-    tasks = HarnessTasks(api, namespace)
-    await tasks.create(
-        name, {"goal": "Talk.", "participants": [{"id": "alice", "role": "assignee"}]}
-    )
-    await said(tasks, name, "one")
-    return tasks
-
-
 async def test_every_event_carries_its_version_as_its_id(
     api: Any, namespace: str, gateway: Replicas
 ) -> None:
@@ -113,7 +98,7 @@ async def test_every_event_carries_its_version_as_its_id(
     tasks = await alices_task(api, namespace, "ids")
     async with subscribe(replica.url, "ids") as stream:
         first = await stream.next()
-        await said(tasks, "ids", "two")
+        await agent_says(tasks, "ids", "two")
         second = await stream.next()
     assert (first.text, second.text) == ("one", "two")
     assert first.id == first.version
@@ -131,20 +116,20 @@ async def test_a_client_that_resumes_on_another_replica_loses_nothing_and_sees_n
     seen: list[Sse] = []
     async with subscribe(first_replica.url, "talk") as stream:
         seen.append(await stream.next())  # the task: "one"
-        await said(tasks, "talk", "two")
+        await agent_says(tasks, "talk", "two")
         seen.append(await stream.next())
         # The replica goes away (a pod replaced) while the agent goes on talking.
         first_replica.stop()
-    await said(tasks, "talk", "three")
+    await agent_says(tasks, "talk", "three")
     # A lease renewal that changes nothing a participant sees is no event to miss.
     await tasks.patch_status("talk", {"runner": None})
-    await said(tasks, "talk", "four")
+    await agent_says(tasks, "talk", "four")
     last = seen[-1].id
     assert last is not None
     async with subscribe(second_replica.url, "talk", last_event_id=last) as resumed:
         seen.append(await resumed.next())
         seen.append(await resumed.next())
-        await said(tasks, "talk", "five")
+        await agent_says(tasks, "talk", "five")
         seen.append(await resumed.next())
 
     assert [e.text for e in seen] == ["one", "two", "three", "four", "five"]
@@ -162,7 +147,7 @@ async def test_a_resume_with_nothing_missed_shows_the_task_as_the_client_has_it(
     assert first.id is not None
     async with subscribe(replica.url, "quiet", last_event_id=first.id) as resumed:
         again = await resumed.next()
-        await said(tasks, "quiet", "later")
+        await agent_says(tasks, "quiet", "later")
         live = await resumed.next()
     assert (again.id, again.text) == (first.id, "one")
     assert live.text == "later"

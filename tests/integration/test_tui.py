@@ -20,12 +20,11 @@ from textual.widgets import Input, ListView, Tree
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.eventually import eventually_async
-from tests.integration.gateway_support import Replicas
+from tests.integration.gateway_support import Replicas, agent_says, alices_task
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.question_support import QUESTION, carol_is_asked
 from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.states import TaskState
-from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
 
@@ -209,28 +208,6 @@ async def test_a_gateway_that_goes_away_shows_reconnecting_and_the_stream_resume
             assert said(app).count("agent: First.") == 1  # the replay showed nothing twice
     finally:
         await session.close()
-
-
-async def agent_says(tasks: HarnessTasks, name: str, text: str) -> None:
-    """What the operator writes when the agent says ``text`` and waits for the next message."""
-    await tasks.patch_status(
-        name,
-        {
-            "state": "TASK_STATE_INPUT_REQUIRED",
-            "subState": "awaiting-next-message",
-            "message": text,
-            "messageId": f"{name}/{text}",
-        },
-    )
-
-
-async def alices_task(api: Any, namespace: str, name: str) -> HarnessTasks:
-    tasks = HarnessTasks(api, namespace)
-    await tasks.create(
-        name, {"goal": "Talk.", "participants": [{"id": "alice", "role": "assignee"}]}
-    )
-    await agent_says(tasks, name, "one")
-    return tasks
 
 
 async def test_a_gateway_replaced_mid_conversation_loses_no_message_and_shows_none_twice(
