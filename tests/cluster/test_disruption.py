@@ -10,10 +10,14 @@ import threading
 import urllib.request
 from typing import Any
 
+from a2a.client import ClientCallContext
+from a2a.types import StreamResponse, SubscribeToTaskRequest
+
 from tests.cluster.conftest import NodeModelServer, Release, rolled_out, wait_for_state
 from tests.cluster.test_install import harness
 from tests.eventually import eventually, eventually_async
 from tests.integration.gateway_support import A2AUser, states, task_id_of, text_message
+from tiny_harness.a2a_gateway.rendering import version_of
 from tiny_harness.testing.model_server import ScriptedToolCall, TextTurn, ToolCallsTurn
 
 
@@ -97,15 +101,19 @@ async def test_the_operator_pod_deleted_mid_turn_leaves_the_turn_to_its_replacem
     assert replacement["metadata"]["name"] != doomed["metadata"]["name"]
 
 
-async def test_the_gateway_pod_deleted_while_a_stream_is_open_the_client_reconnects(
+async def test_the_gateway_pod_deleted_while_a_stream_is_open_the_client_resumes(
     release: Release, model: NodeModelServer
 ) -> None:
+    """The client reconnects with the id of the last event it read (``Last-Event-ID``) and is
+    sent what happened while no gateway served: the turn it missed, then the live changes."""
     alice = await A2AUser.connect(release.gateway_url, "alice")
     try:
         task_id = task_id_of(await alice.stream(text_message("Stay with me.")))
         stream = alice.subscribe(task_id)
         first = await anext(stream)
         assert first.HasField("task")
+        last_read = version_of(first.task)
+        assert last_read is not None
 
         (doomed,) = release.pods("gateway")
         delete_pod(release, doomed)
@@ -126,9 +134,25 @@ async def test_the_gateway_pod_deleted_while_a_stream_is_open_the_client_reconne
         task = await alice.get(task_id)
         texts = ["".join(p.text for p in m.parts) for m in task.history]
         assert texts[-2:] == ["Are you there?", "Still here."]
-        again = alice.subscribe(task_id)
-        current = await anext(again)
-        assert states([current]) == ["TASK_STATE_INPUT_REQUIRED"]
+        again = alice.client.subscribe(
+            SubscribeToTaskRequest(id=task_id),
+            context=ClientCallContext(service_parameters={"Last-Event-ID": str(last_read)}),
+        )
+        missed: list[StreamResponse] = []
+        async with asyncio.timeout(90):
+            async for event in again:
+                missed.append(event)
+                if event.HasField("status_update") and said_of(event) == "Still here.":
+                    break
+        # What it missed, in order, each once: the turn started (and its progress), then its
+        # answer.
+        seen_states = states(missed)
+        assert seen_states[0] == "TASK_STATE_WORKING"
+        assert seen_states[-1] == "TASK_STATE_INPUT_REQUIRED"
+        assert set(seen_states[:-1]) == {"TASK_STATE_WORKING"}
+        versions = [version_of(e.status_update) for e in missed]
+        assert all(v is not None and v > last_read for v in versions)
+        assert versions == sorted(set(versions))
         await model.control.script([TextTurn(text="Back on the stream.")])
         harness(release, "send", task_id, "Good.")
         seen: list[str] = []
@@ -209,3 +233,7 @@ def test_two_sharded_operator_replicas_one_killed_every_task_is_still_answered(
         return len(release.pods("operator")) == 1
 
     eventually(one_pod, within=120, what="the operator back to one replica")
+
+
+def said_of(event: StreamResponse) -> str:
+    return "".join(p.text for p in event.status_update.status.message.parts)
