@@ -35,15 +35,18 @@ message), made directly, so nothing but the gateway stands between a write and i
         [--writes 30] [--list-tasks 10000,100000] [--list-calls 50]
 
 A quick run (under a minute): ``--streams 200 --tasks 100 --subscribers 20 --writes 20
---list-tasks 1000``; ``--list-tasks ''`` skips part 3, ``--subscribers 0`` part 2. Figures go
-to stdout, progress lines to stderr. The RSS before is read after a few streams were opened
-and closed, so what the gateway loads once is not counted per stream. The fan-out's
-subscribers, its raw watch and its writes are all in the bench's own process: one clock.
+--list-tasks 1000``; ``--streams 0`` skips part 1, ``--subscribers 0`` part 2 and
+``--list-tasks ''`` part 3. Figures go to stdout, progress lines to stderr. The RSS before is
+read after a few streams were opened and closed, so what the gateway loads once is not counted
+per stream; what it grows by once under load (some 30 MiB today) still is, so a few hundred
+streams overstate the figure. The fan-out's subscribers, its raw watch and its writes are all
+in the bench's own process: one clock.
 
 The gateway and each client may hold as many descriptors as the hard ``ulimit -n`` (raised to
-it). A gateway that keeps an API watch per stream needs two descriptors per stream, so at the
-20,000 of a typical machine it cannot hold 10,000: the streams that failed to open, or ended
-once open, are counted with the reasons the clients saw, and the figures are per open stream.
+it). A gateway that keeps an API watch per stream needs two descriptors per stream, so at a
+limit of 20,000 it cannot hold 10,000: the streams that failed to open, or ended once open,
+are counted with the reasons the clients saw, and the figures are per open stream. The fan-out
+then runs once the other streams are closed, since its own would fail as well.
 """
 
 from __future__ import annotations
@@ -98,6 +101,8 @@ OTHERS: Final = 1000
 STREAMS_PER_CLIENT: Final = 2500
 #: A stream not open (its first event seen) this long after it was asked for has failed.
 OPEN_TIMEOUT: Final = 120.0
+#: How long after the streams were closed the watches are counted again, if some remained.
+LINGER_SECONDS: Final = 60.0
 A2A_HEADERS: Final = {"A2A-Version": "1.0", "Accept": "text/event-stream"}
 
 
@@ -637,10 +642,10 @@ async def bench_fanout(
 
 
 async def bench_list(
-    api: Any, url: str, total: int, existing: int, calls: int, concurrency: int
+    api: Any, gateway: Gateway, total: int, existing: int, calls: int, concurrency: int
 ) -> int:
     """Fill the namespace up to ``total`` tasks and time ListTasks for the lister; the tasks
-    in the namespace now."""
+    in the namespace now. A call refused is counted, with its reason, and not timed."""
     if existing < total:
         fillers = [(f"f-{i:06d}", f"other-{i % OTHERS}") for i in range(existing, total)]
         seconds = await create_parked(api, fillers, concurrency=concurrency, what=f"to {total:,}")
@@ -653,13 +658,18 @@ async def bench_list(
     direct: list[float] = []
     whole: list[float] = []
     sizes: set[int] = set()
+    refused: Counter[str] = Counter()
     whole_bytes = 0
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as session:
 
-        async def list_gateway() -> None:
-            async with session.get(f"{url}/rest/tasks", headers=headers) as response:
-                response.raise_for_status()
-                sizes.add(len(json.loads(await response.read()).get("tasks") or []))
+        async def list_gateway() -> bool:
+            async with session.get(f"{gateway.url}/rest/tasks", headers=headers) as response:
+                body = await response.read()
+                if response.status != 200:
+                    refused[f"HTTP {response.status}: {body[:160].decode(errors='replace')}"] += 1
+                    return False
+                sizes.add(len(json.loads(body).get("tasks") or []))
+                return True
 
         async def list_direct() -> None:
             await objects.list_namespaced_custom_object(
@@ -672,8 +682,8 @@ async def bench_list(
         t_start = time.perf_counter()
         for i in range(calls):
             t0 = time.perf_counter()
-            await list_gateway()
-            via_gateway.append(time.perf_counter() - t0)
+            if await list_gateway():
+                via_gateway.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             await list_direct()
             direct.append(time.perf_counter() - t0)
@@ -697,6 +707,10 @@ async def bench_list(
         f"{whole_bytes / 1e6:.0f} MB",
         flush=True,
     )
+    for reason, count in refused.most_common(3):
+        print(f"  gateway ListTasks refused ({count}): {reason}")
+    if refused:
+        print(f"  the gateway's log ends:\n{gateway.tail(20)}", flush=True)
     return existing
 
 
@@ -734,7 +748,7 @@ async def bench(cluster: LocalCluster, workdir: Path, args: argparse.Namespace) 
             existing = len(names)
             for total in args.list_tasks:
                 existing = await bench_list(
-                    api, gateway.url, total, existing, args.list_calls, args.create_concurrency
+                    api, gateway, total, existing, args.list_calls, args.create_concurrency
                 )
     finally:
         await api.close()
@@ -743,6 +757,10 @@ async def bench(cluster: LocalCluster, workdir: Path, args: argparse.Namespace) 
 async def bench_gateway_streams(
     cluster: LocalCluster, api: Any, gateway: Gateway, args: argparse.Namespace
 ) -> None:
+    if args.streams == 0:
+        if args.subscribers:
+            await bench_fanout(cluster, api, gateway.url, args.subscribers, args.writes, others=0)
+        return
     apiserver = apiserver_pid(cluster)
     per_task = math.ceil(args.streams / max(args.tasks, 1))
     streams = [(f"s-{i % args.tasks:05d}", f"p-{i % args.tasks:05d}") for i in range(args.streams)]
@@ -807,6 +825,10 @@ async def bench_gateway_streams(
         f"gateway RSS {rss_kib(gateway.proc.pid) / 1024:.0f} MiB",
         flush=True,
     )
+    if (after.tasks or 0) > (before.tasks or 0):
+        # Slow to let go, or never letting go: a while later tells them apart.
+        await asyncio.sleep(LINGER_SECONDS)
+        print(f"  {LINGER_SECONDS:.0f} s later: API-server watches {watches(cluster)}", flush=True)
     if args.subscribers and not room:
         await bench_fanout(cluster, api, gateway.url, args.subscribers, args.writes, others=0)
 
