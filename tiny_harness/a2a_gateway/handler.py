@@ -95,7 +95,7 @@ from tiny_harness.a2a_gateway.rendering import (
     version_of,
 )
 from tiny_harness.a2a_gateway.store import KubeTaskStore
-from tiny_harness.a2a_gateway.stream import TaskStreams
+from tiny_harness.a2a_gateway.stream import Opening, TaskStreams, visible
 from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
@@ -149,17 +149,6 @@ def requested(context: ServerCallContext, name: str) -> object | None:
 
 
 @dataclass(frozen=True)
-class _Change:
-    """A visible change, and where the task's turns stood at it. ``progress_only``: nothing
-    but the running turn's progress changed (:func:`.rendering.progress_key`)."""
-
-    event: TaskStatusUpdateEvent
-    turn: int
-    running: bool
-    progress_only: bool = False
-
-
-@dataclass(frozen=True)
 class _Sent:
     """A message written to a task, the task as it was when the message was written, and the
     subscription to its changes, opened before that read (closed by whoever follows it)."""
@@ -169,17 +158,6 @@ class _Sent:
     message_id: str
     existed: bool
     subscription: Subscription[TaskChange]
-
-
-@dataclass(frozen=True)
-class _Opening:
-    """What a subscription shows before its live changes, and where it then stands: the
-    version shown up to, and the status and progress keys it compares changes with."""
-
-    events: list[Task | TaskStatusUpdateEvent]
-    held: int
-    key: StatusKey | None
-    progress: ProgressKey
 
 
 def _number(version: TaskVersion) -> int:
@@ -392,7 +370,7 @@ class GatewayRequestHandler(RequestHandler):
         last = status_event(sent.task)
         source = self._streams.changes(sent.subscription, after=_number(sent.version), until=until)
         changes = with_quiet_ticks(
-            _visible(source, status_key(sent.task), progress_key(sent.task)),
+            visible(source, status_key(sent.task), progress_key(sent.task)),
             first=self._waits.first_tick,
             cap=self._waits.tick_cap,
         )
@@ -472,14 +450,14 @@ class GatewayRequestHandler(RequestHandler):
                 held, key, progress = opening.held, opening.key, opening.progress
                 del opening
                 source = self._streams.changes(subscription, after=held, until=until)
-                async for seen in _visible(source, key, progress):
+                async for seen in visible(source, key, progress):
                     yield self._told(context, seen.event)
                     if is_terminal(seen.event):
                         return
 
     async def _opening(
         self, task_id: str, context: ServerCallContext, resume: int | None
-    ) -> _Opening:
+    ) -> Opening:
         """What a subscription shows first, read after it was opened: the task as it is now,
         or, resuming from ``resume``, the visible changes the client missed (:mod:`.stream`)."""
         stored = await self._store.get(task_id, context)
@@ -488,7 +466,7 @@ class GatewayRequestHandler(RequestHandler):
         held = _number(stored.version)
         if resume is None:
             refuse_if_ended(stored.task)
-            return _Opening([stored.task], held, status_key(stored.task), progress_key(stored.task))
+            return Opening([stored.task], held, status_key(stored.task), progress_key(stored.task))
         key: StatusKey | None = None
         progress: ProgressKey = (0, 0)
         resumed = await self._streams.missed(task_id, since=resume, held=held)
@@ -498,7 +476,7 @@ class GatewayRequestHandler(RequestHandler):
         if not resumed.changes:
             # Nothing missed: the task as the client last saw it, for the SDK's stream starts
             # with an event.
-            return _Opening([stored.task], held, key, progress)
+            return Opening([stored.task], held, key, progress)
         events: list[Task | TaskStatusUpdateEvent] = []
         shown = resume
         for change in resumed.changes:
@@ -508,7 +486,7 @@ class GatewayRequestHandler(RequestHandler):
                 continue
             key, progress = new_key, moved
             events.append(change.event)
-        return _Opening(events, max(held, shown), key, progress)
+        return Opening(events, max(held, shown), key, progress)
 
     def _told(self, context: ServerCallContext, item: Task | TaskStatusUpdateEvent) -> Event:
         """``item``, with its version noted for the event id of the SSE event it becomes
@@ -612,24 +590,3 @@ class GatewayRequestHandler(RequestHandler):
             raise UnsupportedOperationError(
                 message="this agent has no extended card; its public card is the whole card"
             )
-
-
-async def _visible(
-    source: AsyncGenerator[TaskChange, None], key: StatusKey | None, progress: ProgressKey
-) -> AsyncGenerator[_Change, None]:
-    """Each change of ``source`` a participant can see (state, sub-state, status message or
-    sub-task rows differ from the last one seen, starting from ``key``, None: anything is
-    seen; or only the running turn's progress), with where the task's turns stood at it. A
-    lease renewal that changed nothing of these is not a change. ``source`` is closed with
-    this iterator."""
-    async with contextlib.aclosing(source):
-        async for change in source:
-            event = change.event
-            if not isinstance(event, TaskStatusUpdateEvent):
-                continue
-            new_key, moved = status_key(event), progress_key(event)
-            visible = new_key != key or is_terminal(event)
-            if not visible and moved == progress:
-                continue
-            key, progress = new_key, moved
-            yield _Change(event, change.turn, change.running, progress_only=not visible)

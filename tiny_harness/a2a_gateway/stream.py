@@ -22,15 +22,25 @@ When etcd has compacted that history, the task as it is now is all there is to s
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
+from a2a.types import Task, TaskStatusUpdateEvent
 from a2a.utils.errors import UnsupportedOperationError
 from kubernetes_asyncio import client
 
 from tiny_harness.a2a_gateway.fanout import Ended, Subscription
 from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
-from tiny_harness.a2a_gateway.rendering import TaskChange, change_of
+from tiny_harness.a2a_gateway.rendering import (
+    ProgressKey,
+    StatusKey,
+    TaskChange,
+    change_of,
+    is_terminal,
+    progress_key,
+    status_key,
+)
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, changes_between
@@ -108,3 +118,46 @@ class TaskStreams:
                 continue
             shown = version
             yield item
+
+
+@dataclass(frozen=True)
+class VisibleChange:
+    """A visible change, and where the task's turns stood at it. ``progress_only``: nothing
+    but the running turn's progress changed (:func:`.rendering.progress_key`)."""
+
+    event: TaskStatusUpdateEvent
+    turn: int
+    running: bool
+    progress_only: bool = False
+
+
+async def visible(
+    source: AsyncGenerator[TaskChange, None], key: StatusKey | None, progress: ProgressKey
+) -> AsyncGenerator[VisibleChange, None]:
+    """Each change of ``source`` a participant can see (state, sub-state, status message or
+    sub-task rows differ from the last one seen, starting from ``key``, None: anything is
+    seen; or only the running turn's progress), with where the task's turns stood at it. A
+    lease renewal that changed nothing of these is not a change. ``source`` is closed with
+    this iterator."""
+    async with contextlib.aclosing(source):
+        async for change in source:
+            event = change.event
+            if not isinstance(event, TaskStatusUpdateEvent):
+                continue
+            new_key, moved = status_key(event), progress_key(event)
+            visible = new_key != key or is_terminal(event)
+            if not visible and moved == progress:
+                continue
+            key, progress = new_key, moved
+            yield VisibleChange(event, change.turn, change.running, progress_only=not visible)
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What a subscription shows before its live changes, and where it then stands: the
+    version shown up to, and the status and progress keys it compares changes with."""
+
+    events: list[Task | TaskStatusUpdateEvent]
+    held: int
+    key: StatusKey | None
+    progress: ProgressKey
