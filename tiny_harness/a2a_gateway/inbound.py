@@ -83,14 +83,16 @@ def message_spec(
         envelope = control_of(message)
     except InvalidEnvelopeError as exc:
         raise InvalidParamsError(message=str(exc)) from None
-    control: Control | None = envelope.action if envelope is not None else None
+    decision = envelope.decision if envelope is not None else None
+    control: Control | None = "complete" if envelope is not None and decision is None else None
     try:
         spec = MessageSpec(
             task=task_id,
             message_id=message.message_id,
             sender=sender,
-            parts=() if control else message_parts(message),
+            parts=() if envelope is not None else message_parts(message),
             control=control,
+            decision=decision,
             metadata=plain_metadata(message) if metadata is None else metadata,
         )
     except ValidationError as exc:

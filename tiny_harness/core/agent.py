@@ -20,6 +20,7 @@ from typing import Annotated, Final
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from tiny_harness.core.approval import ApprovalPolicy
 from tiny_harness.core.secret_destinations import OriginError, origin_of, parse_origin
 from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Condition, Model, ShortText
 from tiny_harness.core.tool_server import HeaderSource
@@ -132,6 +133,11 @@ class AgentSpec(Model):
         le=32,
         description="Attempts at a call that failed for a reason that may pass (unreachable, "
         "HTTP 429 or 5xx) before the sub-task fails with reason RemoteUnavailable.",
+    )
+    approval: ApprovalPolicy | None = Field(
+        default=None,
+        description="Every sub-task the model sends to this agent waits for a participant's "
+        "approval first; who may decide, for how long.",
     )
 
     @model_validator(mode="after")

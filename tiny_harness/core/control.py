@@ -1,13 +1,18 @@
-"""The control envelope: how a participant asks for a task to end, with any A2A client.
+"""The control envelope: how a participant asks for a task to end, or decides a call that
+waits for approval, with any A2A client.
 
 Only a participant ends a conversation. A2A has ``CancelTask`` but no "complete", so a
 completion is an ordinary message whose only part is a data part of media type
 :data:`~tiny_harness.core.extensions.EVENT_MEDIA_TYPE` holding
-``{"kind": "control", "action": "complete"}``. The envelope is closed: an unknown action or
-any extra field is refused with :class:`~tiny_harness.core.errors.InvalidEnvelopeError`, so a
-client never believes a request was honoured when part of it was ignored.
+``{"kind": "control", "action": "complete"}``. A decision is the same envelope with
+``"action": "approve"`` or ``"reject"``, the ``call_id`` it decides, an optional ``reason`` and,
+for an approval its policy lets edit, ``arguments`` (``docs/a2a/ext/approval/v1.md``). The
+envelope is closed: an unknown action, any extra field, or a field the action does not take is
+refused with :class:`~tiny_harness.core.errors.InvalidEnvelopeError`, so a client never
+believes a request was honoured when part of it was ignored.
 
-Whether the sender may complete the task (a watcher may not) is decided by the host, not here.
+Whether the sender may complete the task (a watcher may not) or decide the call is decided by
+the operator, not here.
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from typing import Any, Final, Literal, get_args
 
 from a2a.helpers.proto_helpers import get_data_parts, new_data_part
 from a2a.types import Message, Part, Role
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tiny_harness.core.approval import DecisionRequest, Verdict
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.extensions import EVENT_MEDIA_TYPE
 
-ControlAction = Literal["complete"]
+ControlAction = Literal["complete", "approve", "reject"]
 CONTROL_ACTIONS: Final[tuple[str, ...]] = get_args(ControlAction)
 
 #: Every kind the event envelope has; only ``control`` is sent by clients.
@@ -31,13 +37,32 @@ EventKind = Literal["task", "status_update", "artifact_update", "control"]
 EVENT_KINDS: Final[tuple[str, ...]] = get_args(EventKind)
 
 
+#: The fields a decision (approve, reject) may carry beside kind and action.
+DECISION_FIELDS: Final = frozenset({"call_id", "reason", "arguments"})
+
+
 class ControlEnvelope(BaseModel):
-    """A participant's control request, exactly ``{"kind": "control", "action": ...}``."""
+    """A participant's control request: ``{"kind": "control", "action": "complete"}``, or a
+    decision, ``{"kind": "control", "action": "approve"|"reject", "call_id": ..., "reason":
+    ..., "arguments": {...}}``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["control"] = "control"
     action: ControlAction
+    call_id: str | None = Field(default=None, min_length=1, max_length=253)
+    reason: str = Field(default="", max_length=4096)
+    arguments: dict[str, Any] | None = None
+
+    @property
+    def decision(self) -> DecisionRequest | None:
+        """The decision this envelope carries; None for a completion."""
+        if self.action == "complete" or self.call_id is None:
+            return None
+        verdict: Verdict = "approve" if self.action == "approve" else "reject"
+        return DecisionRequest(
+            call_id=self.call_id, verdict=verdict, reason=self.reason, arguments=self.arguments
+        )
 
 
 def parse_control(data: Any) -> ControlEnvelope:
@@ -48,11 +73,17 @@ def parse_control(data: Any) -> ControlEnvelope:
     """
     if not isinstance(data, Mapping):
         raise InvalidEnvelopeError(f"expected a JSON object, got {type(data).__name__}")
-    extra = sorted(str(k) for k in data if k not in ControlEnvelope.model_fields)
+    deciding = data.get("action") in ("approve", "reject")
+    allowed = {"kind", "action"} | (DECISION_FIELDS if deciding else set())
+    extra = sorted(str(k) for k in data if k not in allowed)
     if extra:
+        carries = (
+            "kind, action, call_id, reason and arguments"
+            if deciding
+            else "only kind and action (call_id, reason and arguments go with approve or reject)"
+        )
         raise InvalidEnvelopeError(
-            f"unexpected field(s) {', '.join(extra)}; a control envelope carries only kind and "
-            "action"
+            f"unexpected field(s) {', '.join(extra)}; a control envelope carries {carries}"
         )
     if data.get("kind") != "control":
         raise InvalidEnvelopeError(f"kind must be 'control', got {data.get('kind')!r}")
@@ -62,15 +93,30 @@ def parse_control(data: Any) -> ControlEnvelope:
         raise InvalidEnvelopeError(
             f"unknown action {data['action']!r}; known actions: {', '.join(CONTROL_ACTIONS)}"
         )
+    if deciding and not (isinstance(data.get("call_id"), str) and data["call_id"]):
+        raise InvalidEnvelopeError(
+            f"the field call_id is missing: {data['action']} names the call it decides "
+            "(status.approvals[].call_id in the task extension)"
+        )
+    if "arguments" in data and data["action"] != "approve":
+        raise InvalidEnvelopeError("arguments go only with approve (an edited call)")
+    if "arguments" in data and not isinstance(data["arguments"], Mapping):
+        raise InvalidEnvelopeError("arguments must be a JSON object: the call's arguments")
     try:
         return ControlEnvelope.model_validate(dict(data))
-    except ValidationError as exc:  # pragma: no cover - every case is refused above
-        raise InvalidEnvelopeError(str(exc.errors()[0]["msg"])) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidEnvelopeError(f"{where}: {first['msg']}") from None
 
 
-def control_part(action: ControlAction = "complete") -> Part:
-    """The data part a client sends to request ``action`` on a task."""
-    envelope = ControlEnvelope(action=action).model_dump(mode="json")
+def control_part(action: ControlAction = "complete", **decision: Any) -> Part:
+    """The data part a client sends to request ``action`` on a task (``decision``: the
+    ``call_id``, ``reason`` and ``arguments`` of an approve or reject)."""
+    envelope = ControlEnvelope(action=action, **decision).model_dump(
+        mode="json", exclude_defaults=True
+    )
+    envelope["kind"] = "control"
     return new_data_part(envelope, media_type=EVENT_MEDIA_TYPE)
 
 
@@ -80,6 +126,7 @@ def control_message(
     *,
     context_id: str = "",
     message_id: str | None = None,
+    **decision: Any,
 ) -> Message:
     """A user message asking for ``action`` on ``task_id`` (its only part is the envelope)."""
     return Message(
@@ -87,7 +134,7 @@ def control_message(
         task_id=task_id,
         context_id=context_id,
         role=Role.ROLE_USER,
-        parts=[control_part(action)],
+        parts=[control_part(action, **decision)],
     )
 
 

@@ -22,6 +22,7 @@ from tiny_harness.core.compaction import compacted_history
 from tiny_harness.core.context import sub_task_note
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.turn import (
+    AwaitEntry,
     CompactionEntry,
     DrainEntry,
     ModelEntry,
@@ -59,6 +60,7 @@ class AckEntry(_Data):
 RecordEntry = Annotated[
     ModelEntry
     | ToolEntry
+    | AwaitEntry
     | DrainEntry
     | CompactionEntry
     | NoticeEntry

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
+from tiny_harness.core.approval import DecisionRequest
 from tiny_harness.core.task import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
@@ -63,8 +64,10 @@ class MessageSpec(Model):
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.control) || (has(self.parts) && size(self.parts) > 0)",
-                    "message": "spec.parts: a message needs at least one part, or a control",
+                    "rule": "has(self.control) || has(self.decision) || "
+                    "(has(self.parts) && size(self.parts) > 0)",
+                    "message": "spec.parts: a message needs at least one part, a control or a "
+                    "decision",
                 }
             ]
         }
@@ -77,6 +80,11 @@ class MessageSpec(Model):
     control: Control | None = Field(
         default=None, description="A participant's request to complete or cancel the task."
     )
+    decision: DecisionRequest | None = Field(
+        default=None,
+        description="A participant's decision on a call that waits for approval (approve or "
+        "reject); the operator checks that the sender may give it.",
+    )
     sent_at: str | None = Field(
         default=None,
         description="When the writer sent it (RFC 3339 with nanoseconds): orders messages "
@@ -88,8 +96,10 @@ class MessageSpec(Model):
 
     @model_validator(mode="after")
     def _content(self) -> MessageSpec:
-        if self.control is None and not self.parts:
-            raise ValueError("spec.parts: a message needs at least one part, or a control")
+        if self.control is None and self.decision is None and not self.parts:
+            raise ValueError(
+                "spec.parts: a message needs at least one part, a control or a decision"
+            )
         return self
 
     @property

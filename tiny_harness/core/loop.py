@@ -15,6 +15,8 @@ built from the replayed state.
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from typing import Any, Final, TypeVar
@@ -22,6 +24,8 @@ from typing import Any, Final, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from tiny_harness.core.agent import AgentChoice
+from tiny_harness.core.approval import PENDING_MAX, PendingApproval, shown_arguments
+from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.compaction import (
     ContextWindows,
     compact,
@@ -55,7 +59,9 @@ from tiny_harness.core.tools import (
 )
 from tiny_harness.core.tracing import tool_result, tool_span
 from tiny_harness.core.turn import (
+    AwaitEntry,
     CompactionEntry,
+    DecidedCall,
     DrainEntry,
     JournalEntry,
     JournalMismatchError,
@@ -273,6 +279,16 @@ class _Replay:
         self._next += 1
         return entry
 
+    def call(self, entry_id: str) -> ToolEntry | AwaitEntry | None:
+        """The recorded outcome of a tool step: its result, or its park for approval."""
+        if self.live:
+            return None
+        entry = self._entries[self._next]
+        if entry.id != entry_id or not isinstance(entry, ToolEntry | AwaitEntry):
+            raise self._mismatch(entry_id)
+        self._next += 1
+        return entry
+
     def finish(self) -> None:
         if not self.live:
             raise self._mismatch("the end of the turn")
@@ -308,12 +324,17 @@ class _Turn:
         self.drain_index = 0
         self.pending_reads: list[str] = []
         self.questions: list[str] = []
+        self.gates = turn.gates
+        self.decided = turn.decided
+        self.awaiting: list[AwaitEntry] = []
         self.input_tokens = 0
         self.output_tokens = 0
         self.budget = turn.budget
         self.used = turn.used
 
     async def run(self) -> TurnOutcome:
+        for decided in self.decided:
+            await self.decided_step(decided)
         first = True
         while True:
             await self.drain_point()
@@ -332,6 +353,8 @@ class _Turn:
             if response.tool_calls:
                 for call in response.tool_calls:
                     await self.tool_step(call)
+                if self.awaiting:
+                    return await self.park_for_approval()
                 if self.questions:
                     return await self.end(
                         OutcomeKind.WAITING_FOR_ANSWER, "\n\n".join(self.questions)
@@ -451,10 +474,78 @@ class _Turn:
     async def tool_step(self, call: ToolCall) -> None:
         entry_id = self.ref.tool(self.tool_index, call.id)
         self.tool_index += 1
+        entry = self.replay.call(entry_id)
+        if entry is None:
+            entry = self.gate(call, entry_id) or await self.run_call(call, entry_id)
+            await self.host.checkpoint(entry)
+        if isinstance(entry, AwaitEntry):
+            self.awaiting.append(entry)  # no result yet: the next turn gives it, decided
+            return
+        self.took(entry)
+
+    def gate(self, call: ToolCall, entry_id: str) -> AwaitEntry | ToolEntry | None:
+        """The call's park when a policy says it needs approval (None: it runs now). A call
+        whose arguments do not fit its tool is not parked: its error result says why at once,
+        and no one is asked to approve what could never run."""
+        if not self.gates:
+            return None
+        try:
+            args = self.invoker.check(call)
+        except InvalidToolCallError:
+            return None
+        agent = args.get("agent") if call.name == SPAWN_SUBTASK else None
+        requirement = self.gates.requirement(call.name, agent if isinstance(agent, str) else None)
+        if requirement is None:
+            return None
+        if len(self.awaiting) >= PENDING_MAX:
+            return ToolEntry(
+                id=entry_id,
+                call_id=call.id,
+                name=call.name,
+                content=f"Error: {PENDING_MAX} calls already wait for approval in this turn; "
+                "this one was not asked for. Ask for fewer calls that need approval at once.",
+                is_error=True,
+            )
+        expires = now() + dt.timedelta(seconds=requirement.timeout_seconds)
+        return AwaitEntry(
+            id=entry_id,
+            call_id=call.id,
+            name=call.name,
+            arguments_json=call.arguments_json,
+            requirement=requirement,
+            expires_at=rfc3339(expires),
+        )
+
+    async def decided_step(self, decided: DecidedCall) -> None:
+        """A call an earlier turn parked, now decided: run it as approved (with the edited
+        arguments, if any), or give the model the rejection as its result. Journaled as any
+        tool step, so a call approved once runs once, however often this turn is resumed."""
+        entry_id = self.ref.tool(self.tool_index, decided.call_id)
+        self.tool_index += 1
         entry = self.replay.step(entry_id, ToolEntry)
         if entry is None:
-            entry = await self.run_call(call, entry_id)
+            decision = decided.decision
+            if decision.verdict == "approve":
+                arguments = (
+                    json.dumps(decision.arguments)
+                    if decision.arguments is not None
+                    else decided.arguments_json
+                )
+                call = ToolCall(id=decided.call_id, name=decided.name, arguments_json=arguments)
+                entry = await self.run_call(call, entry_id)
+            else:
+                entry = ToolEntry(
+                    id=entry_id,
+                    call_id=decided.call_id,
+                    name=decided.name,
+                    content=entry_text(f"Not run: {decision.text(decided.name)}.", "tool result"),
+                    is_error=True,
+                )
             await self.host.checkpoint(entry)
+        self.took(entry)
+
+    def took(self, entry: ToolEntry) -> None:
+        """What a tool step's result changes: the history, and an intrinsic's effect."""
         self.history.append(entry.message())
         if entry.plan is not None:
             self.task = self.task.model_copy(update={"plan": entry.plan})
@@ -527,7 +618,39 @@ class _Turn:
         waiting = f"{text}\n\n({decision.reason})" if text else decision.reason
         return await self.end(OutcomeKind.WAITING_FOR_SUBTASKS, waiting)
 
-    async def end(self, kind: OutcomeKind, text: str, message_id: str | None = None) -> TurnOutcome:
+    async def park_for_approval(self) -> TurnOutcome:
+        """End the turn with its parked calls waiting for decisions; the calls of the same
+        response that needed none have run, and their results are in the history."""
+        pending = []
+        for entry in self.awaiting:
+            shown, cut = shown_arguments(entry.arguments_json)
+            pending.append(
+                PendingApproval(
+                    call_id=entry.call_id,
+                    tool=entry.name,
+                    arguments=shown,
+                    arguments_cut=cut,
+                    requirement=entry.requirement,
+                    expires_at=entry.expires_at,
+                )
+            )
+        lines = [
+            f"- {p.tool} (call {p.call_id}), decided by {p.deciders}, until {p.expires_at}"
+            for p in pending
+        ]
+        text = "Waiting for approval before running:\n" + "\n".join(lines)
+        if self.questions:
+            text = "\n\n".join((*self.questions, text))
+        return await self.end(OutcomeKind.WAITING_FOR_APPROVAL, text, approvals=tuple(pending))
+
+    async def end(
+        self,
+        kind: OutcomeKind,
+        text: str,
+        message_id: str | None = None,
+        *,
+        approvals: tuple[PendingApproval, ...] = (),
+    ) -> TurnOutcome:
         """Settle the turn. A text that is not a reply as the history holds it (a question, a
         note on open sub-tasks, the call limit) gets this turn's end as its id: a turn ends
         once, so no two texts share it."""
@@ -544,6 +667,7 @@ class _Turn:
             sub_tasks=self.task.sub_tasks,
             model_calls=self.model_calls,
             usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
+            approvals=approvals,
         )
         await self.host.end_turn(outcome)
         return outcome
@@ -595,4 +719,5 @@ _SETTLES_AS: Final[dict[OutcomeKind, tuple[TaskState, SubState | None]]] = {
     OutcomeKind.MAX_MODEL_CALLS: (TaskState.INPUT_REQUIRED, SubState.AWAITING_NEXT_MESSAGE),
     OutcomeKind.OVER_BUDGET: (TaskState.INPUT_REQUIRED, SubState.AWAITING_BUDGET),
     OutcomeKind.BUDGET_EXCEEDED: (TaskState.FAILED, None),
+    OutcomeKind.WAITING_FOR_APPROVAL: (TaskState.INPUT_REQUIRED, SubState.AWAITING_APPROVAL),
 }

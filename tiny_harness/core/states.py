@@ -39,3 +39,4 @@ class SubState(StrEnum):
     AWAITING_NEXT_MESSAGE = "awaiting-next-message"
     AWAITING_ANSWER = "awaiting-answer"
     AWAITING_BUDGET = "awaiting-budget"
+    AWAITING_APPROVAL = "awaiting-approval"

@@ -24,9 +24,10 @@ from tiny_harness.core.states import SubState
 SUB_STATE_DESCRIPTION: Final = (
     "Refines TASK_STATE_INPUT_REQUIRED. Documented values: 'awaiting-next-message' (a "
     "conversation's turn ended; the task waits for the next message from a participant), "
-    "'awaiting-answer' (the agent asked a participant a question and waits for the answer) and "
+    "'awaiting-answer' (the agent asked a participant a question and waits for the answer), "
     "'awaiting-budget' (the task used its budget and waits for a reporter or an admin to raise "
-    "it with /budget). "
+    "it with /budget) and 'awaiting-approval' (calls the model asked for wait for a "
+    "participant's decision: the task extension's approvals list them). "
     "This is a free string, not a closed enum: later versions may add values, and a reader MUST "
     "treat a value it does not know as plain TASK_STATE_INPUT_REQUIRED. The key is absent "
     "whenever the task is not parked."

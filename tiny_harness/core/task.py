@@ -20,7 +20,6 @@ from enum import StrEnum
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     ValidationError,
@@ -29,35 +28,32 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from tiny_harness.core.approval import PendingApproval, TaskApprovalRule
 from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
 from tiny_harness.core.plan import Plan
 from tiny_harness.core.states import TaskState
 
-#: Fields only the server (the operator) may set. An envelope carrying one is refused whole.
-SERVER_CONTROLLED_FIELDS: Final = frozenset(
-    {"lifecycle", "model", "reasoning_effort", "active_seconds", "waiting_since"}
+# The shared vocabulary, importable from here as from the module that holds it.
+from tiny_harness.core.vocabulary import (
+    ENDING_ROLES,
+    NAME_MAX,
+    TEXT_MAX,
+    TTL_MAX,
+    Model,
+    Role,
+    ShortText,
 )
 
-NAME_MAX: Final = 253
-#: The longest time-to-live, deadline or input timeout a task may ask for: one year.
-TTL_MAX: Final = 365 * 24 * 3600
+#: Fields only the server (the operator) may set. An envelope carrying one is refused whole.
+SERVER_CONTROLLED_FIELDS: Final = frozenset(
+    {"lifecycle", "model", "reasoning_effort", "active_seconds", "waiting_since", "approvals"}
+)
+
 #: The largest limit a budget may set.
 BUDGET_MAX: Final = 10**12
 #: What an input timeout does.
 OnTimeout = Literal["fail", "complete"]
 OnIdle = Literal["complete", "cancel"]
-TEXT_MAX: Final = 65536
-
-
-class Role(StrEnum):
-    ASSIGNEE = "assignee"
-    REPORTER = "reporter"
-    WATCHER = "watcher"
-    ADMIN = "admin"
-
-
-#: Roles that may complete or cancel a task; a watcher only follows it.
-ENDING_ROLES: Final = frozenset({Role.ASSIGNEE, Role.REPORTER, Role.ADMIN})
 
 
 class Lifecycle(StrEnum):
@@ -74,19 +70,6 @@ Effort = Literal["low", "medium", "high"]
 EFFORTS: Final[tuple[Effort, ...]] = ("low", "medium", "high")
 
 
-class Model(BaseModel):
-    """Base of the task models: frozen, strict about unknown keys, camelCase by alias."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        use_enum_values=False,
-    )
-
-
-ShortText = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 #: A HarnessToolServer's name (a Kubernetes object name), never an address.
 ToolServerName = Annotated[
     str, Field(min_length=1, max_length=NAME_MAX, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -279,6 +262,13 @@ class TaskSpec(Model):
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
 
+    approval: tuple[TaskApprovalRule, ...] = Field(
+        default=(),
+        max_length=16,
+        description="Calls that wait for a participant's approval before they run, on top of "
+        "what the task's tool servers and agents require (a rule only adds requirements).",
+    )
+
     @field_validator("tool_servers")
     @classmethod
     def _unique_tool_servers(cls, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -459,6 +449,12 @@ class TaskStatus(Model):
         "calls), as of the last renewal of its lease; not in usage until the turn ends, and "
         "empty between turns.",
     )
+    approvals: tuple[PendingApproval, ...] = Field(
+        default=(),
+        max_length=16,
+        description="The calls the task's turn asked for that wait for a decision "
+        "(sub-state awaiting-approval), and the decisions given so far.",
+    )
     completion_time: str | None = Field(
         default=None,
         description="When the task reached the terminal state it is in (RFC 3339); cleared "
@@ -488,6 +484,8 @@ class TaskExtension(TaskSpec):
     #: it, and a client that reconnects with the last one it read (``Last-Event-ID``) is sent
     #: what it missed (docs/design/gateway.md, "Streams that resume").
     version: str | None = None
+    #: The calls that wait for a decision (status.approvals), while the task awaits approval.
+    approvals: tuple[PendingApproval, ...] = ()
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -512,6 +510,7 @@ class TaskExtension(TaskSpec):
             usage=status.usage,
             turn_usage=status.turn_usage,
             version=version,
+            approvals=status.approvals,
         )
 
 
@@ -551,3 +550,14 @@ def invalid_task_error(exc: ValidationError, prefix: str = "spec") -> InvalidTas
     if message.startswith(f"{prefix}."):
         field, _, message = message.partition(": ")
     return InvalidTaskError(field, message)
+
+
+__all__ = [
+    "ENDING_ROLES",
+    "NAME_MAX",
+    "TEXT_MAX",
+    "TTL_MAX",
+    "Model",
+    "Role",
+    "ShortText",
+]

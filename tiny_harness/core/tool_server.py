@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field
 
+from tiny_harness.core.approval import ToolServerApproval
 from tiny_harness.core.sizes import ENTRY_TEXT_BYTES
 from tiny_harness.core.task import NAME_MAX, Condition, Model, ShortText
 
@@ -134,6 +135,11 @@ class ToolServerSpec(Model):
         le=MAX_RESULT_BYTES,
         description="The most of a result's text (UTF-8 bytes) the model is given; the rest is "
         "cut, and the model is told so.",
+    )
+    approval: ToolServerApproval | None = Field(
+        default=None,
+        description="Calls of this server's tools (all, or those listed) wait for a "
+        "participant's approval before they run; who may decide, for how long.",
     )
 
 

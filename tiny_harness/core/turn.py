@@ -30,6 +30,7 @@ from typing import Annotated, Literal, NamedTuple, Protocol
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tiny_harness.core.agent import AgentChoice
+from tiny_harness.core.approval import Decision, Gates, PendingApproval, Requirement
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
@@ -137,6 +138,30 @@ class ToolEntry(_Data):
         )
 
 
+class AwaitEntry(_Data):
+    """A tool call that needs approval, parked in the tool step's place (``id``) instead of
+    its result: what the model asked, what the call needs, and when its timeout acts (the
+    clock read once, here, so a replay parks it with the same deadline)."""
+
+    kind: Literal["await"] = "await"
+    id: str
+    call_id: str
+    name: str
+    arguments_json: str = "{}"
+    requirement: Requirement
+    expires_at: str
+
+
+class DecidedCall(_Data):
+    """A parked call with its decision, as the next turn takes it: the call as the model
+    asked it (from its :class:`AwaitEntry`) and what was decided."""
+
+    call_id: str
+    name: str
+    arguments_json: str = "{}"
+    decision: Decision
+
+
 class RemoteReply(_Data):
     """A message a remote agent said (an agent message or an artifact's text), once."""
 
@@ -204,7 +229,13 @@ class CompactionEntry(_Data):
 
 
 JournalEntry = Annotated[
-    ModelEntry | ToolEntry | DrainEntry | CompactionEntry | RemoteSentEntry | RemoteStatusEntry,
+    ModelEntry
+    | ToolEntry
+    | AwaitEntry
+    | DrainEntry
+    | CompactionEntry
+    | RemoteSentEntry
+    | RemoteStatusEntry,
     Field(discriminator="kind"),
 ]
 
@@ -291,6 +322,14 @@ class TurnInput(_Data):
         default=None,
         description="For a task on a remote agent: its conversation there, as of the turn's start.",
     )
+    gates: Gates = Field(
+        default_factory=Gates, description="Which calls wait for a participant's approval."
+    )
+    decided: tuple[DecidedCall, ...] = Field(
+        default=(),
+        description="The calls an earlier turn parked, each with its decision: this turn runs "
+        "(or answers) them before anything else.",
+    )
 
     @property
     def ref(self) -> TurnRef:
@@ -308,6 +347,7 @@ class OutcomeKind(StrEnum):
     OVER_BUDGET = "over_budget"  # parked until the budget is raised
     BUDGET_EXCEEDED = "budget_exceeded"  # failed: the budget says so
     REMOTE_ENDED = "remote_ended"  # the remote agent's task ended other than completed
+    WAITING_FOR_APPROVAL = "waiting_for_approval"  # calls wait for a participant's decision
 
 
 class TurnOutcome(_Data):
@@ -327,6 +367,9 @@ class TurnOutcome(_Data):
     sub_tasks: tuple[SubTaskRow, ...] = ()
     model_calls: int = 0
     usage: Usage = Usage()
+    approvals: tuple[PendingApproval, ...] = Field(
+        default=(), description="The calls that wait for a decision (WAITING_FOR_APPROVAL)."
+    )
 
 
 # -- the host -------------------------------------------------------------------------------------

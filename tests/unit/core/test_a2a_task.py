@@ -378,9 +378,9 @@ def test_the_sub_state_reads_back_from_a_protobuf_struct() -> None:
 
 
 def test_a_later_sub_state_is_read_as_plain_input_required() -> None:
-    metadata = with_sub_state({}, "awaiting-approval")
+    metadata = with_sub_state({}, "awaiting-review")
 
-    assert sub_state_of(metadata) == "awaiting-approval"
+    assert sub_state_of(metadata) == "awaiting-review"
     assert known_sub_state(sub_state_of(metadata)) is None
     assert known_sub_state("awaiting-answer") is SubState.AWAITING_ANSWER
 

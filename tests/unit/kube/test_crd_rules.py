@@ -96,6 +96,6 @@ def test_the_message_spec_keeps_its_content_rule_beside_immutability() -> None:
     spec = generated_at(crd_manifests()["harnessmessages.yaml"], "spec", ())
     messages = [rule["message"] for rule in spec[RULES]]
     assert messages == [
-        "spec.parts: a message needs at least one part, or a control",
+        "spec.parts: a message needs at least one part, a control or a decision",
         "spec: a message cannot be changed once sent",
     ]
