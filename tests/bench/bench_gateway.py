@@ -16,7 +16,10 @@ Prints figures and asserts nothing.
 
     python tests/bench/bench_gateway.py [--messages 200] [--clients 50] [--seconds 5]
 
-``--clients 0`` skips the throughput figures.
+``--clients 0`` skips the throughput figures. ``--profile FILE`` records the gateway with py-spy
+(``pip install py-spy``) while it serves the throughput's sends, and only then: py-spy attaches
+to the running gateway for each of its throughput runs, and the stacks (py-spy's raw format)
+go to FILE, with a table of where they went (``profile_table.py``).
 """
 
 from __future__ import annotations
@@ -34,11 +37,13 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import profile_table
 from a2a.client import Client, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest
 from kubernetes_asyncio import client as k8s
@@ -80,8 +85,8 @@ def wait_healthy(url: str, proc: subprocess.Popen[bytes], what: str) -> None:
 
 
 @contextlib.contextmanager
-def processes(kubeconfig: Path, workdir: Path, *, profile: Path | None = None) -> Iterator[str]:
-    """The scripted model, the operator and a gateway; yields the gateway's URL."""
+def processes(kubeconfig: Path, workdir: Path) -> Iterator[tuple[str, int]]:
+    """The scripted model, the operator and a gateway; yields the gateway's URL and pid."""
     started: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "BENCH_MODEL_KEY": "bench"}
     try:
@@ -138,11 +143,6 @@ def processes(kubeconfig: Path, workdir: Path, *, profile: Path | None = None) -
         started.append(operator)
         gateway_log = (workdir / "gateway.log").open("wb")
         command = [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)]
-        if profile is not None:
-            # Sampled from outside (py-spy, if installed): the gateway runs as it always does.
-            spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-            command = [spy, "record", "-r", "200", "-f", "raw", "-o", str(profile), "--"]
-            command += [sys.executable, "-m", "tiny_harness.a2a_gateway", "--config", str(config)]
         gateway = subprocess.Popen(
             command,
             env=env,
@@ -153,16 +153,59 @@ def processes(kubeconfig: Path, workdir: Path, *, profile: Path | None = None) -
         wait_healthy(liveness, operator, "the operator")
         url = f"http://127.0.0.1:{port}"
         wait_healthy(f"{url}/healthz", gateway, "the gateway")
-        yield url
+        yield url, gateway.pid
     finally:
         for proc in reversed(started):
-            # py-spy writes its profile when interrupted, not when terminated.
-            proc.send_signal(signal.SIGINT if profile is not None else signal.SIGTERM)
+            proc.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=15)
         log = workdir / "gateway.log"
         if os.environ.get("BENCH_GATEWAY_LOG") and log.exists():
             sys.stderr.write(log.read_text(errors="replace")[-6000:])
+
+
+#: py-spy's sampling rate (per second); the table's CPU seconds are counted at it.
+PROFILE_RATE = 200
+
+
+class Profiler:
+    """py-spy attached to the gateway while a block runs, each block's stacks kept apart."""
+
+    def __init__(self, pid: int, workdir: Path) -> None:
+        self.pid = pid
+        self.workdir = workdir
+        self.files: list[Path] = []
+        self.spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+
+    @contextlib.asynccontextmanager
+    async def recording(self) -> AsyncIterator[None]:
+        out = self.workdir / f"profile-{len(self.files)}.txt"
+        spy = await asyncio.create_subprocess_exec(
+            *(self.spy, "record", "--pid", str(self.pid), "-r", str(PROFILE_RATE)),
+            *("-f", "raw", "-o", str(out)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        assert spy.stdout is not None
+        # It says so once it has attached; until then nothing is sampled.
+        await asyncio.wait_for(spy.stdout.readline(), timeout=30)
+        try:
+            yield
+        finally:
+            # py-spy writes its stacks when interrupted.
+            spy.send_signal(signal.SIGINT)
+            await spy.wait()
+            self.files.append(out)
+
+    def write(self, path: Path) -> str:
+        """All the blocks' stacks, summed, to ``path``; the table of where they went."""
+        counts: Counter[str] = Counter()
+        for file in self.files:
+            for frames, count in profile_table.samples(file.read_text().splitlines()):
+                counts[";".join(frames)] += count
+        path.write_text("".join(f"{stack} {n}\n" for stack, n in counts.items()))
+        rows, busy, whole = profile_table.table(path.read_text().splitlines())
+        return profile_table.render(rows, busy, whole, rate=PROFILE_RATE)
 
 
 async def a2a_client(url: str, participant: str) -> tuple[Client, httpx.AsyncClient]:
@@ -289,7 +332,9 @@ async def bench_latency(
     return gateway_s, direct_s, hop_s
 
 
-async def bench_throughput(url: str, api: Any, clients: int, seconds: float) -> tuple[float, float]:
+async def bench_throughput(
+    url: str, api: Any, clients: int, seconds: float, profiler: Profiler | None = None
+) -> tuple[float, float]:
     direct = Direct(api)
     people = [f"client-{i}" for i in range(clients)]
     tasks = [await direct.start_task(p, "Ready.") for p in people]
@@ -318,14 +363,17 @@ async def bench_throughput(url: str, api: Any, clients: int, seconds: float) -> 
     rates: dict[str, list[float]] = {"gateway": [], "direct": []}
     for _ in range(2):  # alternate, so drift (operator backlog, etcd size) hits both alike
         rates["direct"].append(await run(via_api))
-        rates["gateway"].append(await run(via_gateway))
+        async with profiler.recording() if profiler else contextlib.nullcontext():
+            rates["gateway"].append(await run(via_gateway))
     for a2a, http in connections:
         await a2a.close()
         await http.aclose()
     return statistics.mean(rates["gateway"]), statistics.mean(rates["direct"])
 
 
-async def bench(url: str, kubeconfig: Path, args: argparse.Namespace) -> None:
+async def bench(
+    url: str, kubeconfig: Path, args: argparse.Namespace, profiler: Profiler | None
+) -> None:
     api = await connect(kubeconfig)
     try:
         gateway_s, direct_s, hop_s = await bench_latency(url, api, args.messages)
@@ -353,7 +401,9 @@ async def bench(url: str, kubeconfig: Path, args: argparse.Namespace) -> None:
         )
         if args.clients == 0:
             return
-        gateway_rate, direct_rate = await bench_throughput(url, api, args.clients, args.seconds)
+        gateway_rate, direct_rate = await bench_throughput(
+            url, api, args.clients, args.seconds, profiler
+        )
         print(
             f"messages per second, {args.clients} concurrent clients, {args.seconds:.0f} s twice:\n"
             f"  gateway {gateway_rate:8.1f}/s (SendStreamingMessage to the first event)\n"
@@ -362,6 +412,9 @@ async def bench(url: str, kubeconfig: Path, args: argparse.Namespace) -> None:
         )
         tasks = await HarnessTasks(api, NAMESPACE).list()
         print(f"({len(tasks)} tasks in the namespace at the end; the operator ran throughout)")
+        if profiler is not None:
+            print(f"the gateway's profile over its throughput runs ({args.profile}):")
+            print(profiler.write(args.profile))
     finally:
         await api.close()
 
@@ -375,7 +428,7 @@ def main() -> None:
         "--profile",
         type=Path,
         default=None,
-        help="record the gateway's stacks with py-spy (collapsed, to this file)",
+        help="record the gateway's stacks with py-spy during its throughput runs (to this file)",
     )
     args = parser.parse_args()
     with (
@@ -387,8 +440,9 @@ def main() -> None:
             check=True,
             capture_output=True,
         )
-        with processes(cluster.kubeconfig, Path(workdir), profile=args.profile) as url:
-            asyncio.run(bench(url, cluster.kubeconfig, args))
+        with processes(cluster.kubeconfig, Path(workdir)) as (url, pid):
+            profiler = Profiler(pid, Path(workdir)) if args.profile else None
+            asyncio.run(bench(url, cluster.kubeconfig, args, profiler))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from tiny_harness.a2a_gateway.api_pool import finish_when_cancelled
 from tiny_harness.a2a_gateway.card import (
     JSONRPC_PATH,
     REST_PREFIX,
@@ -224,6 +225,9 @@ async def serve_gateway(
     # Each open connection keeps its TLS buffers (some 256 KiB), so the pool is capped: at
     # thousands of streams opening at once, an uncapped pool was a quarter of the memory.
     api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
+    # A request whose caller has gone (a client that closed its stream) still ends, so that
+    # its connection is kept rather than closed and opened again with a TLS handshake.
+    finish_when_cancelled(api)
     try:
         app = build_app(gateway, api, commands=commands)
         server = _HostedServer(
