@@ -298,6 +298,7 @@ class PendingApproval(Model):
     arguments_cut: bool = Field(
         default=False, description="The arguments were too long to show whole (they run whole)."
     )
+    turn: int = Field(ge=0, description="The turn that asked for the call; the next runs it.")
     requirement: Requirement
     expires_at: str = Field(description="When the call's timeout acts (RFC 3339).")
     decision: Decision | None = None
@@ -396,6 +397,6 @@ def all_decided(pending: Sequence[PendingApproval]) -> bool:
     return bool(pending) and not undecided(pending)
 
 
-def decision_id(call_id: str) -> str:
-    """The journal notice (and history entry) that records the decision on ``call_id``."""
-    return f"decision-{call_id}"
+def timeout_id(call_id: str) -> str:
+    """The journal notice (and history entry) that records a timeout's decision."""
+    return f"approval-timeout-{call_id}"

@@ -24,15 +24,23 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  7    a control (complete, cancel)                     :class:`ApplyControl` or :class:`Refuse`
  7a   a participant task: a message from anyone but    :class:`Refuse`
       its assignee (it is not the answer)
+ 7b   a decision on a call that waits for approval     :class:`ApplyDecision`, or :class:`Refuse`
+                                                       saying who may decide, or that no such
+                                                       call waits, or that it was decided
+                                                       otherwise (:mod:`.approval`)
  8    a command before any ordinary message            :class:`RunCommand`
  9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
                                                        :class:`GiveUpTurn` once it has been
                                                        started :data:`MAX_TURN_ATTEMPTS` times,
                                                        or :class:`FailPastDeadline` when the
                                                        task has worked its activeDeadlineSeconds
- 10   an ordinary message, a child's news, or a        :class:`RunTurn` (a new turn), or
-      budget raised for a task that waited for it
-                                                       :class:`FailPastDeadline` (as row 9)
+ 9a   calls wait for approval, one past its timeout    :class:`TimeOutApprovals` (as each one's
+                                                       policy says); while none has passed,
+                                                       nothing starts a turn: messages and news
+                                                       wait, and the pass rests as row 14 does
+ 10   an ordinary message, a child's news, a budget    :class:`RunTurn` (a new turn), or
+      raised for a task that waited for it, or every
+      waiting call decided                             :class:`FailPastDeadline` (as row 9)
  11   a conversation just submitted                    :class:`Park`; or, while the first
                                                        message its creator announced has not
                                                        come, :class:`AwaitFirstMessage` (it
@@ -99,6 +107,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from tiny_harness.core.approval import (
+    DecisionRequest,
+    PendingApproval,
+    all_decided,
+    refuse_decision,
+    undecided,
+)
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.registry import CommandRegistry
 from tiny_harness.core.inbox import MessageSpec
@@ -107,7 +122,7 @@ from tiny_harness.core.speakers import refuse_answer, refuse_ending, refuse_spea
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, OnIdle, OnTimeout, TaskSpec
 
-MessageKind = Literal["ordinary", "control", "command"]
+MessageKind = Literal["ordinary", "control", "command", "decision"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +135,8 @@ class Pending:
     control: str | None = None
     #: Why the message cannot be taken at all, whoever sent it (too big): refused first.
     refusal: str | None = None
+    #: A decision's call, verdict and arguments (kind ``decision``).
+    decision: DecisionRequest | None = None
 
 
 def pending_of(message: MessageSpec, registry: CommandRegistry) -> Pending:
@@ -129,9 +146,18 @@ def pending_of(message: MessageSpec, registry: CommandRegistry) -> Pending:
     kind: MessageKind = "ordinary"
     if message.control is not None:
         kind = "control"
+    elif message.decision is not None:
+        kind = "decision"
     elif parse_command(message, registry) is not None:
         kind = "command"
-    return Pending(message.message_id, message.sender, kind, message.control, refuse_size(message))
+    return Pending(
+        message.message_id,
+        message.sender,
+        kind,
+        message.control,
+        refuse_size(message),
+        message.decision,
+    )
 
 
 class Lease(StrEnum):
@@ -177,6 +203,12 @@ class Facts:
     #: Seconds a new conversation may still wait for the first message its creator announced
     #: (zero or less: the bound has passed); None: none was announced, or it has been seen.
     first_message_left: float | None = None
+    #: The calls that wait for (or have) a decision (status.approvals), while the task is
+    #: parked awaiting approval; empty otherwise.
+    approvals: tuple[PendingApproval, ...] = ()
+    #: Seconds until the first undecided call's timeout acts (zero or less: it has); None:
+    #: no call waits.
+    approval_left: float | None = None
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -225,6 +257,19 @@ class ApplyControl:
     """Complete or cancel the task, as a participant (or the parent) asked."""
 
     message_id: str
+
+
+@dataclass(frozen=True)
+class ApplyDecision:
+    """Record the participant's decision on a call that waits for approval (again, when it
+    was already recorded as it is: nothing changes but the answer to this message)."""
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class TimeOutApprovals:
+    """Decide the calls whose timeout has passed as their policy says (reject by default)."""
 
 
 @dataclass(frozen=True)
@@ -329,6 +374,8 @@ Action = (
     | Refuse
     | Acknowledge
     | ApplyControl
+    | ApplyDecision
+    | TimeOutApprovals
     | RunCommand
     | RunTurn
     | Park
@@ -399,22 +446,56 @@ def decide(facts: Facts) -> Action:
                 if why is not None:
                     return Refuse(m.message_id, why)
     for m in facts.pending:
+        if m.kind == "decision" and m.decision is not None:
+            why = refuse_decision(
+                facts.approvals,
+                call_id=m.decision.call_id,
+                verdict=m.decision.verdict,
+                sender=m.sender,
+                role=spec.role_of(m.sender),
+                arguments=m.decision.arguments,
+            )
+            return Refuse(m.message_id, why) if why else ApplyDecision(m.message_id)
+    for m in facts.pending:
         if m.kind == "command":
             return RunCommand(m.message_id)
-        break  # an ordinary message comes first: the turn takes it, commands wait their turn
+        if m.kind == "ordinary":
+            break  # an ordinary message comes first: the turn takes it, commands wait
     if facts.lease in (Lease.MINE, Lease.EXPIRED) and not facts.state.is_terminal:
         if facts.attempts >= MAX_TURN_ATTEMPTS:
             return GiveUpTurn(facts.attempts)
         return _within_deadline(facts, RunTurn(facts.turn, resume=True))
+    if undecided(facts.approvals) and not facts.state.is_terminal:
+        return _awaiting_approval(facts)
     ordinary = any(m.kind == "ordinary" for m in facts.pending)
     freed = facts.budget_freed and not facts.state.is_terminal
-    if ordinary or freed or (facts.news and not facts.state.is_terminal):
+    decided = all_decided(facts.approvals) and not facts.state.is_terminal
+    if ordinary or freed or decided or (facts.news and not facts.state.is_terminal):
         return _within_deadline(facts, RunTurn(facts.turn + 1, resume=False))
     if facts.state is TaskState.SUBMITTED and facts.lifecycle is Lifecycle.CONVERSATION:
         return _submitted(facts.first_message_left)
     if facts.rows_stale:
         return SyncRows()
     return _at_rest(facts)
+
+
+def _awaiting_approval(facts: Facts) -> Action:
+    """Row 9a: calls wait for decisions. A timeout that has passed acts; until then nothing
+    starts a turn (the model could not be asked before every call it made has a result), and
+    the pass rests, to look again at the first timeout (or the input timeout, if sooner)."""
+    left = facts.approval_left
+    if left is not None and left <= 0:
+        return TimeOutApprovals()
+    if facts.rows_stale:
+        return SyncRows()
+    rest = _at_rest(facts)
+    if left is None:
+        return rest
+    if isinstance(rest, Nothing):
+        return WaitForInput(left)
+    if isinstance(rest, WaitForInput):
+        return WaitForInput(min(rest.seconds, left))
+    return rest
 
 
 def _submitted(first_message_left: float | None) -> Action:

@@ -630,6 +630,7 @@ class _Turn:
                     tool=entry.name,
                     arguments=shown,
                     arguments_cut=cut,
+                    turn=self.ref.turn,
                     requirement=entry.requirement,
                     expires_at=entry.expires_at,
                 )

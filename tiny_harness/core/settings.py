@@ -69,6 +69,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tiny_harness.core.approval import ApprovalDefaults
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.task import Budget
@@ -258,6 +259,11 @@ class OperatorSettings(_Section):
     )
     plugin_dirs: tuple[str, ...] = Field(
         default=(), description="Plugin folders (hooks.json, commands.json) to load at start."
+    )
+    approvals: ApprovalDefaults = Field(
+        default=ApprovalDefaults(),
+        description="What an approval policy leaves out ([operator.approvals]: roles, "
+        "timeout_seconds, on_timeout): who decides, how long a call waits, what its timeout does.",
     )
     destinations: DestinationSettings = Field(
         default=DestinationSettings(),

@@ -58,6 +58,7 @@ from tiny_harness.core.agent import (
     AgentSpec,
     AgentStatus,
 )
+from tiny_harness.core.approval import ApprovalPolicy
 from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import HarnessError
@@ -291,6 +292,15 @@ class AgentDirectory(Endpoints[Agent, AgentStatus]):
             agent.choice()
             for (ns, _), agent in sorted(self.agents.items())
             if ns == namespace and agent.ready
+        )
+
+    def approvals(self, namespace: str) -> tuple[tuple[str, ApprovalPolicy | None], ...]:
+        """Every declared agent of ``namespace`` with its approval policy (for the gates of a
+        turn: ready or not, a spawn that names it is gated as its spec says)."""
+        return tuple(
+            (name, agent.spec.approval if agent.spec is not None else None)
+            for (ns, name), agent in sorted(self.agents.items())
+            if ns == namespace
         )
 
     def ready(self, namespace: str, name: str) -> Agent:

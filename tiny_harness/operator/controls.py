@@ -280,6 +280,7 @@ class Controls:
                     "message": f"completed by {sender}",
                     "messageId": own_message_id(),
                     "subTasks": rows_json(snap.rows),
+                    "approvals": None,  # nothing waits on an ended task
                 }
             )
             await self.w.append_notices(snap, (ack_entry(message),))
@@ -417,6 +418,7 @@ class Controls:
                 "runner": None,
                 "message": text + (f" ({remote})" if remote else ""),
                 "messageId": own_message_id(),
+                "approvals": None,  # nothing waits on an ended task
             }
         )
         await self.w.rt.event(snap.obj, "Cancelled", text)

@@ -243,6 +243,11 @@ class OperatorTurnHost:
             "messageId": outcome.message_id if outcome.text else None,
             "subTasks": [r.model_dump(mode="json", by_alias=True, exclude_none=True) for r in rows],
             "runner": None,
+            # The calls this turn parked (none: the ones it ran are settled, and leave).
+            "approvals": [
+                a.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for a in outcome.approvals
+            ],
         }
         if outcome.plan is not None:
             patch["plan"] = outcome.plan.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -78,6 +78,19 @@ class OperatorMetrics:
             ["action"],
             registry=r,
         )
+        self.approvals = Counter(
+            "tiny_harness_approvals_total",
+            "Decisions on calls that waited for approval, by outcome: approved, edited (approved "
+            "with a decider's arguments), rejected, timed_out_rejected, timed_out_approved.",
+            ["outcome"],
+            registry=r,
+        )
+        self.approval_wait_seconds = Histogram(
+            "tiny_harness_approval_wait_seconds",
+            "Time from a call's park to its decision (a timeout's included).",
+            buckets=(1, 5, 15, 60, 300, 900, 3600, 4 * 3600, 24 * 3600),
+            registry=r,
+        )
         self.shards_held = Gauge(
             "tiny_harness_shards_held",
             "Shards this replica holds (0 when the replicas do not split the tasks).",

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from kubernetes_asyncio import client
 
 from tiny_harness.core.agent import AgentChoice
+from tiny_harness.core.approval import ApprovalPolicy
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.setup import BuiltCommands
 from tiny_harness.core.decide import Facts
@@ -94,6 +95,8 @@ class ToolOffers(Protocol):
 
 class AgentOffers(Protocol):
     def offered(self, namespace: str) -> tuple[AgentChoice, ...]: ...
+
+    def approvals(self, namespace: str) -> tuple[tuple[str, ApprovalPolicy | None], ...]: ...
 
 
 class RemoteAgents(Protocol):

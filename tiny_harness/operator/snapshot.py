@@ -10,9 +10,12 @@ nothing in it is fetched from the API.
 from __future__ import annotations
 
 import datetime as dt
+import json
+from collections.abc import Sequence
 from typing import Any
 
-from tiny_harness.core.clock import now
+from tiny_harness.core.approval import Decision, PendingApproval
+from tiny_harness.core.clock import now, parse
 from tiny_harness.core.deadlines import first_message_left
 from tiny_harness.core.history import (
     AckEntry,
@@ -36,7 +39,7 @@ from tiny_harness.core.task import (
     TaskSpec,
     TaskStatus,
 )
-from tiny_harness.core.turn import JournalEntry
+from tiny_harness.core.turn import AwaitEntry, DecidedCall, JournalEntry
 from tiny_harness.core.usage import total
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
@@ -77,6 +80,15 @@ class Snapshot:
     def message(self, message_id: str) -> StoredMessage:
         return next(m for m in self.pending if m.spec.message_id == message_id)
 
+    @property
+    def approvals(self) -> tuple[PendingApproval, ...]:
+        """The calls that wait for a decision (or have one), while the task is parked for
+        them; none otherwise (a list a later turn or an end has left behind counts for
+        nothing)."""
+        if self.status.sub_state != SubState.AWAITING_APPROVAL.value:
+            return ()
+        return self.status.approvals
+
     def extension(self, rows: tuple[SubTaskRow, ...] | None = None) -> TaskExtension:
         status = self.status.model_copy(update={"sub_tasks": self.rows if rows is None else rows})
         return TaskExtension.of(self.spec, status)
@@ -96,6 +108,60 @@ def unique_entries(records: list[TurnRecord]) -> list[RecordEntry]:
                 seen.add(entry.id)
                 out.append(entry)
     return out
+
+
+def approval_left(approvals: Sequence[PendingApproval], moment: dt.datetime) -> float | None:
+    """Seconds until the first undecided call's timeout acts (row 9a of decide); None: no
+    call waits. A deadline that cannot be read has passed: no call waits for ever."""
+    lefts = []
+    for pending in approvals:
+        if pending.decision is None:
+            at = parse(pending.expires_at)
+            lefts.append((at - moment).total_seconds() if at is not None else 0.0)
+    return min(lefts) if lefts else None
+
+
+def decided_calls(
+    approvals: Sequence[PendingApproval], records: Sequence[TurnRecord], turn: int
+) -> tuple[DecidedCall, ...]:
+    """What turn ``turn`` runs (or answers) first: the calls the turn before it parked, each
+    with its decision and its arguments as the model gave them (the park's journal entry
+    holds them whole; the status may show them cut). Empty for any other turn, so a decision
+    is acted on by the turn right after its park and by no later one."""
+    asked = {
+        e.call_id: e
+        for r in records
+        if r.turn == turn - 1
+        for e in r.entries
+        if isinstance(e, AwaitEntry)
+    }
+    out: list[DecidedCall] = []
+    for pending in approvals:
+        if pending.turn != turn - 1 or pending.decision is None:
+            continue
+        entry = asked.get(pending.call_id)
+        decision = pending.decision
+        if entry is not None:
+            arguments = entry.arguments_json
+        elif not pending.arguments_cut:
+            arguments = json.dumps(pending.arguments)
+        else:  # pragma: no cover - the park's record is read with the task's records
+            arguments = "{}"
+            decision = Decision(
+                verdict="reject",
+                by=decision.by,
+                at=decision.at,
+                reason="its arguments could not be read back from the journal",
+            )
+        out.append(
+            DecidedCall(
+                call_id=pending.call_id,
+                name=pending.tool,
+                arguments_json=arguments,
+                decision=decision,
+            )
+        )
+    return tuple(out)
 
 
 def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, ...]:

@@ -33,6 +33,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from tiny_harness.core.approval import gates_of
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.deadlines import deadline_left
@@ -63,7 +64,13 @@ from tiny_harness.operator.host import OperatorTurnHost
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import SupervisedWorker, TurnLoop
 from tiny_harness.operator.remote import RemoteCallError
-from tiny_harness.operator.snapshot import Snapshot, history_before, rows_json, unique_entries
+from tiny_harness.operator.snapshot import (
+    Snapshot,
+    decided_calls,
+    history_before,
+    rows_json,
+    unique_entries,
+)
 from tiny_harness.operator.status_writes import failed_status, own_message_id, resumed_conditions
 
 log = logging.getLogger(__name__)
@@ -153,6 +160,13 @@ class TurnSupervisor:
             remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
             if snap.spec.agent
             else None,
+            gates=gates_of(
+                servers=offer.servers,
+                agents=remotes.directory.approvals(w.namespace) if remotes else (),
+                rules=snap.spec.approval,
+                defaults=w.rt.settings.approvals,
+            ),
+            decided=decided_calls(snap.status.approvals, records, number),
         )
         # The turn continues the trace of the first message it is about to take (the others
         # are linked): see core/tracing.py.

@@ -44,6 +44,7 @@ from typing import Final, Literal
 from kubernetes_asyncio import client
 from pydantic import ValidationError
 
+from tiny_harness.core.approval import ToolServerApproval
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.destinations import DestinationSettings
@@ -129,6 +130,22 @@ class _Server(Declared):
     def current(self) -> _Offered | None:
         offered = self.offered
         return offered if offered is not None and offered.generation == self.generation else None
+
+
+def _approval_of(obj: Obj) -> ToolServerApproval | None:
+    """The server's approval policy. A spec the schema should have refused gates every tool
+    with the defaults rather than none: an approval asked for is never silently dropped."""
+    raw = (obj.get("spec") or {}).get("approval")
+    if raw is None:
+        return None
+    try:
+        return ToolServerApproval.model_validate(raw)
+    except ValidationError:
+        log.warning(
+            "tool server %s: spec.approval is invalid; every call needs approval",
+            obj["metadata"].get("name"),
+        )
+        return ToolServerApproval()
 
 
 def _read_status(obj: Obj) -> ToolServerStatus:
@@ -341,9 +358,15 @@ class ToolServers(Endpoints[_Server, ToolServerStatus]):
                 continue
             self._ask_again(server)
             current = await self._settled(server)
-            ready = server.status.ready()
+            status = server.status
+            ready = status.ready()
             why = f"{ready.reason}: {ready.message}" if ready else "not discovered yet"
-            found[name] = Available(current.tools if current else None, why)
+            found[name] = Available(
+                current.tools if current else None,
+                why,
+                names=tuple((t.name, t.exposed_as) for t in status.tools),
+                approval=_approval_of(server.obj),
+            )
         return compose_offer(namespace, names, found, self.taken)
 
     async def _settled(self, server: _Server) -> _Offered | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tiny_harness.core.approval import ToolServerApproval
 from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.task import Condition, TaskSpec
 from tiny_harness.core.tools import Tool, TurnTools
@@ -34,6 +35,14 @@ class Available:
 
     tools: tuple[Tool, ...] | None
     why: str = ""
+    #: Its tools as (the server's name, the name the model calls), and its approval policy.
+    names: tuple[tuple[str, str], ...] = ()
+    approval: ToolServerApproval | None = None
+
+
+#: What the approval gates of a turn need of one offered server: its name, its tools as
+#: (MCP name, offered name), and its policy (``core.approval.gates_of``).
+GatedServer = tuple[str, tuple[tuple[str, str], ...], ToolServerApproval | None]
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,7 @@ class Offer:
 
     tools: TurnTools
     condition: Condition | None = None
+    servers: tuple[GatedServer, ...] = ()
 
     def conditions(
         self, current: Sequence[Condition], pending: list[dict[str, Any]] | None
@@ -92,6 +102,7 @@ def compose_offer(
     tools: list[Tool] = []
     problems: list[tuple[str, str, str]] = []  # reason, server, why
     offered: list[str] = []
+    gated: list[GatedServer] = []
     names_taken = set(taken)
     for name in names:
         server = found.get(name)
@@ -108,6 +119,7 @@ def compose_offer(
                 names_taken.add(tool.spec.name)
                 tools.append(tool)
         offered.append(name)
+        gated.append((name, server.names, server.approval))
     notes = [MCP_NOTE.format(", ".join(offered))] if offered else []
     notes += [
         f"Tool server {name!r} is not available for this turn: {why}. If the task needs its "
@@ -131,4 +143,4 @@ def compose_offer(
             message=f"{len(tools)} tool(s) from {', '.join(offered)}",
             last_transition_time=now,
         )
-    return Offer(TurnTools(tools=tuple(tools), notes=tuple(notes)), condition)
+    return Offer(TurnTools(tools=tuple(tools), notes=tuple(notes)), condition, tuple(gated))

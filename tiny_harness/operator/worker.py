@@ -37,6 +37,7 @@ from tiny_harness.core.decide import (
     Acknowledge,
     Action,
     ApplyControl,
+    ApplyDecision,
     AwaitFirstMessage,
     AwaitRecords,
     Collect,
@@ -53,6 +54,7 @@ from tiny_harness.core.decide import (
     RunCommand,
     RunTurn,
     SyncRows,
+    TimeOutApprovals,
     WaitForInput,
     WaitForLease,
     WaitToCollect,
@@ -85,6 +87,7 @@ from tiny_harness.operator.budgets import own_budget, turn_budget, with_usage
 from tiny_harness.operator.cache import Pins
 from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.controls import Controls
+from tiny_harness.operator.decisions import Decisions
 from tiny_harness.operator.feed import rv_of
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import CommandHost, OperatorRuntime
@@ -92,6 +95,7 @@ from tiny_harness.operator.slots import Ticket
 from tiny_harness.operator.snapshot import (
     Snapshot,
     ack_entry,
+    approval_left,
     budget_freed,
     expires_in_of,
     first_message_wait,
@@ -147,6 +151,7 @@ class TaskWorker:
         self.unreachable = 0
         self.awaiting_records_since: float | None = None
         self.controls = Controls(self)
+        self.decisions = Decisions(self)
 
     def poke(self) -> None:
         """Something about the task changed: look again, now or after the current pass."""
@@ -301,6 +306,8 @@ class TaskWorker:
             on_idle=spec.on_idle or self.rt.settings.on_idle,
             budget_freed=self.budget_freed(snap),
             first_message_left=first_message_wait(snap, self.rt.settings, moment),
+            approvals=snap.approvals,
+            approval_left=approval_left(snap.approvals, moment),
         )
 
     def budget_freed(self, snap: Snapshot) -> bool:
@@ -401,6 +408,10 @@ class TaskWorker:
                 await self.append_notices(snap, (ack_entry(snap.message(mid)),))
             case ApplyControl(message_id=mid):
                 await self.controls.control(snap, snap.message(mid))
+            case ApplyDecision(message_id=mid):
+                await self.decisions.decide(snap, snap.message(mid))
+            case TimeOutApprovals():
+                await self.decisions.time_out_approvals(snap)
             case RunCommand(message_id=mid):
                 await self.command(snap, snap.message(mid))
             case RunTurn(turn=turn, resume=resume):

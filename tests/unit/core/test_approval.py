@@ -3,6 +3,7 @@ policies combine, and a turn that parks its gated calls and runs them, decided, 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from tiny_harness.core.approval import (
     ApprovalDefaults,
     ApprovalPolicy,
     Decision,
+    DecisionRequest,
     PendingApproval,
     TaskApprovalRule,
     ToolServerApproval,
@@ -22,11 +24,22 @@ from tiny_harness.core.approval import (
 )
 from tiny_harness.core.compaction import FixedContextWindow
 from tiny_harness.core.control import control_message, control_of
+from tiny_harness.core.decide import (
+    ApplyControl,
+    ApplyDecision,
+    Facts,
+    Pending,
+    Refuse,
+    RunTurn,
+    TimeOutApprovals,
+    WaitForInput,
+    decide,
+)
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import Role
+from tiny_harness.core.task import Participant, Role, TaskSpec
 from tiny_harness.core.tools import ToolContext, ToolRegistry
 from tiny_harness.core.turn import (
     AwaitEntry,
@@ -170,6 +183,7 @@ def pending(**decision: Any) -> tuple[PendingApproval, ...]:
             arguments={"env": "prod"},
             requirement=requirement,
             expires_at="2026-12-02T07:00:00Z",
+            turn=0,
             decision=Decision(**decision) if decision else None,
         ),
     )
@@ -320,3 +334,70 @@ async def test_a_rejected_call_becomes_a_result_the_model_reads() -> None:
     first = host.journal[0]
     assert isinstance(first, ToolEntry)
     assert first.id == "t1/turn-1/tool-0-call-0"
+
+
+# -- the decision table ------------------------------------------------------------------------
+
+
+SPEC = TaskSpec(
+    goal="ship",
+    participants=(
+        Participant(id="alice", role=Role.ASSIGNEE),
+        Participant(id="bob", role=Role.WATCHER),
+    ),
+)
+
+
+def parked(**changes: Any) -> Facts:
+    """A conversation parked after turn 2 with call c1 waiting, 60 s before its timeout."""
+    base = Facts(
+        initialised=True,
+        state=TaskState.INPUT_REQUIRED,
+        spec=SPEC,
+        turn=2,
+        approvals=pending(),
+        approval_left=60.0,
+    )
+    return replace(base, **changes)
+
+
+def deciding(sender: str, call_id: str = "c1", verdict: Any = "approve") -> Pending:
+    request = DecisionRequest(call_id=call_id, verdict=verdict)
+    return Pending("d1", sender, "decision", decision=request)
+
+
+def test_an_admitted_decider_s_decision_is_applied() -> None:
+    assert decide(parked(pending=(deciding("alice"),))) == ApplyDecision("d1")
+
+
+def test_a_watcher_s_and_a_stranger_s_decisions_are_refused_with_the_reason() -> None:
+    watcher = decide(parked(pending=(deciding("bob"),)))
+    assert watcher == Refuse("d1", "refused: bob is a watcher and may not decide call 'c1'")
+    stranger = decide(parked(pending=(deciding("mallory"),)))
+    assert stranger == Refuse("d1", "refused: mallory is not a participant of this task")
+
+
+def test_a_decision_on_a_call_that_does_not_wait_is_refused_naming_those_that_do() -> None:
+    action = decide(parked(pending=(deciding("alice", "c9"),)))
+    assert action == Refuse(
+        "d1", "refused: no call 'c9' waits for a decision on this task (waiting: c1)"
+    )
+
+
+def test_while_a_call_waits_a_message_starts_no_turn_and_the_pass_wakes_at_the_timeout() -> None:
+    action = decide(parked(pending=(Pending("m1", "alice", "ordinary"),)))
+    assert action == WaitForInput(60.0)
+
+
+def test_a_call_past_its_timeout_is_decided_by_its_policy() -> None:
+    assert decide(parked(approval_left=0.0)) == TimeOutApprovals()
+
+
+def test_once_every_call_is_decided_the_next_turn_runs_them() -> None:
+    done = pending(verdict="approve", by="alice", at="2026-12-02T06:00:00Z")
+    assert decide(parked(approvals=done, approval_left=None)) == RunTurn(3, resume=False)
+
+
+def test_a_cancel_is_taken_before_a_decision_sent_beside_it() -> None:
+    cancel = Pending("c1", "alice", "control", "cancel")
+    assert decide(parked(pending=(deciding("alice"), cancel))) == ApplyControl("c1")

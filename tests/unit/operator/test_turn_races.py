@@ -259,6 +259,9 @@ class RemoteAgent:
     def offered(self, namespace: str) -> tuple[Any, ...]:
         return ()
 
+    def approvals(self, namespace: str) -> tuple[Any, ...]:
+        return ()
+
     # -- the client ----------------------------------------------------------------------------
 
     def client(self) -> RemoteAgent:
