@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from tests.eventually import INTERVAL, NotYet, eventually_async
+from tiny_harness.core.approval import DecisionRequest
 from tiny_harness.core.history import TranscriptMessage, transcript
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.kube.client import HarnessTasks
@@ -63,6 +64,23 @@ class Tasks:
         message_id = f"c-{uuid.uuid4().hex[:8]}"
         await self.messages.send(
             MessageSpec(task=task, message_id=message_id, sender=sender, control=action),  # type: ignore[arg-type]
+            task=await self.tasks.get(task),
+        )
+        return message_id
+
+    async def decide(
+        self,
+        task: str,
+        call_id: str,
+        verdict: str = "approve",
+        sender: str = "alice",
+        **request: Any,
+    ) -> str:
+        """Send a decision on a call that waits for approval (``request``: reason, arguments)."""
+        message_id = f"d-{uuid.uuid4().hex[:8]}"
+        decision = DecisionRequest(call_id=call_id, verdict=verdict, **request)  # type: ignore[arg-type]
+        await self.messages.send(
+            MessageSpec(task=task, message_id=message_id, sender=sender, decision=decision),
             task=await self.tasks.get(task),
         )
         return message_id

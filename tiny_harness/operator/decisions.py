@@ -41,6 +41,7 @@ from tiny_harness.core.history import NoticeEntry, RecordEntry
 from tiny_harness.core.reply_ids import command_reply_id
 from tiny_harness.core.task import TEXT_MAX
 from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.operator import failpoints
 from tiny_harness.operator.ports import Acting
 from tiny_harness.operator.snapshot import Snapshot, ack_entry
 from tiny_harness.operator.status_writes import own_message_id
@@ -120,6 +121,7 @@ class Decisions:
                 _notice(command_reply_id(message.spec.message_id), pending, decision),
             ),
         )
+        failpoints.decision_recorded(self.w.name)
 
     async def time_out_approvals(self, snap: Snapshot) -> None:
         """Decide every call whose timeout has passed as its policy says (row 9a)."""

@@ -1,0 +1,282 @@
+"""A person approves a tool call before it runs, end to end: a HarnessToolServer whose
+``spec.approval`` gates a tool, the real operator parking the turn, decisions sent as
+participants send them (the API, and an a2a-sdk client through the gateway), and the test MCP
+server counting what really ran."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import NotYet, eventually_async
+from tests.integration.gateway_support import A2AUser, Replicas
+from tests.integration.lifecycle_support import Tasks
+from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
+from tiny_harness.core.control import control_message
+from tiny_harness.core.reply_ids import command_reply_id, refusal_id
+from tiny_harness.testing.mcp_server import McpServerThread
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+AWAITING = "awaiting-approval"
+PARKED = "TASK_STATE_INPUT_REQUIRED"
+PEOPLE = [
+    {"id": "alice", "role": "assignee"},
+    {"id": "bob", "role": "watcher"},
+    {"id": "carol", "role": "admin"},
+    {"id": "dave", "role": "reporter"},
+]
+
+
+def weather_call(city: str, call_id: str) -> dict[str, Any]:
+    return {
+        "type": "tool_calls",
+        "calls": [{"name": "weather__weather", "arguments": {"city": city}, "id": call_id}],
+    }
+
+
+def text(reply: str) -> dict[str, Any]:
+    return {"type": "text", "text": reply}
+
+
+@pytest.fixture
+def gated(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+    """The operator, and the test MCP server as tool server ``weather`` whose ``weather``
+    tool needs approval (and ``slow`` does not)."""
+    operator()
+    declare(kubectl, "weather", mcp.url, approval={"tools": ["weather"], "allowEdit": True})
+    wait_ready(kubectl, "weather")
+    return mcp
+
+
+async def park(tasks: Tasks, name: str, ask: str = "Weather in Oslo?") -> dict[str, Any]:
+    """A conversation on the gated server, sent ``ask``, parked awaiting approval."""
+    await tasks.create(name, toolServers=["weather"], participants=PEOPLE)
+    await tasks.wait(name, PARKED)
+    await tasks.send(name, ask)
+    return await tasks.wait(name, PARKED, sub_state=AWAITING, turn=1, within=60)
+
+
+async def answer_to(tasks: Tasks, name: str, message_id: str) -> str:
+    """The text that answers the decision ``message_id``: its reply, or its refusal."""
+    ids = {command_reply_id(message_id), refusal_id(message_id)}
+
+    async def answered() -> str | NotYet:
+        found = [m for m in await tasks.transcript(name) if m.message_id in ids]
+        return found[0].text if found else NotYet(ids)
+
+    return await eventually_async(answered, within=30, what=f"the answer to {message_id}")
+
+
+async def test_a_gated_call_waits_and_runs_once_when_approved(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread, kubectl: Kubectl
+) -> None:
+    await model_server.control.script(
+        [weather_call("Oslo", "call_w1"), text("It is sunny in Oslo.")]
+    )
+
+    status = await park(tasks, "approve-me")
+
+    (pending,) = status["approvals"]
+    assert pending["callId"] == "call_w1"
+    assert pending["tool"] == "weather__weather"
+    assert pending["arguments"] == {"city": "Oslo"}
+    assert "decision" not in pending
+    assert "weather__weather (call call_w1)" in status["message"]
+    assert gated.served("weather") == []  # nothing ran before a person said yes
+    wide = kubectl.run("get", "ht", "approve-me", "-o", "wide").stdout
+    assert AWAITING in wide
+
+    decided = await tasks.decide("approve-me", "call_w1", reason="fine")
+    assert await answer_to(tasks, "approve-me", decided) == (
+        "weather__weather was approved by alice: fine"
+    )
+    done = await tasks.wait("approve-me", PARKED, turn=2, within=60)
+
+    assert done["message"] == "It is sunny in Oslo."
+    assert [c.arguments for c in gated.served("weather")] == [{"city": "Oslo"}]
+    assert tool_outputs((await model_server.control.requests())[-1]) == ["Sunny in Oslo."]
+    assert not done.get("approvals")
+
+
+async def test_a_rejected_call_is_a_result_the_model_reads_and_never_runs(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread
+) -> None:
+    await model_server.control.script(
+        [weather_call("Oslo", "call_r1"), text("I will not check the weather then.")]
+    )
+    await park(tasks, "reject-me")
+
+    decided = await tasks.decide("reject-me", "call_r1", "reject", reason="not on prod")
+    assert await answer_to(tasks, "reject-me", decided) == (
+        "weather__weather was rejected by alice: not on prod"
+    )
+    await tasks.wait("reject-me", PARKED, turn=2, within=60)
+
+    assert gated.served("weather") == []
+    (rejected,) = tool_outputs((await model_server.control.requests())[-1])
+    assert rejected == "Not run: weather__weather was rejected by alice: not on prod."
+
+
+async def test_an_approval_may_edit_the_arguments_when_the_policy_allows(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread
+) -> None:
+    await model_server.control.script([weather_call("Oslo", "call_e1"), text("Sunny in Bergen.")])
+    await park(tasks, "edit-me")
+
+    await tasks.decide("edit-me", "call_e1", arguments={"city": "Bergen"})
+    await tasks.wait("edit-me", PARKED, turn=2, within=60)
+
+    assert [c.arguments for c in gated.served("weather")] == [{"city": "Bergen"}]
+
+
+async def test_a_watcher_a_stranger_and_an_unnamed_role_are_refused_and_the_call_still_waits(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread
+) -> None:
+    await model_server.control.script([weather_call("Oslo", "call_x1"), text("Done.")])
+    await park(tasks, "guarded")
+
+    watcher = await tasks.decide("guarded", "call_x1", sender="bob")
+    reporter = await tasks.decide("guarded", "call_x1", sender="dave")
+    stranger = await tasks.decide("guarded", "call_x1", sender="mallory")
+    missing = await tasks.decide("guarded", "call_nope")
+
+    assert await answer_to(tasks, "guarded", watcher) == (
+        "refused: bob is a watcher and may not decide call 'call_x1'"
+    )
+    assert await answer_to(tasks, "guarded", reporter) == (
+        "refused: dave may not decide call 'call_x1' (weather__weather); it is decided by "
+        "(assignees or admins)"
+    )
+    assert await answer_to(tasks, "guarded", stranger) == (
+        "refused: mallory is not a participant of this task"
+    )
+    assert await answer_to(tasks, "guarded", missing) == (
+        "refused: no call 'call_nope' waits for a decision on this task (waiting: call_x1)"
+    )
+    status = await tasks.status("guarded")
+    assert status["subState"] == AWAITING
+    assert "decision" not in status["approvals"][0]
+    assert gated.served("weather") == []
+
+
+async def test_the_same_decision_twice_changes_nothing_and_a_different_one_is_told_who_won(
+    tasks: Tasks,
+    model_server: ModelServer,
+    operator: Operator,
+    kubectl: Kubectl,
+    mcp: McpServerThread,
+) -> None:
+    # Two calls, so the task keeps waiting after the first is decided.
+    operator()
+    declare(kubectl, "weather", mcp.url, approval={})
+    wait_ready(kubectl, "weather")
+    both = {
+        "type": "tool_calls",
+        "calls": [
+            {"name": "weather__weather", "arguments": {"city": "Oslo"}, "id": "call_a"},
+            {"name": "weather__weather", "arguments": {"city": "Rome"}, "id": "call_b"},
+        ],
+    }
+    await model_server.control.script([both, text("Both checked.")])
+    status = await park(tasks, "twice")
+    assert [p["callId"] for p in status["approvals"]] == ["call_a", "call_b"]
+
+    first = await tasks.decide("twice", "call_a")
+    await answer_to(tasks, "twice", first)
+    again = await tasks.decide("twice", "call_a")
+    other = await tasks.decide("twice", "call_a", "reject", sender="carol")
+
+    assert await answer_to(tasks, "twice", again) == "weather__weather was approved by alice"
+    told = await answer_to(tasks, "twice", other)
+    assert told.startswith("refused: call 'call_a' was already approved by alice at ")
+    status = await tasks.status("twice")
+    assert status["subState"] == AWAITING  # call_b still waits
+    assert mcp.served("weather") == []
+
+    await tasks.decide("twice", "call_b", "reject", sender="carol", reason="one is enough")
+    await tasks.wait("twice", PARKED, turn=2, within=60)
+    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
+
+
+async def test_a_call_no_one_decides_is_rejected_at_its_timeout(
+    operator: Operator,
+    kubectl: Kubectl,
+    tasks: Tasks,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    declare(kubectl, "weather", mcp.url, approval={"timeoutSeconds": 2})
+    wait_ready(kubectl, "weather")
+    await model_server.control.script([weather_call("Oslo", "call_t1"), text("No answer.")])
+    await park(tasks, "ignored")
+
+    await tasks.wait("ignored", PARKED, turn=2, within=60)
+
+    assert mcp.served("weather") == []
+    (timed_out,) = tool_outputs((await model_server.control.requests())[-1])
+    assert timed_out == (
+        "Not run: weather__weather was rejected: no one decided in time: not decided within "
+        "2s (onTimeout: reject)."
+    )
+
+
+async def test_an_approval_through_the_gateway_over_a2a(
+    tasks: Tasks,
+    model_server: ModelServer,
+    gated: McpServerThread,
+    gateway: Replicas,
+) -> None:
+    await model_server.control.script(
+        [weather_call("Oslo", "call_g1"), text("It is sunny in Oslo.")]
+    )
+    await park(tasks, "over-a2a")
+    alice = await A2AUser.connect(gateway().url, "alice")
+    try:
+        task = await alice.get("over-a2a")
+        extension = MessageToDict(task.metadata)
+        key = next(k for k in extension if k.endswith("/task"))
+        (waiting,) = extension[key]["approvals"]
+        assert (waiting["call_id"], waiting["tool"]) == ("call_g1", "weather__weather")
+        events = await alice.stream(control_message("over-a2a", "approve", call_id="call_g1"))
+        said = [
+            e.status_update.status.message.parts[0].text
+            for e in events
+            if e.HasField("status_update") and e.status_update.status.message.parts
+        ]
+        assert "weather__weather was approved by alice" in said
+    finally:
+        await alice.close()
+    await tasks.wait("over-a2a", PARKED, turn=2, within=60)
+    assert [c.arguments for c in gated.served("weather")] == [{"city": "Oslo"}]
+
+
+async def test_an_operator_killed_after_the_decision_runs_the_call_once_after_restart(
+    operator: Operator,
+    kubectl: Kubectl,
+    tasks: Tasks,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    first = operator(env={"TINY_HARNESS_FAILPOINT": "kill-after-decision:1"})
+    declare(kubectl, "weather", mcp.url, approval={})
+    wait_ready(kubectl, "weather")
+    await model_server.control.script([weather_call("Oslo", "call_k1"), text("Sunny.")])
+    await park(tasks, "killed")
+
+    await tasks.decide("killed", "call_k1")
+    assert await asyncio.to_thread(first.proc.wait, 30) == -9  # SIGKILL, at the failpoint
+    status = await tasks.status("killed")
+    assert status["approvals"][0]["decision"]["by"] == "alice"
+    assert mcp.served("weather") == []
+
+    operator(identity="operator-b")
+    await tasks.wait("killed", PARKED, turn=2, within=60)
+    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
