@@ -85,11 +85,11 @@ from tiny_harness.a2a_gateway.rendering import (
     StatusKey,
     TaskChange,
     as_of,
+    change_of,
     is_interrupted,
     is_terminal,
     noted,
     progress_key,
-    render_task,
     status_event,
     status_key,
     version_of,
@@ -150,7 +150,8 @@ def requested(context: ServerCallContext, name: str) -> object | None:
 
 @dataclass(frozen=True)
 class _Sent:
-    """A message written to a task, the task as it was when the message was written, and the
+    """A message written to a task, the task as it was when the message was written (and as a
+    change: its status event and the keys the wait compares the next ones with), and the
     subscription to its changes, opened before that read (closed by whoever follows it)."""
 
     task: Task
@@ -158,6 +159,7 @@ class _Sent:
     message_id: str
     existed: bool
     subscription: Subscription[TaskChange]
+    opening: TaskChange
 
 
 def _number(version: TaskVersion) -> int:
@@ -303,7 +305,9 @@ class GatewayRequestHandler(RequestHandler):
         except BaseException:
             subscription.close()
             raise
-        return _Sent(task, version, message.message_id, existed=False, subscription=subscription)
+        # Its first event is the task as written: nothing else of it is read back.
+        opening = TaskChange.of(status_event(task), version, turn=0, running=False)
+        return _Sent(task, version, message.message_id, False, subscription, opening)
 
     async def _append(self, said: Inbound, context: ServerCallContext) -> _Sent:
         # Opened before the read the wait starts from, so no change after it is missed.
@@ -318,9 +322,10 @@ class GatewayRequestHandler(RequestHandler):
         self, said: Inbound, context: ServerCallContext, subscription: Subscription[TaskChange]
     ) -> _Sent:
         message, participant = said.message, said.sender
-        stored = await self._store.get_without_history(message.task_id, context)
-        if stored is None:
+        found = await self._store.get_with_change(message.task_id, context)
+        if found is None:
             raise TaskNotFoundError(message=f"task {message.task_id!r} not found")
+        stored, opening = found
         task = stored.task
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
@@ -333,14 +338,14 @@ class GatewayRequestHandler(RequestHandler):
         if retried:
             # The same message again after it ended the task (a retried completion): the
             # answer is the task as it is, as it was for the first send.
-            return _Sent(task, stored.version, message.message_id, True, subscription)
+            return _Sent(task, stored.version, message.message_id, True, subscription, opening)
         refuse_if_ended(task)
         if said.control is not None:
             require_ending_role(task, participant, said.control)
         version = await self._store.append(task.id, [said.to(task.id)], participant)
         # A message that was already stored (a retry) may have been taken long ago.
         existed = not version.is_after(stored.version)
-        return _Sent(task, stored.version, message.message_id, existed, subscription)
+        return _Sent(task, stored.version, message.message_id, existed, subscription, opening)
 
     async def _follow(
         self, sent: _Sent, *, until: float | None = None
@@ -352,32 +357,36 @@ class GatewayRequestHandler(RequestHandler):
         is the gateway's note)."""
         if closed(sent.task):
             return
+        # The turns that can take the message: from the one the task showed when it was
+        # written (the store reads theirs alone); a retried message was written at a turn no
+        # one knows.
+        since = None if sent.existed else sent.opening.turn
         if sent.existed and is_interrupted(sent.task):
             # A retried message may have been answered long ago: by a notice, or by the end of
             # the turn that gave it to the model, as of the task now?
-            fate = await self._store.fate(sent.task.id, sent.message_id)
+            fate = await self._store.fate(sent.task.id, sent.message_id, since=None)
             if fate.answer is not None:
-                yield noted(status_event(sent.task), Note(fate.answer.id, fate.answer.text))
+                yield noted(sent.opening.event, Note(fate.answer.id, fate.answer.text))
                 return
             stand = await self._store.turn_stand(sent.task.id)
             if stand is not None and await self._store.answered(
-                sent.task.id, sent.message_id, turn=stand[0], running=stand[1]
+                sent.task.id, sent.message_id, turn=stand[0], running=stand[1], since=None
             ):
                 return
         answers = {command_reply_id(sent.message_id), refusal_id(sent.message_id)}
         clock = asyncio.get_running_loop().time
         written = changed = clock()
-        last = status_event(sent.task)
+        last = sent.opening.event
         source = self._streams.changes(sent.subscription, after=_number(sent.version), until=until)
         changes = with_quiet_ticks(
-            visible(source, status_key(sent.task), progress_key(sent.task)),
+            visible(source, sent.opening.key, sent.opening.progress),
             first=self._waits.first_tick,
             cap=self._waits.tick_cap,
         )
         async with contextlib.aclosing(changes):
             async for change in changes:
                 if isinstance(change, Quiet):
-                    fate = await self._store.fate(sent.task.id, sent.message_id)
+                    fate = await self._store.fate(sent.task.id, sent.message_id, since=since)
                     note = at_quiet_tick(
                         fate,
                         sent.message_id,
@@ -399,7 +408,11 @@ class GatewayRequestHandler(RequestHandler):
                 if is_terminal(event) or event.status.message.message_id in answers:
                     return  # ended, or answered outside a turn (a command's reply, a refusal)
                 if is_interrupted(event) and await self._store.answered(
-                    sent.task.id, sent.message_id, turn=change.turn, running=change.running
+                    sent.task.id,
+                    sent.message_id,
+                    turn=change.turn,
+                    running=change.running,
+                    since=since,
                 ):
                     return
 
@@ -471,8 +484,8 @@ class GatewayRequestHandler(RequestHandler):
         progress: ProgressKey = (0, 0)
         resumed = await self._streams.missed(task_id, since=resume, held=held)
         if resumed.baseline is not None:
-            base = render_task(resumed.baseline)
-            key, progress = status_key(base), progress_key(base)
+            base = change_of(resumed.baseline)
+            key, progress = base.key, base.progress
         if not resumed.changes:
             # Nothing missed: the task as the client last saw it, for the SDK's stream starts
             # with an event.
@@ -481,7 +494,7 @@ class GatewayRequestHandler(RequestHandler):
         shown = resume
         for change in resumed.changes:
             shown = max(shown, change.revision)
-            new_key, moved = status_key(change.event), progress_key(change.event)
+            new_key, moved = change.key, change.progress
             if new_key == key and moved == progress and not resumed.gap:
                 continue
             key, progress = new_key, moved

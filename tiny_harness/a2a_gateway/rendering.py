@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from a2a.helpers.proto_helpers import get_data_parts
@@ -99,10 +99,30 @@ class TaskChange(VersionedEvent):
     """A change as a subscriber sees it, and where the task's turns stood at it: whether the
     turn that took a message had ended *as of this change* is a question about the change,
     not about the task as it is by the time the subscriber asks
-    (:func:`tiny_harness.core.reply_ids.turn_has_ended`)."""
+    (:func:`tiny_harness.core.reply_ids.turn_has_ended`).
+
+    ``key`` and ``progress`` are the event's :func:`status_key` and :func:`progress_key`,
+    read from the stored status as the event is cut (:func:`change_of`), once for every
+    subscriber of the task; :meth:`of` reads them from an event."""
 
     turn: int = 0
     running: bool = False
+    key: StatusKey = field(kw_only=True)
+    progress: ProgressKey = field(kw_only=True)
+
+    @classmethod
+    def of(
+        cls, event: TaskStatusUpdateEvent, version: TaskVersion, *, turn: int, running: bool
+    ) -> TaskChange:
+        """The change ``event`` is, its keys read from it."""
+        return cls(
+            event,
+            version,
+            turn=turn,
+            running=running,
+            key=status_key(event),
+            progress=progress_key(event),
+        )
 
     @property
     def revision(self) -> int:
@@ -113,13 +133,17 @@ class TaskChange(VersionedEvent):
 
 
 def change_of(obj: Obj) -> TaskChange:
-    """A change of a stored task as every stream shows it: rendered once, whoever follows."""
+    """A change of a stored task as every stream shows it: rendered once, whoever follows, with
+    its keys read from the stored status rather than from the event cut from it."""
+    event, key, progress = _cut(obj)
     status = obj.get("status") or {}
     return TaskChange(
-        status_event_of(obj),
+        event,
         task_version(obj),
         turn=int(status.get("turn") or 0),
         running=status.get("runner") is not None,
+        key=key,
+        progress=progress,
     )
 
 
@@ -130,19 +154,20 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     children's progress; what its ended turns used (``usage``); while a turn runs, what
     that turn has used so far (``turn_usage``, renewed with the turn's lease), so a client can
     show a long turn's progress (:func:`progress_key`); and the version it was cut from
-    (``version``), which a client resumes a stream from."""
-    metadata = status_metadata(sub_state_of(task.metadata))
-    extension = metadata_dict(task.metadata).get(TASK_EXT_KEY)
+    (``version``), which a client resumes a stream from. Only those keys of the task's
+    metadata are read (:func:`_extension`), not the whole extension."""
+    metadata = status_metadata(_sub_state(task))
     carried: dict[str, Any] = {}
     rows = sub_task_rows(task)
     if rows:
         carried["sub_tasks"] = rows
-    if isinstance(extension, dict):
-        for key in ("usage", "turn_usage"):
-            if isinstance(extension.get(key), dict):
-                carried[key] = extension[key]
-        if isinstance(extension.get("version"), str):
-            carried["version"] = extension["version"]
+    for key in ("usage", "turn_usage"):
+        used = _extension(task, key)
+        if isinstance(used, dict):
+            carried[key] = used
+    version = _extension(task, "version")
+    if isinstance(version, str):
+        carried["version"] = version
     if carried:
         metadata[TASK_EXT_KEY] = carried
     return TaskStatusUpdateEvent(
@@ -157,26 +182,33 @@ def status_event_of(obj: Obj) -> TaskStatusUpdateEvent:
     """:func:`status_event` of :func:`render_task` of ``obj``, the same event, cut from the
     status alone: a change's event is made for every change of a followed task, and neither
     the spec nor the task's whole metadata is read for it."""
+    return _cut(obj)[0]
+
+
+def _cut(obj: Obj) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
+    """:func:`status_event_of`, with its :func:`status_key` and :func:`progress_key` read from
+    the plain data the event is made of."""
     name = str(obj["metadata"]["name"])
     context_id = context_id_of(obj)
     status = participant_view.status_of(obj)
     metadata = status_metadata(status.sub_state)
     carried: dict[str, Any] = {}
-    if status.sub_tasks:
-        carried["sub_tasks"] = [
-            row.model_dump(mode="json", exclude_none=True) for row in status.sub_tasks
-        ]
-    for key, used in (("usage", status.usage), ("turn_usage", status.turn_usage)):
+    rows = [row.model_dump(mode="json", exclude_none=True) for row in status.sub_tasks]
+    if rows:
+        carried["sub_tasks"] = rows
+    for part, used in (("usage", status.usage), ("turn_usage", status.turn_usage)):
         if used is not None:
-            carried[key] = used.model_dump(mode="json", exclude_none=True)
+            carried[part] = used.model_dump(mode="json", exclude_none=True)
     carried["version"] = str(obj["metadata"]["resourceVersion"])
     metadata[TASK_EXT_KEY] = carried
-    return TaskStatusUpdateEvent(
-        task_id=name,
-        context_id=context_id,
-        status=status_to_a2a(name, context_id, status, updated_at(obj)),
-        metadata=metadata,
+    a2a_status = status_to_a2a(name, context_id, status, updated_at(obj))
+    event = TaskStatusUpdateEvent(
+        task_id=name, context_id=context_id, status=a2a_status, metadata=metadata
     )
+    sub_state = metadata.get(STATUS_EXT_KEY, {}).get("sub_state")
+    text = "".join(p.text for p in a2a_status.message.parts)
+    key = (a2a_status.state, sub_state, text, a2a_status.message.message_id, _row_keys(rows))
+    return event, key, _progress(carried.get("turn_usage") or {})
 
 
 def as_of(task: Task, event: TaskStatusUpdateEvent) -> Task:
@@ -207,23 +239,50 @@ def noted(last: TaskStatusUpdateEvent, note: Note) -> TaskStatusUpdateEvent:
     return event
 
 
+def _extension(item: Task | TaskStatusUpdateEvent, key: str) -> Any:
+    """``key`` of the task extension in ``item``'s metadata, as plain data (None: absent):
+    that value alone is read out of the protobuf, not the whole extension."""
+    extension = item.metadata.fields.get(TASK_EXT_KEY)
+    if extension is None or extension.WhichOneof("kind") != "struct_value":
+        return None
+    value = extension.struct_value.fields.get(key)
+    return None if value is None else _plain(value)
+
+
+def _plain(value: Any) -> Any:
+    """A protobuf ``Value`` as plain data."""
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        return metadata_dict(value.struct_value)
+    if kind == "list_value":
+        return [_plain(v) for v in value.list_value.values]
+    if kind == "null_value" or kind is None:
+        return None
+    return getattr(value, kind)
+
+
+def _sub_state(item: Task | TaskStatusUpdateEvent) -> str | None:
+    """The sub-state ``item`` carries (:func:`.status_ext.sub_state_of`), its key alone read."""
+    value = item.metadata.fields.get(STATUS_EXT_KEY)
+    if value is None:
+        return None
+    return sub_state_of({STATUS_EXT_KEY: _plain(value)})
+
+
 def sub_task_rows(item: Task | TaskStatusUpdateEvent) -> list[dict[str, Any]]:
     """The sub-task rows a task or event carries in its task extension metadata."""
-    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
-    rows = extension.get("sub_tasks") if isinstance(extension, dict) else None
+    rows = _extension(item, "sub_tasks")
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 def version_of(item: Task | TaskStatusUpdateEvent) -> int | None:
     """The version a task or event was cut from (``version`` in its task extension)."""
-    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
-    value = extension.get("version") if isinstance(extension, dict) else None
+    value = _extension(item, "version")
     return int(value) if isinstance(value, str) and value.isdigit() else None
 
 
 def _extension_part(item: Task | TaskStatusUpdateEvent, key: str) -> dict[str, Any]:
-    extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
-    value = extension.get(key) if isinstance(extension, dict) else None
+    value = _extension(item, key)
     return value if isinstance(value, dict) else {}
 
 
@@ -255,17 +314,23 @@ def status_key(item: Task | TaskStatusUpdateEvent) -> StatusKey:
     ends on these, and progress must never end or shape one."""
     message = item.status.message
     text = "".join(p.text for p in message.parts)
-    rows = tuple(
-        (str(r.get("task_id")), str(r.get("state")), str(r.get("sub_state")))
-        for r in sub_task_rows(item)
+    rows = _row_keys(sub_task_rows(item))
+    return item.status.state, _sub_state(item), text, message.message_id, rows
+
+
+def _row_keys(rows: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, str, str], ...]:
+    return tuple(
+        (str(r.get("task_id")), str(r.get("state")), str(r.get("sub_state"))) for r in rows
     )
-    return item.status.state, sub_state_of(item.metadata), text, message.message_id, rows
 
 
 def progress_key(item: Task | TaskStatusUpdateEvent) -> ProgressKey:
     """A running turn's progress as a subscriber sees it change: its model calls and tool
     calls so far ((0, 0) when no turn runs)."""
-    used = turn_usage_of(item)
+    return _progress(turn_usage_of(item))
+
+
+def _progress(used: Mapping[str, Any]) -> ProgressKey:
     return int(used.get("model_calls") or 0), int(used.get("tool_calls") or 0)
 
 

@@ -12,6 +12,10 @@ and the only writes a participant makes (a new task, a message, a cancel request
 - The history is the turn journals folded into the transcript, followed by the messages sent
   but not yet taken by a turn (see ``docs/design/messages-and-history.md``). A message or a
   record that cannot be parsed is left out of it, and flagged (``kube/unreadable.py``).
+- A send's wait asks the journal what became of its message (:meth:`KubeTaskStore.answered`,
+  :meth:`KubeTaskStore.fate`) from the records of the turns that can have taken it alone:
+  those from the task's turn when it was written (:meth:`KubeTaskStore._records`), so an open
+  send costs the same in a conversation of three turns or three thousand.
 - :meth:`KubeTaskStore.save` writes only what participants own; the task's state belongs to the
   operator (status subresource, RBAC). It compares the task with the one it was derived from:
 
@@ -69,6 +73,8 @@ from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
 from tiny_harness.a2a_gateway.quotas import Demand
 from tiny_harness.a2a_gateway.rendering import (
     ResourceVersion,
+    TaskChange,
+    change_of,
     history_message,
     is_terminal,
     pending_message,
@@ -191,6 +197,18 @@ class KubeTaskStore(VersionedTaskStore):
         obj, version = found
         return StoredTask(render_task(obj), version)
 
+    async def get_with_change(
+        self, task_id: str, context: ServerCallContext
+    ) -> tuple[StoredTask, TaskChange] | None:
+        """As :meth:`get_without_history`, and the task as a change (its status event and the
+        keys a stream compares, :func:`.rendering.change_of`), cut from the same object: a
+        send follows the task from there without reading its rendered metadata back."""
+        found = await self._visible(task_id, context)
+        if found is None:
+            return None
+        obj, version = found
+        return StoredTask(render_task(obj), version), change_of(obj)
+
     async def history(self, obj: Obj) -> list[Message]:
         """The conversation as a participant sees it (:func:`.participant_view.conversation`),
         as A2A messages: a pending message keeps every part it was sent with."""
@@ -206,17 +224,42 @@ class KubeTaskStore(VersionedTaskStore):
             for said in conversation(records, sent)
         ]
 
-    async def _records(self, task_id: str) -> list[TurnRecord]:
+    async def _records(
+        self, task_id: str, *, since: int | None = None, upto: int | None = None
+    ) -> list[TurnRecord]:
         """The turn records of the task of that name now (none once it is gone): a record
-        of an older task of the same name is never read as this one's."""
-        obj = await self.current(task_id)
-        return [] if obj is None else await self._turns.for_task(obj)
+        of an older task of the same name is never read as this one's.
 
-    async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
+        **Only the turns that can have taken a message** (``since``: the task's
+        ``status.turn`` when the message was written; None: every turn). A message written
+        while the status showed turn T0 is taken, drained or acknowledged, by turn T0 (still
+        running) or a later one, and a notice written outside a turn goes to the latest turn's
+        record (the operator's ``append_notices``), which is T0 or later too; a status read
+        from the index may lag, never lead, so its turn only widens the read. The records
+        read are those of turns ``since`` to ``upto`` (default: the task's latest turn and
+        the one after it, whose record may be written before the status shows it), so a send
+        reads the few turns since it was written, whatever the length of the conversation
+        before."""
+        obj = await self.current(task_id)
+        if obj is None:
+            return []
+        if since is None:
+            return await self._turns.for_task(obj)
+        if upto is None:
+            upto = int((obj.get("status") or {}).get("turn") or 0) + 1
+        return await self._turns.for_task(obj, turns=range(since, max(since, upto) + 1))
+
+    async def answered(
+        self, task_id: str, message_id: str, *, turn: int, running: bool, since: int | None
+    ) -> bool:
         """:func:`tiny_harness.core.reply_ids.answered_as_of` a status showing ``turn`` (running
         or not), with the records read now: they only grow, and the answer is as of that
-        status."""
-        records = await self._records(task_id)
+        status. ``since``: the turn the message was written at (None: not known, a retry),
+        so only turns ``since`` to ``turn`` are read (:meth:`_records`): a turn after
+        ``turn`` has not ended as of that status."""
+        if since is not None and turn < since:
+            return False  # no turn that can take the message had begun at that status
+        records = await self._records(task_id, since=since, upto=turn)
         return answered_as_of(records, message_id, turn=turn, running=running)
 
     async def already_sent(self, task_id: str, message_id: str, sender: str) -> bool:
@@ -229,9 +272,11 @@ class KubeTaskStore(VersionedTaskStore):
             return False
         return stored is not None and stored.spec.sender == sender and stored.belongs_to(obj)
 
-    async def fate(self, task_id: str, message_id: str) -> Fate:
-        """What the journal says of the message now (:func:`.answers.fate_of`)."""
-        return fate_of(await self._records(task_id), message_id)
+    async def fate(self, task_id: str, message_id: str, *, since: int | None) -> Fate:
+        """What the journal says of the message now (:func:`.answers.fate_of`), from the
+        records of the turns since ``since``, the turn it was written at (None: every turn;
+        :meth:`_records`)."""
+        return fate_of(await self._records(task_id, since=since), message_id)
 
     async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
         """The task's latest turn and whether it runs, read now (None: the task is gone)."""

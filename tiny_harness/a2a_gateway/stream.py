@@ -38,8 +38,6 @@ from tiny_harness.a2a_gateway.rendering import (
     TaskChange,
     change_of,
     is_terminal,
-    progress_key,
-    status_key,
 )
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
@@ -122,10 +120,12 @@ class TaskStreams:
 
 @dataclass(frozen=True)
 class VisibleChange:
-    """A visible change, and where the task's turns stood at it. ``progress_only``: nothing
-    but the running turn's progress changed (:func:`.rendering.progress_key`)."""
+    """A visible change, the version it was cut from, and where the task's turns stood at it.
+    ``progress_only``: nothing but the running turn's progress changed
+    (:func:`.rendering.progress_key`)."""
 
     event: TaskStatusUpdateEvent
+    revision: int
     turn: int
     running: bool
     progress_only: bool = False
@@ -138,18 +138,21 @@ async def visible(
     sub-task rows differ from the last one seen, starting from ``key``, None: anything is
     seen; or only the running turn's progress), with where the task's turns stood at it. A
     lease renewal that changed nothing of these is not a change. ``source`` is closed with
-    this iterator."""
+    this iterator. The keys compared are the change's own, read once for all its subscribers
+    (:class:`.rendering.TaskChange`)."""
     async with contextlib.aclosing(source):
         async for change in source:
             event = change.event
             if not isinstance(event, TaskStatusUpdateEvent):
                 continue
-            new_key, moved = status_key(event), progress_key(event)
+            new_key, moved = change.key, change.progress
             visible = new_key != key or is_terminal(event)
             if not visible and moved == progress:
                 continue
             key, progress = new_key, moved
-            yield VisibleChange(event, change.turn, change.running, progress_only=not visible)
+            yield VisibleChange(
+                event, change.revision, change.turn, change.running, progress_only=not visible
+            )
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ epoch test.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any, Final, cast
 
@@ -171,14 +172,21 @@ class TurnRecords:
         self.namespace = namespace
         self._skipped = skipped
 
-    async def for_task(self, task: Obj, turn: int | None = None) -> list[TurnRecord]:
-        """The records (or one turn's) of the task object ``task``, in order: those its uid
-        owns, so an older task's of the same name are never among them. One that cannot be
-        read is left out (:mod:`.unreadable`)."""
+    async def for_task(
+        self, task: Obj, turn: int | None = None, *, turns: Collection[int] | None = None
+    ) -> list[TurnRecord]:
+        """The records (or one turn's, or those of ``turns``) of the task object ``task``, in
+        order: those its uid owns, so an older task's of the same name are never among them.
+        One that cannot be read is left out (:mod:`.unreadable`). The turns are chosen by the
+        API server (a label selector), so a reader of a few turns is sent those alone."""
         name = str(task["metadata"]["name"])
         selector = f"{TASK_LABEL}={label_value(name)}"
         if turn is not None:
             selector += f",{TURN_LABEL}={turn}"
+        if turns is not None:
+            if not turns:
+                return []
+            selector += f",{TURN_LABEL} in ({','.join(str(t) for t in sorted(turns))})"
         try:
             result = await self._api.list_namespaced_custom_object(
                 GROUP, VERSION, self.namespace, TURN_PLURAL, label_selector=selector

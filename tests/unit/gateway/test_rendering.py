@@ -12,6 +12,7 @@ from a2a.types import TaskState as A2AState
 
 from tiny_harness.a2a_gateway.rendering import (
     as_of,
+    change_of,
     history_message,
     pending_message,
     progress_key,
@@ -193,3 +194,7 @@ def test_a_change_s_event_is_the_rendered_task_s_event_without_rendering_the_tas
 ) -> None:
     obj = _stored(status)
     assert status_event_of(obj) == status_event(render_task(obj))
+    # The keys a stream compares, read from the stored status, are the event's own.
+    change = change_of(obj)
+    assert change.key == status_key(change.event) == status_key(render_task(obj))
+    assert change.progress == progress_key(change.event) == progress_key(render_task(obj))

@@ -60,11 +60,8 @@ def parked(
 
 def change(status: TaskStatus, version: int, *, running: bool = False) -> TaskChange:
     task = task_to_a2a("t", "ctx", SPEC, status)
-    return TaskChange(
-        event=status_event(task),
-        version=ResourceVersion(str(version)),
-        turn=status.turn,
-        running=running,
+    return TaskChange.of(
+        status_event(task), ResourceVersion(str(version)), turn=status.turn, running=running
     )
 
 
@@ -108,13 +105,26 @@ class FakeStore:
     def __init__(self, *records: Record) -> None:
         self.records = list(records)
         self.reads = 0
+        #: The first turn each read asked for (None: every turn).
+        self.since: list[int | None] = []
 
-    async def fate(self, task_id: str, message_id: str) -> Fate:
+    def _from(self, since: int | None) -> list[Record]:
+        self.since.append(since)
+        return [r for r in self.records if since is None or r.turn >= since]
+
+    async def fate(self, task_id: str, message_id: str, *, since: int | None) -> Fate:
         self.reads += 1
-        return fate_of(self.records, message_id)
+        return fate_of(self._from(since), message_id)
 
-    async def answered(self, task_id: str, message_id: str, *, turn: int, running: bool) -> bool:
-        return answered_as_of(self.records, message_id, turn=turn, running=running)
+    async def answered(
+        self, task_id: str, message_id: str, *, turn: int, running: bool, since: int | None
+    ) -> bool:
+        records = self._from(since)
+        return answered_as_of(records, message_id, turn=turn, running=running)
+
+    async def turn_stand(self, task_id: str) -> tuple[int, bool] | None:
+        latest = max((r.turn for r in self.records), default=0)
+        return latest, False
 
 
 def took(turn: int, message_id: str = MID) -> Record:
@@ -132,10 +142,13 @@ def handler(store: FakeStore, watch: FakeWatch, waits: Waits = FAST) -> GatewayR
     return GatewayRequestHandler(store, FakeStreams(watch), GatewayMetrics(), waits=waits)  # type: ignore[arg-type]
 
 
-def sent(status: TaskStatus | None = None) -> _Sent:
-    task = task_to_a2a("t", "ctx", SPEC, status or parked())
+def sent(status: TaskStatus | None = None, *, existed: bool = False) -> _Sent:
+    status = status or parked()
+    task = task_to_a2a("t", "ctx", SPEC, status)
     subscription: Subscription[TaskChange] = Fanout(change_of, bound=10).subscribe("t")
-    return _Sent(task, ResourceVersion("1"), MID, existed=False, subscription=subscription)
+    version = ResourceVersion("1")
+    opening = TaskChange.of(status_event(task), version, turn=status.turn, running=False)
+    return _Sent(task, version, MID, existed, subscription, opening)
 
 
 async def follow(h: GatewayRequestHandler, what: _Sent) -> list[TaskStatusUpdateEvent]:
@@ -416,3 +429,35 @@ async def test_renewals_racing_the_turns_end_and_quiet_ticks_end_the_wait_once_o
     assert ids.count("t/turn-2/model-9") == 1
     assert [progress_key(e)[0] for e in events[:-1]] == list(range(1, renewals + 1))
     assert watch.closed
+
+
+# -- the turns a wait reads ------------------------------------------------------------------------
+
+
+async def test_a_sends_wait_reads_only_the_turns_from_the_one_its_message_was_written_at() -> None:
+    # Written while the task showed turn 7 of a long conversation: turn 8 takes it, and the
+    # wait asks of turns 7 on, never of the conversation before.
+    store = FakeStore(*(took(t, f"older-{t}") for t in range(1, 7)), took(8))
+    watch = FakeWatch()
+    await watch.changes.put(change(renewed(1, turn=8), 2, running=True))
+    await watch.changes.put(change(parked("Done.", "t/turn-8/model-0", turn=8), 3))
+
+    events = await asyncio.wait_for(follow(handler(store, watch), sent(parked(turn=7))), 5)
+
+    assert events[-1].status.message.message_id == "t/turn-8/model-0"
+    assert store.since
+    assert set(store.since) == {7}
+
+
+async def test_a_retried_messages_wait_reads_every_turn_for_it_may_have_been_taken_long_ago() -> (
+    None
+):
+    store = FakeStore(took(2), Record(7))
+
+    events = await asyncio.wait_for(
+        follow(handler(store, FakeWatch()), sent(parked(turn=7), existed=True)), 5
+    )
+
+    assert events == []  # turn 2 gave it to the model and has ended: answered long ago
+    assert store.since
+    assert set(store.since) == {None}

@@ -41,6 +41,10 @@ class FakeCollection:
     #: How many list requests to refuse (500) before answering.
     refuse_lists: int = 0
     lists: int = 0
+    #: The label selector of each list request, as sent ("" for none).
+    selectors: list[str] = field(default_factory=list)
+    #: Whether a list applies its label selector (the test's objects carry their labels).
+    selects: bool = False
     watches: int = 0
     #: Status patches received: (name, body).
     patches: list[tuple[str, Obj]] = field(default_factory=list)
@@ -109,11 +113,15 @@ class FakeCollection:
         if self.refuse_lists:
             self.refuse_lists -= 1
             return web.json_response({"kind": "Status", "code": 500}, status=500)
+        selector = request.query.get("labelSelector", "")
+        self.selectors.append(selector)
         return web.json_response(
             {
                 "kind": "List",
                 "metadata": {"resourceVersion": str(self.version)},
-                "items": list(self.objects.values()),
+                "items": [
+                    o for o in self.objects.values() if not self.selects or _selects(selector, o)
+                ],
             }
         )
 
@@ -149,6 +157,32 @@ class FakeCollection:
         if obj is None:
             return web.json_response({"kind": "Status", "code": 404}, status=404)
         return web.json_response(obj)
+
+
+def _selects(selector: str, obj: Obj) -> bool:
+    """Whether a label selector of equalities (``k=v``) and sets (``k in (a,b)``) selects
+    ``obj``, as the API server reads one."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    terms, depth, term = [], 0, ""
+    for char in selector:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(term)
+            term = ""
+        else:
+            term += char
+    terms.append(term)
+    for raw in (t.strip() for t in terms if t.strip()):
+        if " in " in raw:
+            key, _, values = raw.partition(" in ")
+            wanted = {v.strip() for v in values.strip().strip("()").split(",")}
+            if labels.get(key.strip()) not in wanted:
+                return False
+        else:
+            key, _, value = raw.partition("=")
+            if labels.get(key.strip()) != value.lstrip("=").strip():
+                return False
+    return True
 
 
 @asynccontextmanager
