@@ -14,7 +14,7 @@ from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import NotYet, eventually_async
-from tests.integration.gateway_support import A2AUser, Replicas
+from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
 from tiny_harness.core.control import control_message
@@ -228,17 +228,24 @@ async def test_a_call_no_one_decides_is_rejected_at_its_timeout(
     )
 
 
+@pytest.mark.parametrize(
+    ("transport", "protocol"),
+    [(JSONRPC, "1.0"), (REST, "1.0"), (JSONRPC, "0.3"), (REST, "0.3")],
+    ids=["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3", "rest-0.3"],
+)
 async def test_an_approval_through_the_gateway_over_a2a(
     tasks: Tasks,
     model_server: ModelServer,
     gated: McpServerThread,
     gateway: Replicas,
+    transport: str,
+    protocol: str,
 ) -> None:
     await model_server.control.script(
         [weather_call("Oslo", "call_g1"), text("It is sunny in Oslo.")]
     )
     await park(tasks, "over-a2a")
-    alice = await A2AUser.connect(gateway().url, "alice")
+    alice = await A2AUser.connect(gateway().url, "alice", transport=transport, protocol=protocol)
     try:
         task = await alice.get("over-a2a")
         extension = MessageToDict(task.metadata)

@@ -138,6 +138,15 @@ def control_message(
     )
 
 
+def _is_envelope(part: Part) -> bool:
+    if part.media_type == EVENT_MEDIA_TYPE:
+        return True
+    if part.media_type or part.WhichOneof("content") != "data":
+        return False
+    data = get_data_parts([part])
+    return bool(data) and isinstance(data[0], Mapping) and data[0].get("kind") == "control"
+
+
 def control_of(message: Message) -> ControlEnvelope | None:
     """The control request ``message`` carries, or None when it is not a control message.
 
@@ -145,8 +154,14 @@ def control_of(message: Message) -> ControlEnvelope | None:
     ``control``. Such a message is refused (:class:`InvalidEnvelopeError`) unless that envelope
     is its only part and is well formed, so nothing half-understood is ever applied. An event
     envelope of an unknown kind is refused too.
+
+    A data part of protocol 0.3 has no media type (0.3 gives one to files only, and the SDK's
+    conversion drops it), so a data part *without* one whose object has ``"kind":
+    "control"`` is read as the envelope as well: a 0.3 client can complete a task and decide a
+    call as a 1.0 client does. It gives its sender no power they lack: a control is only ever
+    applied for someone the operator lets give it.
     """
-    envelopes = get_data_parts([p for p in message.parts if p.media_type == EVENT_MEDIA_TYPE])
+    envelopes = get_data_parts([p for p in message.parts if _is_envelope(p)])
     controls = [e for e in envelopes if isinstance(e, Mapping) and e.get("kind") == "control"]
     for envelope in envelopes:
         kind = envelope.get("kind") if isinstance(envelope, Mapping) else None

@@ -7,6 +7,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from a2a.types import Message, Part
+from google.protobuf import json_format
+from google.protobuf.struct_pb2 import Value
 from pydantic import ValidationError
 
 from tiny_harness.core.approval import (
@@ -401,3 +404,13 @@ def test_once_every_call_is_decided_the_next_turn_runs_them() -> None:
 def test_a_cancel_is_taken_before_a_decision_sent_beside_it() -> None:
     cancel = Pending("c1", "alice", "control", "cancel")
     assert decide(parked(pending=(deciding("alice"), cancel))) == ApplyControl("c1")
+
+
+def test_a_0_3_client_s_envelope_without_a_media_type_is_read_as_the_envelope() -> None:
+    message = control_message("t1", "reject", call_id="c1")
+    message.parts[0].media_type = ""  # as the SDK's 0.3 conversion hands a data part over
+    envelope = control_of(message)
+    assert envelope is not None
+    assert envelope.action == "reject"
+    plain = Message(message_id="m", parts=[Part(data=json_format.ParseDict({"a": 1}, Value()))])
+    assert control_of(plain) is None
