@@ -287,3 +287,78 @@ async def test_an_operator_killed_after_the_decision_runs_the_call_once_after_re
     operator(identity="operator-b")
     await tasks.wait("killed", PARKED, turn=2, within=60)
     assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
+
+
+ROUNDS = 50
+
+
+async def test_two_deciders_racing_one_wins_and_the_other_is_told_every_time(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread
+) -> None:
+    """Alice approves and Carol rejects the same call at the same moment, 50 times: exactly
+    one decision is recorded, the other decider reads who won, and the tool runs only when
+    the approval won."""
+    script: list[dict[str, Any]] = []
+    for i in range(ROUNDS):
+        script += [weather_call(f"city{i}", f"race_{i}"), text(f"round {i} done")]
+    await model_server.control.script(script)
+    await tasks.create("raced", toolServers=["weather"], participants=PEOPLE)
+    await tasks.wait("raced", PARKED)
+    approvals = 0
+    for i in range(ROUNDS):
+        await tasks.send("raced", f"Round {i}.")
+        await tasks.wait("raced", PARKED, sub_state=AWAITING, turn=2 * i + 1, within=60)
+        yes, no = await asyncio.gather(
+            tasks.decide("raced", f"race_{i}", "approve", sender="alice"),
+            tasks.decide("raced", f"race_{i}", "reject", sender="carol"),
+        )
+        said_yes, said_no = await asyncio.gather(
+            answer_to(tasks, "raced", yes), answer_to(tasks, "raced", no)
+        )
+        won = [s for s in (said_yes, said_no) if not s.startswith("refused:")]
+        told = [s for s in (said_yes, said_no) if s.startswith("refused:")]
+        assert len(won) == 1, (said_yes, said_no)
+        assert len(told) == 1, (said_yes, said_no)
+        winner = "alice" if won[0] == said_yes else "carol"
+        verb = "approved" if winner == "alice" else "rejected"
+        assert told[0].startswith(f"refused: call 'race_{i}' was already {verb} by {winner}")
+        approvals += winner == "alice"
+        await tasks.wait("raced", PARKED, sub_state="awaiting-next-message", turn=2 * i + 2)
+        ran = [c.arguments["city"] for c in gated.served("weather")]
+        assert ran.count(f"city{i}") == (1 if winner == "alice" else 0)
+    assert len(gated.served("weather")) == approvals
+
+
+async def test_an_approval_racing_a_cancel_never_runs_the_call_after_the_cancel(
+    tasks: Tasks, model_server: ModelServer, gated: McpServerThread
+) -> None:
+    """An approval and a cancel sent at the same moment, on 50 tasks at once: every task
+    ends cancelled, every message is answered, a refused approval ran nothing, and no call
+    runs twice (the idempotency key names the task and the turn)."""
+    names = [f"cancel-race-{i}" for i in range(ROUNDS)]
+    # Every model call asks for the gated call: which task's request takes which turn of the
+    # script (and how many a loaded machine's retries take) does not matter.
+    await model_server.control.script([weather_call("Oslo", "call_c")] * (4 * ROUNDS))
+    parked = await asyncio.gather(*(park(tasks, name) for name in names))
+    decisions = await asyncio.gather(
+        *(
+            asyncio.gather(
+                tasks.decide(name, status["approvals"][0]["callId"]),
+                tasks.control(name, "cancel"),
+            )
+            for name, status in zip(names, parked, strict=True)
+        )
+    )
+    for name, (approve, _) in zip(names, decisions, strict=True):
+        said = await answer_to(tasks, name, approve)
+        ended = await tasks.wait(name, "TASK_STATE_CANCELED", within=60)
+        assert ended["message"].startswith("cancelled by alice")
+        ran = [c for c in gated.served("weather") if c.request_id.startswith(f"{name}/")]
+        if said.startswith("refused:"):
+            assert said == "refused: the task is in a terminal state (TASK_STATE_CANCELED)"
+            assert ran == []
+        else:
+            assert said == "weather__weather was approved by alice"
+            assert len(ran) <= 1  # the turn may have run it before the cancel cut it
+    keys = [c.request_id for c in gated.served("weather")]
+    assert len(keys) == len(set(keys))
