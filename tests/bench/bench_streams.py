@@ -15,8 +15,11 @@ message). The status writes of the fan-out are the operator's kind of write too 
 message), made directly, so nothing but the gateway stands between a write and its subscribers.
 
 1. ``--streams`` streams over ``--tasks`` tasks, held by ``--clients`` client processes (raw
-   aiohttp, one TCP connection per stream; the gateway's memory is its own): the gateway's
-   RSS (``VmRSS``) before and once all are open and idle, per stream; the API server's WATCH
+   aiohttp, one TCP connection per stream; the gateway's memory is its own), opened in two
+   batches of half each: the gateway's RSS (``VmRSS``) before, once the first half is open
+   and once all are, open and idle, per stream over all, and per stream of each batch (the
+   second's is the marginal cost of a stream at steady state: the allocator keeps what the
+   first batch's opening burst took, and the second reuses it); the API server's WATCH
    requests (``apiserver_longrunning_requests``) before, with the streams open and after they
    are closed; the time to open them all, and each open's time to its first event.
 2. Fan-out, with those streams still open: ``--subscribers`` streams on one task, and
@@ -769,25 +772,45 @@ async def bench_gateway_streams(
     rss0, api_rss0 = rss_kib(gateway.proc.pid), rss_kib(apiserver)
     cpu0 = cpu_seconds(gateway.proc.pid)
     clients = args.clients or max(1, math.ceil(args.streams / STREAMS_PER_CLIENT))
-    async with stream_clients(gateway.url, streams, clients, args.open_concurrency) as procs:
-        seconds = await open_all(procs)
-        opened = [s for c in procs for s in c.done["opened"]]
+    # Two batches: the first opens on a gateway that has opened nothing yet, the second on
+    # one that already holds the first, whose opening burst the allocator keeps: the second's
+    # cost per stream is what one more stream costs at steady state.
+    first, second = streams[: len(streams) // 2], streams[len(streams) // 2 :]
+    per_batch = max(1, clients // 2)
+    async with (
+        stream_clients(gateway.url, first, per_batch, args.open_concurrency) as batch_1,
+        stream_clients(gateway.url, second, per_batch, args.open_concurrency) as batch_2,
+    ):
+        procs = [*batch_1, *batch_2]
+        seconds = 0.0
+        marks: list[tuple[int, int]] = []  # (RSS, streams open) after each batch
+        for batch in (batch_1, batch_2):
+            seconds += await open_all(batch)
+            opened_now = sum(len(c.done["opened"]) for c in procs if c.done)
+            target = (before.tasks or 0) + opened_now
+            during = await settled_watches(cluster, lambda now, t=target: now >= t)
+            await asyncio.sleep(2)
+            alive = gateway.proc.poll() is None
+            held_now, _ = await holding([c for c in procs if c.done])
+            marks.append((rss_kib(gateway.proc.pid) if alive else 0, held_now))
+            if not alive:
+                break
+        opened = [s for c in procs if c.done for s in c.done["opened"]]
         failed: Counter[str] = Counter()
         for c in procs:
-            failed.update(c.done["failed"])
-        target = (before.tasks or 0) + len(opened)
-        during = await settled_watches(cluster, lambda now: now >= target)
-        await asyncio.sleep(2)
+            failed.update(c.done.get("failed") or {})
         alive = gateway.proc.poll() is None
-        rss1 = rss_kib(gateway.proc.pid) if alive else 0
+        rss1 = marks[-1][0]
         api_rss1 = rss_kib(apiserver)
         cpu1 = cpu_seconds(gateway.proc.pid) if alive else cpu0
-        held, ended = await holding(procs)
+        held, ended = await holding([c for c in procs if c.done])
         n = max(held, 1)
+        (rss_a, held_a), (rss_b, held_b) = marks[0], marks[-1]
+        marginal = (rss_b - rss_a) / max(held_b - held_a, 1)
         print(
             f"{args.streams:,} SubscribeToTask streams over {args.tasks:,} tasks "
-            f"(~{per_task} per task), {clients} client processes, "
-            f"{args.open_concurrency} opening at a time:\n"
+            f"(~{per_task} per task), {len(procs)} client processes, "
+            f"{args.open_concurrency} opening at a time, in two batches:\n"
             f"  opened: {len(opened):,}   failed to open: {sum(failed.values()):,}   "
             f"ended since: {ended.total():,}   open now: {held:,}\n"
             f"  time to open them all: {seconds:.1f} s "
@@ -797,6 +820,10 @@ async def bench_gateway_streams(
             f"({1000 * (cpu1 - cpu0) / max(len(opened), 1):.2f} ms per stream opened)\n"
             f"  gateway RSS: {rss0 / 1024:.0f} MiB before, {rss1 / 1024:.0f} MiB with them open "
             f"and idle: {(rss1 - rss0) / n:.0f} KiB per open stream\n"
+            f"  of which the first batch ({held_a:,} streams): "
+            f"{(rss_a - rss0) / max(held_a, 1):.0f} KiB per stream; the second "
+            f"({held_b - held_a:,} more, the first's burst already kept): "
+            f"{marginal:.0f} KiB per stream\n"
             f"  API server RSS: {api_rss0 / 1024:.0f} MiB before, {api_rss1 / 1024:.0f} MiB "
             f"after: {(api_rss1 - api_rss0) / n:.0f} KiB per open stream\n"
             f"  API-server watches: before {before}; with the streams open {during}",
