@@ -16,6 +16,8 @@ from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import NotYet, eventually_async
 from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas
 from tests.integration.lifecycle_support import Tasks
+from tests.integration.remote_support import GOAL, PARENT, RemoteHarness, delegating, the_child
+from tests.integration.remote_support import declare as declare_agent
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
 from tiny_harness.core.control import control_message
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
@@ -362,3 +364,32 @@ async def test_an_approval_racing_a_cancel_never_runs_the_call_after_the_cancel(
             assert len(ran) <= 1  # the turn may have run it before the cancel cut it
     keys = [c.request_id for c in gated.served("weather")]
     assert len(keys) == len(set(keys))
+
+
+async def test_a_sub_task_on_a_gated_remote_agent_waits_for_approval_then_is_created(
+    kubectl: Kubectl,
+    tasks: Tasks,
+    operator: Operator,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+) -> None:
+    """One manifest change gates a remote agent: ``spec.approval`` on its HarnessAgent. The
+    parent's spawn waits; nothing reaches the remote agent until the assignee approves."""
+    await model_server.control.script(delegating({"type": "text", "text": "The market grew 5%."}))
+    operator()
+    await declare_agent(kubectl, "market", remote.card_url, approval={"timeoutSeconds": 600})
+    await tasks.create(PARENT)
+    await tasks.send(PARENT, "Research the market.")
+
+    parked = await tasks.wait(PARENT, PARKED, sub_state=AWAITING, turn=1, within=60)
+    (pending,) = parked["approvals"]
+    assert pending["tool"] == "spawn_subtask"
+    assert pending["arguments"] == {"goal": GOAL, "agent": "market"}
+    assert pending["requirement"]["sources"] == ["HarnessAgent market"]
+    assert await tasks.children(PARENT) == []
+    assert await asyncio.to_thread(remote.tasks) == []  # nothing was sent to the agent
+
+    await tasks.decide(PARENT, pending["callId"])
+    child = await the_child(tasks, PARENT)
+    done = await tasks.wait(child["metadata"]["name"], "TASK_STATE_COMPLETED", within=60)
+    assert done["message"] == "The market grew 5%."
