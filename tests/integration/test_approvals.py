@@ -6,6 +6,7 @@ server counting what really ran."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,21 @@ from google.protobuf.json_format import MessageToDict
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import NotYet, eventually_async
 from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas
+from tests.integration.gateway_support import kubectl as remote_kubectl
 from tests.integration.lifecycle_support import Tasks
-from tests.integration.remote_support import GOAL, PARENT, RemoteHarness, delegating, the_child
+from tests.integration.remote_support import (
+    GOAL,
+    ON_REMOTE,
+    PARENT,
+    RemoteHarness,
+    delegating,
+    the_child,
+)
 from tests.integration.remote_support import declare as declare_agent
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
 from tiny_harness.core.control import control_message
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
+from tiny_harness.kube.names import API_VERSION, TOOL_SERVER_KIND
 from tiny_harness.testing.mcp_server import McpServerThread
 
 pytestmark = pytest.mark.controlplane
@@ -393,3 +403,67 @@ async def test_a_sub_task_on_a_gated_remote_agent_waits_for_approval_then_is_cre
     child = await the_child(tasks, PARENT)
     done = await tasks.wait(child["metadata"]["name"], "TASK_STATE_COMPLETED", within=60)
     assert done["message"] == "The market grew 5%."
+
+
+async def test_a_remote_task_s_approval_is_decided_here_and_relayed_back(
+    tasks: Tasks,
+    operator: Operator,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    remote: RemoteHarness,
+    mcp: McpServerThread,
+) -> None:
+    """The remote harness gates its tool; its task waits; the sub-task here shows the remote
+    call as its own pending approval; Alice (a participant here, not there) approves it here;
+    the operator relays the decision to the remote task, which runs the tool once."""
+    server = {
+        "apiVersion": API_VERSION,
+        "kind": TOOL_SERVER_KIND,
+        "metadata": {"name": "weather"},
+        "spec": {"url": mcp.url, "default": True, "approval": {"tools": ["weather"]}},
+    }
+    remote_kubectl(
+        remote.admin, "-n", remote.namespace, "apply", "-f", "-", stdin=json.dumps(server)
+    )
+    await model_server.control.script(
+        [
+            *delegating(
+                {**weather_call("Oslo", "call_remote"), "when": ON_REMOTE},
+                {"type": "text", "text": "Sunny, and the market grew.", "when": "Sunny in Oslo."},
+            ),
+            {"type": "text", "text": "Read it.", "when": "the market grew"},
+        ]
+    )
+    operator()
+    await declare_agent(kubectl, "market", remote.card_url)
+    await tasks.create(PARENT)
+    await tasks.send(PARENT, "Research the market.")
+
+    child = (await the_child(tasks, PARENT))["metadata"]["name"]
+    mirrored = await tasks.wait(child, PARKED, sub_state=AWAITING, within=90)
+    (pending,) = mirrored["approvals"]
+    assert (pending["callId"], pending["tool"]) == ("call_remote", "weather__weather")
+    assert pending["arguments"] == {"city": "Oslo"}
+    assert pending["requirement"]["sources"][-1].endswith("on agent market")
+    assert mcp.served("weather") == []
+
+    watcher = await tasks.decide(child, "call_remote", sender="bob")
+    assert "is a watcher" in await answer_to(tasks, child, watcher)
+    await tasks.decide(child, "call_remote", reason="go ahead")
+
+    done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=90)
+    assert done["message"] == "Sunny, and the market grew."
+    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
+    relayed = [
+        m["spec"] for m in await asyncio.to_thread(remote.messages) if "decision" in m["spec"]
+    ]
+    assert [(m["sender"], m["decision"]) for m in relayed] == [
+        (
+            "harness-a",
+            {
+                "callId": "call_remote",
+                "verdict": "approve",
+                "reason": f"go ahead (decided by alice on {child})",
+            },
+        )
+    ]

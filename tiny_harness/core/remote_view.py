@@ -160,14 +160,16 @@ class RemoteView:
     def key(self) -> tuple[TaskState | None, str | None, str, int]:
         return self.state, self.sub_state, self.message_id, len(self.replies)
 
-    def answered(self, before: str) -> bool:
+    def answered(self, before: str | frozenset[str]) -> bool:
         """Has the remote task answered a message sent when its status message was
-        ``before``? (See the module docstring.)"""
+        ``before`` (or one of them: a relay of decisions also waits past each decision's own
+        reply, ``operator/relay.py``)? (See the module docstring.)"""
         if self.state is None:
             return False
         if self.state.is_terminal:
             return True
-        return self.state in _WAITING and self.message_id != before
+        shown = before if isinstance(before, frozenset) else frozenset({before})
+        return self.state in _WAITING and self.message_id not in shown
 
     def entry(self, entry_id: str, replies_from: int) -> RemoteStatusEntry:
         """The view as a journal entry, with the replies from index ``replies_from`` on."""

@@ -59,13 +59,14 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 
+from tiny_harness.core.approval import PendingApproval
 from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.control import control_part
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.remote_view import RemoteView
-from tiny_harness.core.states import TaskState
+from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import TaskLink, TaskSpec
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import (
@@ -81,6 +82,7 @@ from tiny_harness.core.turn import (
 )
 from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
 from tiny_harness.operator.ports import JournalHost
+from tiny_harness.operator.relay import awaited, decision_message, relay_id, remote_approvals
 from tiny_harness.outbound.guard import refusal_in
 
 log = logging.getLogger(__name__)
@@ -313,19 +315,27 @@ class RemoteLoop:
             elif isinstance(entry, RemoteStatusEntry):
                 statuses += 1
                 view.take_entry(entry)
-        if drain is None:
-            inbound = [m for m in await host.drain() if m.sub_task is None]
-            if not inbound:
-                return await self.end(host, turn, view)
-            drain = DrainEntry(id=ref.drain(0), messages=tuple(inbound))
-            await host.checkpoint(drain)
-            await host.flush()  # the message is fixed before it is sent: a resend is the same
-        before = sent.before if sent is not None else view.message_id
+        awaiting: str | frozenset[str]
+        if turn.decided and view.task_id:
+            # The decisions on the remote task's calls go first (operator/relay.py); messages
+            # that came meanwhile wait for the next turn.
+            sent, awaiting = await self.relay(agent, host, turn, view)
+            before = sent.before
+        else:
+            if drain is None:
+                inbound = [m for m in await host.drain() if m.sub_task is None]
+                if not inbound:
+                    return await self.end(host, turn, view, agent=agent)
+                drain = DrainEntry(id=ref.drain(0), messages=tuple(inbound))
+                await host.checkpoint(drain)
+                await host.flush()  # the message is fixed before it is sent: a resend is the same
+            before = sent.before if sent is not None else view.message_id
+            awaiting = before
         follow = _Following(host, ref, drain, view, before, sent, statuses)
         events = self.exchange(agent, turn, drain, view, sent)
         timeout = agent.spec.answer_timeout_seconds if agent.spec is not None else 600
         async with contextlib.aclosing(events):
-            while not view.answered(before):
+            while not view.answered(awaiting):
                 step = follow.step(events, timeout, name)
                 if follow.sent is None:
                     # Until the send is recorded, a cut waits for the record: a remote task
@@ -336,13 +346,57 @@ class RemoteLoop:
                     more = await step
                 if not more:
                     break
-        return await self.end(host, turn, view, drain.messages)
+        return await self.end(host, turn, view, drain.messages if drain else (), agent=agent)
+
+    async def relay(
+        self, agent: Agent, host: JournalHost, turn: TurnInput, view: RemoteView
+    ) -> tuple[RemoteSentEntry, frozenset[str]]:
+        """Send each decision to the remote task once (journaled as sent, so a resumed turn
+        does not send it again), and the status messages that do not answer them."""
+        assert view.task_id is not None
+        prefix = f"{turn.ref.prefix}/relay-"
+        done = {
+            e.message_id: e
+            for e in turn.journal
+            if isinstance(e, RemoteSentEntry) and e.id.startswith(prefix)
+        }
+        before = next(iter(done.values())).before if done else view.message_id
+        client = agent.client()
+        last: RemoteSentEntry | None = None
+        for index, decided in enumerate(turn.decided):
+            message_id = relay_id(turn.ref, decided.call_id)
+            entry = done.get(message_id)
+            if entry is None:
+                message = decision_message(
+                    turn.ref, decided, view.task_id, view.context_id, turn.task_id
+                )
+
+                async def send(message: Message = message) -> None:
+                    events = client.send_message(SendMessageRequest(message=message))
+                    try:
+                        await anext(events)  # taken: the remote task answers it in its status
+                    finally:
+                        await events.aclose()  # type: ignore[attr-defined]
+
+                await with_retries(agent, send)
+                entry = RemoteSentEntry(
+                    id=f"{prefix}{index}",
+                    message_id=message_id,
+                    task_id=view.task_id,
+                    context_id=view.context_id,
+                    before=before,
+                )
+                await host.checkpoint(entry)
+                await host.flush()
+            last = entry
+        assert last is not None
+        return last, awaited(before, turn.ref, turn.decided)
 
     async def exchange(
         self,
         agent: Agent,
         turn: TurnInput,
-        drain: DrainEntry,
+        drain: DrainEntry | None,
         view: RemoteView,
         sent: RemoteSentEntry | None,
     ) -> AsyncGenerator[StreamResponse, None]:
@@ -358,6 +412,7 @@ class RemoteLoop:
         while True:
             try:
                 if not delivered:
+                    assert drain is not None  # nothing sent yet: a turn with a drain
                     message = self.message(turn, drain, view)
                     async for event in client.send_message(SendMessageRequest(message=message)):
                         delivered = True
@@ -424,8 +479,11 @@ class RemoteLoop:
         turn: TurnInput,
         view: RemoteView,
         taken: tuple[InboundMessage, ...] = (),
+        *,
+        agent: Agent,
     ) -> TurnOutcome:
-        """Settle the turn as the remote task is: its state and sub-state, its status text."""
+        """Settle the turn as the remote task is: its state and sub-state, its status text;
+        a remote task that waits for approval parks this one with its calls (relay.py)."""
         history = [
             *turn.history,
             *(ChatMessage(role="user", content=m.content) for m in taken),
@@ -439,6 +497,14 @@ class RemoteLoop:
         }.get(state, OutcomeKind.REMOTE_ENDED)
         if state is TaskState.AUTH_REQUIRED:
             state = TaskState.INPUT_REQUIRED  # what it waits for is the remote agent's to say
+        approvals: tuple[PendingApproval, ...] = ()
+        if view.mirrored_sub_state is SubState.AWAITING_APPROVAL and view.task_id:
+            client = agent.client()
+            task_id = view.task_id
+            remote = await with_retries(agent, lambda: self.get(client, task_id))
+            approvals = remote_approvals(remote, agent=agent.name, turn=turn.turn, gates=turn.gates)
+            if approvals:
+                kind = OutcomeKind.WAITING_FOR_APPROVAL
         outcome = TurnOutcome(
             kind=kind,
             state=state,
@@ -446,6 +512,7 @@ class RemoteLoop:
             text=view.result,
             message_id=view.message_id or f"{turn.ref.prefix}/end",
             history=tuple(history),
+            approvals=approvals,
         )
         await host.end_turn(outcome)
         return outcome
@@ -459,7 +526,7 @@ class _Following:
         self,
         host: JournalHost,
         ref: TurnRef,
-        drain: DrainEntry,
+        drain: DrainEntry | None,
         view: RemoteView,
         before: str,
         sent: RemoteSentEntry | None,
@@ -496,6 +563,7 @@ class _Following:
             return False
         changed = view.take(event)
         if self.sent is None and (view.task_id or event.HasField("message")):
+            assert self.drain is not None  # a turn that sends a drain: a relay is sent already
             self.sent = RemoteSentEntry(
                 id=f"{self.ref.prefix}/sent-0",
                 message_id=self.drain.id,
