@@ -42,6 +42,7 @@ from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.core.command_spec import commands_from_params
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.extensions import (
+    APPROVAL_EXT_URI,
     COMMANDS_EXT_URI,
     STATUS_EXT_KEY,
     STATUS_EXT_URI,
@@ -67,7 +68,7 @@ async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_
         card = (await http.get(f"{replica.url}/.well-known/agent-card.json")).json()
         schemas = {
             name: (await http.get(f"{replica.url}/a2a/ext/{name}.json")).json()
-            for name in ("task", "status", "commands")
+            for name in ("task", "status", "commands", "approval/v1")
         }
 
     assert card["name"] == "tiny-harness"
@@ -84,7 +85,7 @@ async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_
     assert (card["protocolVersion"], card["preferredTransport"]) == ("0.3", "JSONRPC")
     assert card["url"] == f"{replica.url}/"
     extensions = {e["uri"]: e for e in card["capabilities"]["extensions"]}
-    assert set(extensions) == {TASK_EXT_URI, STATUS_EXT_URI, COMMANDS_EXT_URI}
+    assert set(extensions) == {TASK_EXT_URI, STATUS_EXT_URI, COMMANDS_EXT_URI, APPROVAL_EXT_URI}
     for ext in extensions.values():
         assert ext.get("required", False) is False
         assert ext["description"]
@@ -93,6 +94,8 @@ async def test_the_agent_card_lists_the_transports_streaming_and_three_optional_
     assert {c.argument_hint for c in advertised} >= {"[<model>]", "<description>"}
     assert schemas["task"]["$id"] == f"{TASK_EXT_URI}.json"
     assert schemas["status"]["$id"] == f"{STATUS_EXT_URI}.json"
+    assert schemas["approval/v1"]["$id"] == f"{APPROVAL_EXT_URI}.json"
+    assert extensions[APPROVAL_EXT_URI]["params"]["sub_state"] == "awaiting-approval"
     assert f"{replica.url}/a2a/ext/status.json" in extensions[STATUS_EXT_URI]["description"]
 
 

@@ -21,6 +21,7 @@ from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.command_spec import CommandSpec, commands_params
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.extensions import (
+    APPROVAL_EXT_URI,
     COMMANDS_EXT_URI,
     EVENT_MEDIA_TYPE,
     STATUS_EXT_KEY,
@@ -111,6 +112,17 @@ def build_agent_card(base_url: str, commands: Sequence[CommandSpec] = ()) -> Age
                     '{"kind": "control", "action": "complete"}.',
                     f"{schemas}/commands.json",
                     commands_params(commands),
+                ),
+                _extension(
+                    APPROVAL_EXT_URI,
+                    "Tool calls that wait for a participant's approval: the task is "
+                    "TASK_STATE_INPUT_REQUIRED with sub-state awaiting-approval and the task "
+                    "extension's approvals list them (call_id, tool, arguments, who decides, "
+                    f"until when). Decide one with a data part of media type {EVENT_MEDIA_TYPE}:"
+                    ' {"kind": "control", "action": "approve" or "reject", "call_id": ..., '
+                    '"reason": ...}; the answer is the task\'s next status message.',
+                    f"{schemas}/approval/v1.json",
+                    {"sub_state": "awaiting-approval", "media_type": EVENT_MEDIA_TYPE},
                 ),
             ],
         ),

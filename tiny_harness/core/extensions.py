@@ -17,5 +17,11 @@ STATUS_EXT_KEY: Final = f"{_KEY_BASE}/status"
 
 COMMANDS_EXT_URI: Final = f"{_URI_BASE}/commands/v1"
 
+#: Calls that wait for a participant's approval, and the envelope that decides one.
+APPROVAL_EXT_URI: Final = f"{_URI_BASE}/approval/v1"
+
+#: kagent's human-in-the-loop extension (docs/a2a/ext/approval/v1.md says where it differs).
+KAGENT_HITL_EXT_URI: Final = "https://kagent.dev/extensions/hitl/v1"
+
 #: The media type of the event envelope a client sends as a data part (control actions).
 EVENT_MEDIA_TYPE: Final = "application/vnd.tiny-harness.event+json"

@@ -40,6 +40,7 @@ class GeneratedSet:
         changed = []
         for name in self.stale(directory):
             path = directory / name
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(texts[name], encoding="utf-8")
             changed.append(path)
         return changed

@@ -1,10 +1,11 @@
 """The published JSON Schemas of our A2A extensions, generated from the pydantic models.
 
-Clients in other languages validate against ``docs/a2a/ext/{task,status,commands}.json``. Those
-files are never edited by hand: they are cut from :class:`~tiny_harness.core.task.TaskExtension`,
-:class:`~tiny_harness.core.status_ext.StatusExtensionData` and
-:class:`~tiny_harness.core.command_spec.CommandsExtensionParams` by field name (snake_case, the
-wire spelling), and a unit test fails when a committed file differs from what this module
+Clients in other languages validate against ``docs/a2a/ext/{task,status,commands}.json`` and
+``docs/a2a/ext/approval/v1.json``. Those files are never edited by hand: they are cut from
+:class:`~tiny_harness.core.task.TaskExtension`,
+:class:`~tiny_harness.core.status_ext.StatusExtensionData`,
+:class:`~tiny_harness.core.command_spec.CommandsExtensionParams` and
+:class:`~tiny_harness.core.control.ControlEnvelope` by field name (snake_case, the wire spelling), and a unit test fails when a committed file differs from what this module
 generates. Regenerate them with::
 
     python -m tiny_harness.core.schemas --write
@@ -23,8 +24,11 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from tiny_harness.core.command_spec import CommandsExtensionParams
+from tiny_harness.core.control import ControlEnvelope
 from tiny_harness.core.extensions import (
+    APPROVAL_EXT_URI,
     COMMANDS_EXT_URI,
+    EVENT_MEDIA_TYPE,
     STATUS_EXT_KEY,
     STATUS_EXT_URI,
     TASK_EXT_KEY,
@@ -85,6 +89,20 @@ EXTENSION_SCHEMAS: Final[tuple[ExtensionSchema, ...]] = (
             f"{COMMANDS_EXT_URI}: the /commands this harness accepts, each name once."
         ),
         model=CommandsExtensionParams,
+    ),
+    ExtensionSchema(
+        filename="approval/v1.json",
+        uri=APPROVAL_EXT_URI,
+        title="tiny-harness approval extension v1",
+        description=(
+            "The control envelope a participant sends as a message's only part, a data part of "
+            f"media type {EVENT_MEDIA_TYPE}: action approve or reject decides the call "
+            "call_id that waits for approval (the task extension's approvals list them, with "
+            "sub-state awaiting-approval); reason is for the history; arguments (approve only, "
+            "when the call's requirement has allow_edit) replace the model's. Action complete "
+            "(no other field) asks for the task to complete."
+        ),
+        model=ControlEnvelope,
     ),
 )
 
