@@ -5,8 +5,9 @@ Clients in other languages validate against ``docs/a2a/ext/{task,status,commands
 :class:`~tiny_harness.core.task.TaskExtension`,
 :class:`~tiny_harness.core.status_ext.StatusExtensionData`,
 :class:`~tiny_harness.core.command_spec.CommandsExtensionParams` and
-:class:`~tiny_harness.core.control.ControlEnvelope` by field name (snake_case, the wire spelling), and a unit test fails when a committed file differs from what this module
-generates. Regenerate them with::
+:class:`~tiny_harness.core.control.ControlEnvelope` by field name (snake_case, the wire
+spelling), and a unit test fails when a committed file differs from what this module generates.
+Regenerate them with::
 
     python -m tiny_harness.core.schemas --write
 
