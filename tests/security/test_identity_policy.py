@@ -87,6 +87,23 @@ def messages(kubectl: Kubectl) -> list[str]:
     return [m["metadata"]["name"] for m in kubectl.get_json("harnessmessages")["items"]]
 
 
+def test_a_decision_is_bound_to_its_writer_as_any_message(people: Kubectl) -> None:
+    """A decision on a call that waits for approval is a message like any other: Bob cannot
+    approve in Alice's name, whatever the operator would make of it."""
+    decision = {
+        "apiVersion": API_VERSION,
+        "kind": MESSAGE_KIND,
+        "metadata": {"name": "d-bob-as-alice"},
+        "spec": {"task": "release", "messageId": "d-bob-as-alice", "sender": "alice",
+                 "decision": {"callId": "call_1", "verdict": "approve"}},
+    }  # fmt: skip
+    refused = people.run("create", "-f", "-", "--as=bob", stdin=json.dumps(decision), check=False)
+
+    assert refused.returncode != 0
+    assert "spec.sender is alice, but this message is written by bob" in refused.stderr
+    assert messages(people) == []
+
+
 def test_alice_cannot_send_as_bob_and_nothing_is_written(people: Kubectl) -> None:
     refused = message_as(people, "alice", "bob")
 
