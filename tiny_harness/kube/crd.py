@@ -195,6 +195,9 @@ def _kinds() -> tuple[_Kind, ...]:
                 _column("Deadline-s", ".spec.activeDeadlineSeconds", "integer", priority=1),
                 _column("Waiting-since", ".status.waitingSince", "date", priority=1),
                 _column("Input-timeout-s", ".spec.inputTimeoutSeconds", "integer", priority=1),
+                # JSONPath cannot count the calls that wait (Sub-state says that some do) and
+                # the API server prints the first value a path finds: the first call's tool.
+                _column("Approval-tool", ".status.approvals[*].tool", priority=1),
             ),
             "harnesstasks.yaml",
         ),
