@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import stat
 import subprocess
@@ -17,10 +18,12 @@ import pytest
 import yaml
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
-from tests.eventually import eventually
+from tests.eventually import eventually, eventually_async
 from tests.integration.kubectl_support import PLUGIN, Harness, run_plugin
 from tests.integration.lifecycle_support import Tasks
+from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
 from tiny_harness.kube.crd import REPO_ROOT
+from tiny_harness.testing.mcp_server import McpServerThread
 
 pytestmark = pytest.mark.controlplane
 
@@ -107,7 +110,15 @@ async def test_list_shows_sub_tasks_under_their_parent_with_state_and_sub_state(
 
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "AGE"]
+    assert lines[0].split() == [
+        "NAME",
+        "STATE",
+        "SUB-STATE",
+        "LIFECYCLE",
+        "ROLE",
+        "APPROVALS",
+        "AGE",
+    ]
     rows = [line.split()[:5] for line in lines[1:]]
     assert rows == [
         ["other", "INPUT_REQUIRED", "awaiting-next-message", "conversation", "assignee"],
@@ -433,3 +444,256 @@ async def test_watch_prints_state_changes_and_replies_and_exits_when_the_task_co
     assert "watched: WORKING" in said
     assert said.index("alice: Are you there?") < said.index("agent: Watching you.")
     assert said[-1] == "watched: COMPLETED - completed by alice"
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+#: What the model asks for in the approval tests: the test MCP server's weather tool.
+WEATHER_CALL = {
+    "type": "tool_calls",
+    "calls": [{"name": "weather__weather", "arguments": {"city": "Oslo"}, "id": "call_w1"}],
+}
+
+
+async def parked(
+    tasks: Tasks,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+    name: str,
+    then: str = "Pack light.",
+    participants: list[dict[str, str]] | None = None,
+    **approval: Any,
+) -> dict[str, Any]:
+    """The test MCP server declared as tool server ``weather`` whose ``weather`` tool needs
+    approval (``approval``: more of its policy), and a task whose model called it, parked
+    awaiting approval; the model says ``then`` once it has the call's result. The operator is
+    running."""
+    declare(kubectl, "weather", mcp.url, approval={"tools": ["weather"], **approval})
+    wait_ready(kubectl, "weather")
+    await model_server.control.script([WEATHER_CALL, {"type": "text", "text": then}])
+    people = {"participants": participants} if participants else {}
+    await tasks.create(name, toolServers=["weather"], **people)
+    await tasks.wait(name, "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send(name, "I am off to Oslo. What should I pack?")
+    return await tasks.wait(
+        name, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-approval", turn=1, within=60
+    )
+
+
+async def test_approve_runs_the_waiting_call_once_and_the_model_reads_its_result(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    await parked(tasks, kubectl, model_server, mcp, "trip")
+
+    approved = await harness.run("approve", "trip", "weather__weather", "--reason", "Go ahead.")
+
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.strip() == "weather__weather was approved by alice: Go ahead."
+    status = await tasks.wait("trip", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    assert (status["subState"], status["message"]) == ("awaiting-next-message", "Pack light.")
+    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Oslo"}]
+    assert tool_outputs((await model_server.control.requests())[-1]) == ["Sunny in Oslo."]
+    got = await harness.run("get", "trip", "--history", "4")
+    assert "Approvals" not in got.stdout
+    assert [line.strip() for line in got.stdout.split("Transcript (")[1].splitlines()[1:]] == [
+        "alice: I am off to Oslo. What should I pack?",
+        "alice: approve call_w1: Go ahead.",
+        "agent: weather__weather was approved by alice: Go ahead.",
+        "agent: Pack light.",
+    ]
+
+    again = await harness.run("approve", "trip", "call_w1")
+
+    assert again.returncode == 1
+    assert again.stderr.strip() == (
+        "Error: refused: no call 'call_w1' waits for a decision on this task (none waits)"
+    )
+    assert len(mcp.served("weather")) == 1
+
+
+async def test_reject_gives_the_model_the_rejection_and_the_tool_never_runs(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    await parked(tasks, kubectl, model_server, mcp, "trip", then="Then I cannot tell.")
+
+    rejected = await harness.run("reject", "trip", "call_w1", "--reason", "Not today.")
+
+    assert rejected.returncode == 0, rejected.stderr
+    assert rejected.stdout.strip() == "weather__weather was rejected by alice: Not today."
+    status = await tasks.wait("trip", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    assert status["message"] == "Then I cannot tell."
+    assert mcp.served("weather") == []
+    [output] = tool_outputs((await model_server.control.requests())[-1])
+    assert "rejected by alice" in output
+    assert "Not today." in output
+
+
+async def test_an_approval_with_edited_arguments_runs_the_call_with_them(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    await parked(tasks, kubectl, model_server, mcp, "trip", allowEdit=True)
+
+    approved = await harness.run("approve", "trip", "weather", "--arguments", '{"city": "Bergen"}')
+
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.strip() == "weather__weather was approved by alice with edited arguments"
+    await tasks.wait("trip", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    assert [c.arguments for c in mcp.served("weather")] == [{"city": "Bergen"}]
+
+
+async def test_decisions_the_policy_does_not_allow_are_refused_and_nothing_is_sent(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    people = [
+        {"id": "alice", "role": "assignee"},
+        {"id": "bob", "role": "watcher"},
+        {"id": "carol", "role": "reporter"},
+    ]
+    await parked(tasks, kubectl, model_server, mcp, "trip", participants=people)
+    sent = len(kubectl.get_json("harnessmessages")["items"])
+
+    by_watcher = await harness.run("approve", "trip", "call_w1", participant="bob")
+    by_reporter = await harness.run("reject", "trip", "call_w1", participant="carol")
+    by_stranger = await harness.run("approve", "trip", "call_w1", participant="mallory")
+    no_such_call = await harness.run("approve", "trip", "call_nope")
+    edited = await harness.run("approve", "trip", "call_w1", "--arguments", '{"city": "Rome"}')
+
+    assert by_watcher.returncode == 1
+    assert by_watcher.stderr.strip() == (
+        "Error: refused: bob is a watcher and may not decide call 'call_w1'"
+    )
+    assert by_reporter.returncode == 1
+    assert by_reporter.stderr.strip() == (
+        "Error: refused: carol may not decide call 'call_w1' (weather__weather); it is decided "
+        "by (assignees or admins)"
+    )
+    assert by_stranger.stderr.strip() == not_found("trip")
+    assert no_such_call.returncode == 1
+    assert no_such_call.stderr.strip() == (
+        "Error: refused: no call 'call_nope' waits for a decision on this task (waiting: call_w1)"
+    )
+    assert edited.returncode == 1
+    assert edited.stderr.strip() == (
+        "Error: refused: the policy of call 'call_w1' does not allow edited arguments"
+    )
+    assert len(kubectl.get_json("harnessmessages")["items"]) == sent
+    [waiting] = (await tasks.status("trip"))["approvals"]
+    assert "decision" not in waiting
+    assert mcp.served("weather") == []
+
+
+async def test_a_decision_the_operator_refuses_is_an_error_with_its_reason(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    # Two decisions sent while the operator is away both pass the plugin's own check; the
+    # operator takes them in the order they were sent, and refuses the second.
+    op: OperatorProcess = operator()
+    await parked(tasks, kubectl, model_server, mcp, "trip")
+    op.stop()
+
+    async def sent(count: int) -> bool:
+        return len(await tasks.messages_of("trip")) == count
+
+    before = len(await tasks.messages_of("trip"))
+    approving = asyncio.create_task(harness.run("approve", "trip", "call_w1", "--timeout", "120"))
+    await eventually_async(lambda: sent(before + 1), within=30, what="the approval to be sent")
+    rejecting = asyncio.create_task(harness.run("reject", "trip", "call_w1", "--timeout", "120"))
+    await eventually_async(lambda: sent(before + 2), within=30, what="the rejection to be sent")
+    operator()
+    approved, refused = await asyncio.gather(approving, rejecting)
+
+    assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.strip() == "weather__weather was approved by alice"
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "Error: refused: call 'call_w1' was already approved by alice at "
+    )
+    await tasks.wait("trip", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
+    assert len(mcp.served("weather")) == 1
+
+
+async def test_get_list_and_kubectl_get_show_a_call_that_waits_for_approval(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    kubectl: Kubectl,
+    model_server: ModelServer,
+    mcp: McpServerThread,
+) -> None:
+    operator()
+    await tasks.create("calm")
+    status = await parked(tasks, kubectl, model_server, mcp, "trip")
+    [waiting] = status["approvals"]
+
+    got = await harness.run("get", "trip")
+    watching = await harness.run("get", "trip", participant="bob")
+    listed = await harness.run("list")
+    wide = kubectl.run("get", "ht", "-o", "wide")
+
+    assert got.returncode == 0, got.stderr
+    assert "State:          INPUT_REQUIRED (awaiting-approval)" in got.stdout
+    # How long is left of the default hour depends on when it is read: only its form is checked.
+    until = got.stdout.split(waiting["expiresAt"] + " (in ")[1].split(";")[0]
+    assert re.fullmatch(r"[0-9]+[hms][0-9ms]*", until), until
+    section = got.stdout.split("Approvals (1 undecided):\n")[1].split("Transcript")[0]
+    assert section.splitlines() == [
+        "  weather__weather (call call_w1, asked in turn 1)",
+        "    Arguments:   {",
+        '                   "city": "Oslo"',
+        "                 }",
+        "    Decided by:  assignees or admins (you may decide)",
+        "    Policy:      HarnessToolServer weather",
+        f"    Until:       {waiting['expiresAt']} (in {until}; rejected if no one decides)",
+        "    Decision:    none yet",
+        "  Decide with:   kubectl harness approve trip call_w1",
+        "                 kubectl harness reject trip call_w1 --reason TEXT",
+    ]
+    print(got.stdout)
+    assert "    Decided by:  assignees or admins (not you)" in watching.stdout
+    assert "Decide with" not in watching.stdout
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split("   ") for line in listed.stdout.splitlines()]
+    header = listed.stdout.splitlines()[0].split()
+    assert header == ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "APPROVALS", "AGE"]
+    cells = [[c.strip() for c in row if c.strip()] for row in rows[1:]]
+    assert [c[:6] for c in cells] == [
+        ["trip", "INPUT_REQUIRED", "awaiting-approval", "conversation", "assignee", "1 for you"],
+        ["calm", "INPUT_REQUIRED", "awaiting-next-message", "conversation", "assignee", "-"],
+    ]
+    assert wide.returncode == 0, wide.stderr
+    print(wide.stdout)
+    lines = wide.stdout.splitlines()
+    assert "APPROVAL-TOOL" in lines[0].split()
+    [trip] = [line for line in lines if line.startswith("trip ")]
+    assert "awaiting-approval" in trip.split()
+    assert "weather__weather" in trip.split()

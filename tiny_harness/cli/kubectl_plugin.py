@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import re
 import sys
 import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import aiohttp
 
@@ -35,12 +36,13 @@ from tiny_harness.cli.kubectl_session import (
     status_of,
     who_am_i,
 )
+from tiny_harness.core.approval import DecisionRequest, Verdict, undecided
 from tiny_harness.core.clock import now
 from tiny_harness.core.command_spec import COMMAND_NAME_PATTERN
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
 from tiny_harness.core.inbox import Control
-from tiny_harness.core.states import TaskState
+from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import SubTaskRow
 from tiny_harness.kube.client import KubeError, Obj
 from tiny_harness.kube.names import PLURAL
@@ -115,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description=_wrap(
             "Drive tiny-harness tasks (HarnessTask resources) as a participant: list them, read "
-            "one, send it messages and commands, complete or cancel it, watch it.\n\n"
+            "one, send it messages and commands, approve or reject the tool calls that wait for "
+            "you, complete or cancel it, watch it.\n\n"
             "You act as your Kubernetes user, as the API server names it (kubectl auth whoami), "
             "unless --as-participant says otherwise; a task you are not on is reported as not "
             "found."
@@ -126,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
             kubectl harness get hello-harness
             kubectl harness send hello-harness "Please keep it short." --wait
             kubectl harness cmd hello-harness /status
+            kubectl harness approve hello-harness call_w1
             kubectl harness watch hello-harness
             kubectl harness complete hello-harness --as-participant alice
             """
@@ -150,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         "list",
         "list your tasks as a tree, with state and sub-state",
         "List the tasks you are on, each sub-task under its parent, with the A2A state, the "
-        "sub-state that refines INPUT_REQUIRED, the lifecycle, your role and the age.",
+        "sub-state that refines INPUT_REQUIRED, the lifecycle, your role, the tool calls that "
+        "wait for approval (APPROVALS: how many, and how many of them you may decide) and the "
+        "age. Tasks with calls you may decide come first.",
         """
         kubectl harness list
         kubectl harness list -n team-a
@@ -164,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     get = command(
         "get",
         "show one task: goal, people, state, plan, sub-tasks and transcript",
-        "Describe a task: its goal, participants, state and sub-state, model and effort, plan "
+        "Describe a task: its goal, participants, state and sub-state, model and effort, the "
+        "tool calls that wait for approval (their arguments, who decides and until when), plan "
         "progress, sub-tasks, and the last messages of its conversation.",
         """
         kubectl harness get hello-harness
@@ -216,6 +223,63 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmd.add_argument("arguments", metavar="ARG", nargs="*", help="the command's arguments")
     _timeout_flag(cmd)
+
+    decisions = {
+        "approve": (
+            "runs in the task's next turn (with --arguments, with those instead of the model's, "
+            "when its policy allows edits)",
+            """
+            kubectl harness approve trip-planner call_w1
+            kubectl harness approve trip-planner weather__weather --reason "Oslo is fine."
+            kubectl harness approve trip-planner call_w1 --arguments '{"city": "Bergen"}'
+            """,
+        ),
+        "reject": (
+            "does not run: the model is told it was rejected, by whom and why (--reason)",
+            """
+            kubectl harness reject trip-planner call_w1
+            kubectl harness reject trip-planner weather --reason "Not that city."
+            """,
+        ),
+    }
+    for verb, (does, examples) in decisions.items():
+        p = command(
+            verb,
+            f"{verb} a tool call that waits for approval",
+            f"{verb.capitalize()} a tool call that waits for approval (the task's sub-state is "
+            f"awaiting-approval; `kubectl harness get TASK` lists its calls): the call {does}. "
+            "The policy that gates the call says who may decide it (by default the task's "
+            "assignees and admins; never a watcher). Prints the operator's record of the "
+            "decision, or exits 1 with its reason when it refuses the decision (a call that "
+            "does not wait, or one already decided otherwise).\n\n"
+            "CALL is the call's id, or its tool's name (weather__weather, or weather) when one "
+            "waiting call has it.",
+            examples,
+        )
+        p.add_argument("task", metavar="TASK", help="the task's name")
+        p.add_argument(
+            "call",
+            metavar="CALL",
+            help="the call's id (status.approvals[].callId), or its tool's name",
+        )
+        p.add_argument(
+            "--reason",
+            type=_reason,
+            default="",
+            metavar="TEXT",
+            help="why, for the history"
+            + (" (and for the model, which is told it)" if verb == "reject" else ""),
+        )
+        p.add_argument(
+            "--arguments",
+            type=_json_object if verb == "approve" else _no_arguments,
+            metavar="JSON",
+            help="run the call with these arguments, a JSON object, instead of the model's "
+            "(only when the call's policy allows edits)"
+            if verb == "approve"
+            else argparse.SUPPRESS,
+        )
+        _timeout_flag(p)
 
     command(
         "commands",
@@ -302,6 +366,46 @@ def _timeout_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: The longest reason a decision may carry (``DecisionRequest.reason``).
+REASON_MAX: Final = next(
+    int(m.max_length)
+    for m in DecisionRequest.model_fields["reason"].metadata
+    if getattr(m, "max_length", None) is not None
+)
+
+
+def _reason(value: str) -> str:
+    if len(value) > REASON_MAX:
+        raise argparse.ArgumentTypeError(
+            f"the reason is {len(value)} characters long; it may be {REASON_MAX} at most"
+        )
+    return value
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    """``--arguments``: a JSON object, or a usage error saying what is wrong with it."""
+    shown = value if len(value) <= 60 else value[:57] + "..."
+    example = 'write the arguments as a JSON object, such as \'{"city": "Bergen"}\''
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{shown!r} is not JSON ({exc.msg} at column {exc.colno}); {example}"
+        ) from None
+    if not isinstance(parsed, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(parsed), "a number"
+        )
+        raise argparse.ArgumentTypeError(f"{shown!r} is {kind}, not an object; {example}")
+    return parsed
+
+
+def _no_arguments(value: str) -> dict[str, Any]:
+    raise argparse.ArgumentTypeError(
+        "only an approval carries arguments: a rejected call never runs"
+    )
+
+
 def _command_name(value: str) -> str:
     if not value.startswith("/") or not re.fullmatch(COMMAND_NAME_PATTERN, value[1:]):
         raise argparse.ArgumentTypeError(
@@ -351,7 +455,7 @@ async def _list(session: Session, args: argparse.Namespace, _: str | None) -> in
 async def _get(session: Session, args: argparse.Namespace, _: str | None) -> int:
     obj = await session.visible(args.task)
     conversation = await session.conversation(args.task) if args.history else []
-    _out(render.describe(obj, conversation, args.history, now()))
+    _out(render.describe(obj, conversation, args.history, now(), participant=session.participant))
     return 0
 
 
@@ -383,6 +487,24 @@ def _failed(reply: str, name: str) -> bool:
     """Whether the operator's reply says the command did not run (the replies
     docs/design/commands-and-hooks.md lists for a refusal, a failure and a missing body)."""
     return reply.startswith(("refused: ", f"/{name} failed: ", f"command /{name} has no handler"))
+
+
+async def _decide(session: Session, args: argparse.Namespace, verdict: Verdict) -> int:
+    obj, call_id = await session.decidable(args.task, args.call, verdict, args.arguments)
+    request = DecisionRequest(
+        call_id=call_id, verdict=verdict, reason=args.reason, arguments=args.arguments
+    )
+    sent = await session.send_decision(obj, request)
+    _out(await session.decision_reply(args.task, sent.spec.message_id, args.timeout))
+    return 0
+
+
+async def _approve(session: Session, args: argparse.Namespace, _: str | None) -> int:
+    return await _decide(session, args, "approve")
+
+
+async def _reject(session: Session, args: argparse.Namespace, _: str | None) -> int:
+    return await _decide(session, args, "reject")
 
 
 async def _end(session: Session, args: argparse.Namespace, action: Control) -> int:
@@ -447,6 +569,9 @@ class _Follower:
             if state[0].is_terminal and status.message:
                 text += f" - {status.message}"
             self.say(text)
+            if status.sub_state == SubState.AWAITING_APPROVAL:
+                for pending in undecided(status.approvals):
+                    self.say(render.waiting_call(pending))
         return state[0].is_terminal
 
     def _row(self, row: SubTaskRow) -> None:
@@ -525,6 +650,8 @@ _COMMANDS: Final[dict[str, Handler]] = {
     "get": _get,
     "send": _send,
     "cmd": _cmd,
+    "approve": _approve,
+    "reject": _reject,
     "complete": _complete,
     "cancel": _cancel,
     "watch": _watch,

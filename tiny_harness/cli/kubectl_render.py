@@ -9,12 +9,14 @@ upper-case column headers, columns padded with three spaces, ``-`` for an empty 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
+from tiny_harness.core.approval import ARGUMENTS_MAX, PendingApproval, Requirement, undecided
 from tiny_harness.core.clock import parse
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
@@ -25,6 +27,10 @@ from tiny_harness.kube.client import Obj
 
 _STATE_PREFIX: Final = "TASK_STATE_"
 _GAP: Final = "   "
+#: The most lines of a call's arguments ``get`` shows, and the widest; ``kubectl get ht TASK
+#: -o yaml`` shows them whole (status.approvals).
+ARGUMENT_LINES: Final = 20
+ARGUMENT_WIDTH: Final = 100
 
 
 def short_state(state: TaskState | str) -> str:
@@ -42,7 +48,12 @@ def age(stamp: str | None, now: dt.datetime) -> str:
     then = parse(stamp)
     if then is None:
         return "<unknown>"
-    seconds = max(0, int((now - then).total_seconds()))
+    return duration(int((now - then).total_seconds()))
+
+
+def duration(seconds: int) -> str:
+    """A span of time as ``kubectl get`` writes an AGE: ``45s``, ``3m20s``, ``2h``, ``3d4h``."""
+    seconds = max(0, seconds)
     minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
     if seconds < 120:
         return f"{seconds}s"
@@ -92,10 +103,11 @@ def _key(obj: Obj) -> tuple[str, str]:
     return str(meta.get("namespace", "")), str(meta["name"])
 
 
-def task_tree(objs: Iterable[Obj]) -> list[TreeRow]:
+def task_tree(objs: Iterable[Obj], first: Callable[[Obj], bool] | None = None) -> list[TreeRow]:
     """Tasks ordered as a tree: each child under its parent (``spec.parent.taskId`` in the same
     namespace), by name as ``kubectl get`` orders them; a child whose parent is not listed is a
-    root."""
+    root. With ``first``, the branches that hold a task it picks come before the others, at
+    every level (so ``list`` shows first the tasks that wait for you)."""
     items = sorted(objs, key=_key)
     present = {(o["metadata"].get("namespace", ""), name_of(o)) for o in items}
     children: dict[tuple[str, str], list[Obj]] = {}
@@ -107,6 +119,21 @@ def task_tree(objs: Iterable[Obj]) -> list[TreeRow]:
             children.setdefault((namespace, parent), []).append(obj)
         else:
             roots.append(obj)
+    if first is not None:
+        picked: dict[tuple[str, str], bool] = {}
+
+        def holds(obj: Obj) -> bool:
+            key = _key(obj)
+            if key not in picked:
+                picked[key] = False  # a parent loop ends here
+                picked[key] = first(obj) or any(holds(kid) for kid in children.get(key, []))
+            return picked[key]
+
+        def ordered(objs: list[Obj]) -> list[Obj]:
+            return sorted(objs, key=lambda o: not holds(o))  # stable: by name within each
+
+        roots = ordered(roots)
+        children = {key: ordered(kids) for key, kids in children.items()}
     rows: list[TreeRow] = []
     seen: set[tuple[str, str]] = set()
 
@@ -137,12 +164,13 @@ def lifecycle_of(obj: Obj) -> str:
 def task_list(
     objs: Iterable[Obj], participant: str, now: dt.datetime, *, namespaces: bool = False
 ) -> str:
-    """The ``list`` table: the tree with state, sub-state, lifecycle, your role and age."""
-    header = ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "AGE"]
+    """The ``list`` table: the tree with state, sub-state, lifecycle, your role, the calls that
+    wait for approval and age; the branches with calls you may decide first."""
+    header = ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "APPROVALS", "AGE"]
     if namespaces:
         header.insert(0, "NAMESPACE")
     rows: list[list[str]] = []
-    for row in task_tree(objs):
+    for row in task_tree(objs, first=lambda obj: waits_for(obj, participant)):
         obj = row.obj
         status = status_of(obj)
         role = role_of(obj, participant)
@@ -152,12 +180,145 @@ def task_list(
             status.sub_state or "-",
             lifecycle_of(obj),
             role.value if role is not None else "-",
+            approvals_cell(obj, participant),
             age(obj["metadata"].get("creationTimestamp"), now),
         ]
         if namespaces:
             cells.insert(0, str(obj["metadata"].get("namespace", "")))
         rows.append(cells)
     return table(header, rows)
+
+
+# -- approvals -------------------------------------------------------------------------------
+
+
+def may_decide(obj: Obj, pending: PendingApproval, participant: str | None) -> bool:
+    """Whether ``participant`` may decide the call: the operator's own rule
+    (:meth:`~tiny_harness.core.approval.Requirement.admits`) with their role on the task."""
+    if participant is None:
+        return False
+    return pending.requirement.admits(participant, role_of(obj, participant))
+
+
+def waits_for(obj: Obj, participant: str) -> bool:
+    """Whether a call of the task waits for a decision ``participant`` may give."""
+    return any(may_decide(obj, p, participant) for p in undecided(status_of(obj).approvals))
+
+
+def approvals_cell(obj: Obj, participant: str) -> str:
+    """``list``'s APPROVALS: how many calls wait, and how many of them are yours to decide."""
+    waiting = undecided(status_of(obj).approvals)
+    yours = sum(1 for p in waiting if may_decide(obj, p, participant))
+    if not waiting:
+        return "-"
+    if yours == len(waiting):
+        return f"{yours} for you"
+    return f"{len(waiting)} ({yours} for you)" if yours else str(len(waiting))
+
+
+def deciders_text(requirement: Requirement) -> str:
+    """Who may decide: ``assignees or admins``; with several policies, each in parentheses."""
+    if len(requirement.deciders) == 1:
+        return requirement.deciders[0].describe()
+    return requirement.describe()
+
+
+def arguments_lines(arguments: Mapping[str, Any], *, cut: bool = False) -> list[str]:
+    """A call's arguments as indented JSON, at most :data:`ARGUMENT_LINES` lines of
+    :data:`ARGUMENT_WIDTH` characters; arguments the operator cut (``argumentsCut``: their
+    JSON's start, under ``_start``) as that start, and a line saying so."""
+    text = str(arguments.get("_start", "")) if cut else json.dumps(arguments, indent=2)
+    lines = [
+        line if len(line) <= ARGUMENT_WIDTH else line[: ARGUMENT_WIDTH - 3] + "..."
+        for line in text.splitlines() or [""]
+    ]
+    if len(lines) > ARGUMENT_LINES:
+        hidden = len(lines) - ARGUMENT_LINES + 1
+        lines = [*lines[: ARGUMENT_LINES - 1], f"... ({hidden} more lines)"]
+    if cut:
+        lines.append(
+            f"(cut: longer than {ARGUMENTS_MAX // 1024} KiB of JSON; the call runs with them whole)"
+        )
+    return lines
+
+
+def _until(pending: PendingApproval, now: dt.datetime) -> str:
+    at = parse(pending.expires_at)
+    if at is None:
+        return pending.expires_at
+    left = int((at - now).total_seconds())
+    verdict = "approved" if pending.requirement.on_timeout == "approve" else "rejected"
+    when = f"in {duration(left)}" if left > 0 else "its time is up"
+    return f"{pending.expires_at} ({when}; {verdict} if no one decides)"
+
+
+#: Where a call's fields start their values in ``get`` (after ``    Decided by:  ``), so the
+#: blocks of several calls line up.
+_CALL_FIELDS: Final = 17
+
+
+def _fields(pairs: Sequence[tuple[str, str]], lead: str, width: int | None = None) -> list[str]:
+    width = width or max(len(key) for key, _ in pairs) + 2
+    return [
+        lead + f"{key + ':':<{width}}" + _indent(value, lead + " " * width).lstrip()
+        for key, value in pairs
+    ]
+
+
+def _approval(
+    obj: Obj, pending: PendingApproval, participant: str | None, now: dt.datetime
+) -> list[str]:
+    requirement = pending.requirement
+    who = deciders_text(requirement)
+    if participant is not None:
+        who += " (you may decide)" if may_decide(obj, pending, participant) else " (not you)"
+    pairs = [
+        ("Arguments", "\n".join(arguments_lines(pending.arguments, cut=pending.arguments_cut))),
+        ("Decided by", who),
+    ]
+    if requirement.sources:
+        pairs.append(("Policy", ", ".join(requirement.sources)))
+    if requirement.allow_edit:
+        pairs.append(("Edits", "allowed (approve --arguments JSON)"))
+    decision = pending.decision
+    if decision is None:
+        pairs += [("Until", _until(pending, now)), ("Decision", "none yet")]
+    else:
+        pairs.append(("Decision", f"{decision.text(pending.tool)} (at {decision.at})"))
+        if decision.arguments is not None:
+            pairs.append(("Edited to", "\n".join(arguments_lines(decision.arguments))))
+    head = f"  {pending.tool} (call {pending.call_id}, asked in turn {pending.turn})"
+    return [head, *_fields(pairs, "    ", _CALL_FIELDS - 4)]
+
+
+def approvals_section(obj: Obj, participant: str | None, now: dt.datetime) -> list[str]:
+    """``get``'s calls that wait for approval (``status.approvals``): each with its arguments,
+    who decides, until when and its decision, and how to decide the first that waits for you."""
+    approvals = status_of(obj).approvals
+    if not approvals:
+        return []
+    waiting = undecided(approvals)
+    counts = [f"{len(waiting)} undecided"] if waiting else []
+    if len(waiting) < len(approvals):
+        counts.append(f"{len(approvals) - len(waiting)} decided")
+    out = [f"Approvals ({', '.join(counts)}):"]
+    for pending in approvals:
+        out += _approval(obj, pending, participant, now)
+    yours = next((p for p in waiting if may_decide(obj, p, participant)), None)
+    if yours is not None:
+        task = name_of(obj)
+        out += _fields(
+            [
+                (
+                    "Decide with",
+                    f"kubectl harness approve {task} {yours.call_id}\n"
+                    f"kubectl harness reject {task} {yours.call_id} --reason TEXT",
+                )
+            ],
+            "  ",
+            _CALL_FIELDS - 2,
+        )
+    return out
 
 
 # -- get: one task described -----------------------------------------------------------------
@@ -196,8 +357,16 @@ def _first_line(text: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def describe(obj: Obj, conversation: Sequence[Said], history: int, now: dt.datetime) -> str:
-    """What ``get`` prints: the task as ``kubectl describe`` would, and its last messages."""
+def describe(
+    obj: Obj,
+    conversation: Sequence[Said],
+    history: int,
+    now: dt.datetime,
+    *,
+    participant: str | None = None,
+) -> str:
+    """What ``get`` prints: the task as ``kubectl describe`` would, its calls that wait for
+    approval (whether ``participant`` may decide them), and its last messages."""
     spec = spec_of(obj)
     status = status_of(obj)
     meta = obj["metadata"]
@@ -241,8 +410,8 @@ def describe(obj: Obj, conversation: Sequence[Said], history: int, now: dt.datet
         )
     if status.message:
         fields.append(("Status message", status.message))
-    width = max(len(k) for k, _ in fields) + 2
-    out = [f"{key + ':':<{width}}{_indent(value, ' ' * width).lstrip()}" for key, value in fields]
+    out = _fields(fields, "")
+    out += approvals_section(obj, participant, now)
     if spec is not None and spec.acceptance_criteria:
         out.append("Acceptance criteria:")
         out += [f"  - {c}" for c in spec.acceptance_criteria]
@@ -289,6 +458,18 @@ def watch_line(now: dt.datetime, text: str) -> str:
     lines = text.splitlines() or [""]
     pad = " " * (len(stamp) + 2)
     return "\n".join([f"{stamp}  {lines[0]}", *(pad + line for line in lines[1:])])
+
+
+def waiting_call(pending: PendingApproval) -> str:
+    """A call that waits for approval, on one ``watch`` line: its tool, its arguments (cut to
+    a line), its id and who decides."""
+    arguments = json.dumps(pending.arguments, ensure_ascii=False)
+    if len(arguments) > ARGUMENT_WIDTH // 2:
+        arguments = arguments[: ARGUMENT_WIDTH // 2 - 3] + "..."
+    return (
+        f"{pending.tool} {arguments} waits for approval (call {pending.call_id}, decided by "
+        f"{deciders_text(pending.requirement)})"
+    )
 
 
 def row_change(row: SubTaskRow) -> str:

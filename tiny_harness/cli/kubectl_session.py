@@ -6,12 +6,16 @@ kubectl's plugins get no help from kubectl: this module reads the kubeconfig as 
 
 - a task the participant is not on is reported as not found, exactly as a missing one;
 - a watcher may not complete or cancel a task;
+- a decision on a call that waits for approval is one its sender may give
+  (:func:`~tiny_harness.core.approval.refuse_decision`: the call waits, the policy admits the
+  sender, an edit is allowed, the call is not decided otherwise already);
 - nothing is sent to a task that has ended.
 
 The operator makes the same checks again when it takes a message; these ones only let the user
 hear a refusal at once, as an error, instead of as a note in the transcript. Waiting for the
-operator's answer (a reply, a command's reply, the outcome of a control) is polling: messages
-and turn records are separate objects, and a command's reply changes no task status.
+operator's answer (a reply, a command's reply, its record of a decision, the outcome of a
+control) is polling: messages and turn records are separate objects, and a command's reply
+changes no task status.
 """
 
 from __future__ import annotations
@@ -21,13 +25,21 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Final, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from tiny_harness.core.approval import (
+    DecisionRequest,
+    PendingApproval,
+    Verdict,
+    refuse_decision,
+    undecided,
+)
 from tiny_harness.core.errors import (
     HarnessError,
     NotPermittedError,
@@ -40,7 +52,9 @@ from tiny_harness.core.history import (
 )
 from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
 from tiny_harness.core.reply_ids import (
+    answer_outside_turn,
     command_reply_id,
+    refusal_id,
     refusal_of,
     turn_has_ended,
     turn_that_took,
@@ -80,6 +94,11 @@ class KubeconfigError(HarnessError):
 
 class TimedOutError(HarnessError):
     """The operator did not answer within the deadline; what was sent stays sent."""
+
+
+class AmbiguousCallError(HarnessError):
+    """A tool name given for a call names several calls that wait; the call id tells them
+    apart."""
 
 
 # -- where and who ---------------------------------------------------------------------------
@@ -170,6 +189,52 @@ def said_after(messages: Sequence[TranscriptMessage], message_id: str) -> list[T
     return []
 
 
+def call_named(approvals: Sequence[PendingApproval], given: str) -> str:
+    """The call id that ``given`` names among the task's calls for approval: a call id as it
+    is, or a tool's name (as the model called it, ``server__tool``, or the server's own name
+    of it, ``tool``) when one waiting call has it. A name no call has is returned as it is,
+    for :func:`~tiny_harness.core.approval.refuse_decision` to say which calls wait.
+
+    Raises :class:`AmbiguousCallError` when the tool's name fits several calls."""
+    if any(p.call_id == given for p in approvals):
+        return given
+    named = [p for p in approvals if p.tool == given] or [
+        p for p in approvals if p.tool.endswith(f"__{given}")
+    ]
+    # A decided call stays listed until the next turn runs it; the waiting ones are meant.
+    choices = undecided(named) or named
+    if len(choices) > 1:
+        ids = ", ".join(f"{p.call_id} ({p.tool})" for p in choices)
+        raise AmbiguousCallError(
+            f"{given} names {len(choices)} calls that wait for approval: {ids}; "
+            "name one by its call id"
+        )
+    return choices[0].call_id if choices else given
+
+
+def decision_text(decision: DecisionRequest) -> str:
+    """A decision as its sender's line of the conversation: ``approve call_w1: why``."""
+    edited = " with edited arguments" if decision.arguments is not None else ""
+    why = f": {decision.reason}" if decision.reason else ""
+    return f"{decision.verdict} {decision.call_id}{edited}{why}"
+
+
+def with_decisions(said: Iterable[Said], sent: Iterable[StoredMessage]) -> list[Said]:
+    """The conversation with each decision's line saying what it decided (:func:`decision_text`):
+    a decision has no parts, so the journal's note that took it, and the message while it
+    waits, carry no text of their own."""
+    decisions = {m.spec.message_id: m.spec.decision for m in sent if m.spec.decision}
+    out = []
+    for each in said:
+        message = each.message
+        decision = decisions.get(message.message_id)
+        if message.role == "user" and not message.text and decision is not None:
+            message = message.model_copy(update={"text": decision_text(decision)})
+            each = replace(each, message=message)
+        out.append(each)
+    return out
+
+
 # -- the session -----------------------------------------------------------------------------
 
 
@@ -208,7 +273,7 @@ class Session:
         records, sent = await asyncio.gather(
             self.records.for_task(obj), self.messages.for_task(obj)
         )
-        return conversation(records, sent)
+        return with_decisions(conversation(records, sent), sent)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -235,6 +300,34 @@ class Session:
             raise TerminalTaskError(state_of(obj).value)
         return obj
 
+    async def decidable(
+        self, name: str, call: str, verdict: Verdict, arguments: dict[str, Any] | None
+    ) -> tuple[Obj, str]:
+        """The task and the id of the call ``call`` names (:func:`call_named`), if the
+        participant may give this decision on it (the operator's own rule,
+        :func:`~tiny_harness.core.approval.refuse_decision`) and the task has not ended."""
+        obj = await self.visible(name)
+        if ended_for_good(obj):
+            raise TerminalTaskError(state_of(obj).value)
+        approvals = status_of(obj).approvals
+        call_id = call_named(approvals, call)
+        spec = spec_of(obj)
+        refused = (
+            refuse_decision(
+                approvals,
+                call_id=call_id,
+                verdict=verdict,
+                sender=self.participant,
+                role=spec.role_of(self.participant),
+                arguments=arguments,
+            )
+            if spec is not None
+            else f"refused: {name} has a spec the operator cannot read"
+        )
+        if refused is not None:
+            raise NotPermittedError(refused)
+        return obj, call_id
+
     async def send_text(self, obj: Obj, text: str) -> StoredMessage:
         try:
             spec = MessageSpec(
@@ -253,6 +346,15 @@ class Session:
             message_id=f"{action}-{uuid.uuid4().hex}",
             sender=self.participant,
             control=action,
+        )
+        return await self.messages.send(spec, task=obj)
+
+    async def send_decision(self, obj: Obj, decision: DecisionRequest) -> StoredMessage:
+        spec = MessageSpec(
+            task=name_of(obj),
+            message_id=f"{decision.verdict}-{uuid.uuid4().hex}",
+            sender=self.participant,
+            decision=decision,
         )
         return await self.messages.send(spec, task=obj)
 
@@ -302,6 +404,19 @@ class Session:
 
         return await _poll(probe, within, f"the reply to /{command}")
 
+    async def decision_reply(self, name: str, message_id: str, within: float) -> str:
+        """What the operator recorded for the decision sent as ``message_id`` (its notice, under
+        the id a command's reply has); its reason as an error when it refused the decision."""
+
+        async def probe() -> str | None:
+            records = await self.records.for_task(await self.tasks.get(name))
+            answer = answer_outside_turn(records, message_id)
+            if answer is not None and answer.id == refusal_id(message_id):
+                raise NotPermittedError(answer.text)
+            return answer.text if answer is not None else None
+
+        return await _poll(probe, within, f"the operator to record decision {message_id}")
+
     async def outcome(self, name: str, message_id: str, within: float) -> TaskState:
         """The state the task ended in after the control ``message_id``; the operator's reason
         as an error when it refused the request."""
@@ -343,12 +458,15 @@ async def _list_all_namespaces(api: client.ApiClient) -> list[Obj]:
 
 
 __all__ = [
+    "AmbiguousCallError",
     "KubeError",
     "KubeconfigError",
     "Said",
     "Session",
     "TimedOutError",
+    "call_named",
     "current_namespace",
+    "decision_text",
     "lifecycle_of",
     "open_api",
     "role_of",
@@ -356,4 +474,5 @@ __all__ = [
     "state_of",
     "status_of",
     "who_am_i",
+    "with_decisions",
 ]
