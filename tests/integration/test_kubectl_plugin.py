@@ -678,7 +678,6 @@ async def test_get_list_and_kubectl_get_show_a_call_that_waits_for_approval(
         "  Decide with:   kubectl harness approve trip call_w1",
         "                 kubectl harness reject trip call_w1 --reason TEXT",
     ]
-    print(got.stdout)
     assert "    Decided by:  assignees or admins (not you)" in watching.stdout
     assert "Decide with" not in watching.stdout
     assert listed.returncode == 0, listed.stderr
@@ -691,7 +690,6 @@ async def test_get_list_and_kubectl_get_show_a_call_that_waits_for_approval(
         ["calm", "INPUT_REQUIRED", "awaiting-next-message", "conversation", "assignee", "-"],
     ]
     assert wide.returncode == 0, wide.stderr
-    print(wide.stdout)
     lines = wide.stdout.splitlines()
     assert "APPROVAL-TOOL" in lines[0].split()
     [trip] = [line for line in lines if line.startswith("trip ")]
