@@ -22,6 +22,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentSkill,
     Part,
@@ -303,15 +304,20 @@ class ForeignAgent:
         streaming: bool = True,
         token: str | None = None,
         unavailable_for: tuple[str, ...] = (),
+        executor: AgentExecutor | None = None,
+        extensions: tuple[str, ...] = (),
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.executor = Echo()
+        self.executor = executor or Echo()
         self.card = AgentCard(
             name="echo",
             description="Repeats what it is told.",
             version="1.0",
-            capabilities=AgentCapabilities(streaming=streaming),
+            capabilities=AgentCapabilities(
+                streaming=streaming,
+                extensions=[AgentExtension(uri=uri, required=False) for uri in extensions],
+            ),
             supported_interfaces=[
                 AgentInterface(
                     url=f"{self.url}/",

@@ -11,6 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events.event_queue_v2 import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Part, TaskState, TaskStatus
+from a2a.types import Task as A2ATask
 from google.protobuf.json_format import MessageToDict
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
@@ -22,13 +27,16 @@ from tests.integration.remote_support import (
     GOAL,
     ON_REMOTE,
     PARENT,
+    ForeignAgent,
     RemoteHarness,
     delegating,
+    spawn_on,
     the_child,
 )
 from tests.integration.remote_support import declare as declare_agent
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
 from tiny_harness.core.control import control_message
+from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.kube.names import API_VERSION, TOOL_SERVER_KIND
 from tiny_harness.testing.mcp_server import McpServerThread
@@ -164,7 +172,7 @@ async def test_a_watcher_a_stranger_and_an_unnamed_role_are_refused_and_the_call
     )
     assert await answer_to(tasks, "guarded", reporter) == (
         "refused: dave may not decide call 'call_x1' (weather__weather); it is decided by "
-        "(assignees or admins)"
+        "assignees or admins"
     )
     assert await answer_to(tasks, "guarded", stranger) == (
         "refused: mallory is not a participant of this task"
@@ -467,3 +475,101 @@ async def test_a_remote_task_s_approval_is_decided_here_and_relayed_back(
             },
         )
     ]
+
+
+class KagentLike(AgentExecutor):
+    """An agent that speaks kagent's hitl extension: a message asks for approval of one
+    call (input-required, ``tool_approval_request`` in the status message); the response
+    (``tool_approval_response``) runs it or not, and the task completes saying which."""
+
+    def __init__(self) -> None:
+        self.responses: list[dict[str, Any]] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None
+        assert context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        message = context.message
+        assert message is not None
+        said = MessageToDict(message.metadata).get(KAGENT_HITL_EXT_URI)
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                A2ATask(
+                    id=context.task_id,
+                    context_id=context.context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[message],
+                )
+            )
+        if said is None:
+            ask = updater.new_agent_message(
+                [Part(text="Approve deploy to prod?")],
+                metadata={
+                    KAGENT_HITL_EXT_URI: {
+                        "type": "tool_approval_request",
+                        "tools": [
+                            {
+                                "id": "conf-1",
+                                "call_id": "k1",
+                                "name": "deploy",
+                                "args": {"env": "prod"},
+                            }
+                        ],
+                    }
+                },
+            )
+            ask.extensions.append(KAGENT_HITL_EXT_URI)
+            await updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=ask)
+            return
+        self.responses.append(said)
+        (decision,) = said["approvals"]
+        result = "deployed to prod" if decision["approved"] else "not deployed"
+        await updater.add_artifact([Part(text=result)], name="answer")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+async def test_a_kagent_agent_s_approval_request_is_decided_here_and_answered_in_its_shape(
+    tasks: Tasks, operator: Operator, kubectl: Kubectl, model_server: ModelServer
+) -> None:
+    """A remote agent that speaks kagent's hitl extension: its ``tool_approval_request`` is
+    this sub-task's pending approval, and the decision goes back as its
+    ``tool_approval_response``, every call's in one message, the reason with it."""
+    kagent = KagentLike()
+    agent = ForeignAgent(executor=kagent, extensions=(KAGENT_HITL_EXT_URI,))
+    async with agent.running():
+        await model_server.control.script(
+            [
+                spawn_on("ops", "Deploy to prod"),
+                {"type": "text", "text": "Delegated.", "when": "Spawned sub-task"},
+            ]
+        )
+        operator()
+        await declare_agent(kubectl, "ops", agent.card_url)
+        await tasks.create(PARENT)
+        await tasks.send(PARENT, "Ship it.")
+
+        child = (await the_child(tasks, PARENT))["metadata"]["name"]
+        parked = await tasks.wait(child, PARKED, sub_state=AWAITING, within=60)
+        (pending,) = parked["approvals"]
+        assert (pending["callId"], pending["tool"]) == ("conf-1", "deploy")
+        assert pending["arguments"] == {"env": "prod"}
+        assert pending["requirement"]["allowEdit"] is False  # kagent takes no edits
+
+        await tasks.decide(child, "conf-1", "reject", reason="not today")
+        done = await tasks.wait(child, "TASK_STATE_COMPLETED", within=60)
+
+    assert "not deployed" in done["message"]
+    (response,) = kagent.responses
+    assert response == {
+        "type": "tool_approval_response",
+        "approvals": [
+            {
+                "id": "conf-1",
+                "approved": False,
+                "rejection_reason": f"not today (rejected by alice on {child})",
+            }
+        ],
+    }

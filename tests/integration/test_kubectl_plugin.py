@@ -590,7 +590,7 @@ async def test_decisions_the_policy_does_not_allow_are_refused_and_nothing_is_se
     assert by_reporter.returncode == 1
     assert by_reporter.stderr.strip() == (
         "Error: refused: carol may not decide call 'call_w1' (weather__weather); it is decided "
-        "by (assignees or admins)"
+        "by assignees or admins"
     )
     assert by_stranger.stderr.strip() == not_found("trip")
     assert no_such_call.returncode == 1

@@ -176,6 +176,8 @@ class Requirement(Model):
         return all(d.admits(sender, role) for d in self.deciders)
 
     def describe(self) -> str:
+        if len(self.deciders) == 1:
+            return self.deciders[0].describe()
         return " and ".join(f"({d.describe()})" for d in self.deciders)
 
 
@@ -338,6 +340,12 @@ class DecisionRequest(Model):
 # -- who may decide ----------------------------------------------------------------------------
 
 
+def _already(call_id: str, done: Decision) -> str:
+    said = "approved" if done.verdict == "approve" else "rejected"
+    by = "its timeout" if done.by == TIMEOUT_DECIDER else done.by
+    return f"refused: call {call_id!r} was already {said} by {by} at {done.at}"
+
+
 def refuse_decision(
     pending: Sequence[PendingApproval],
     *,
@@ -346,11 +354,15 @@ def refuse_decision(
     sender: str,
     role: Role | None,
     arguments: Mapping[str, Any] | None,
+    earlier: Mapping[str, Decision] | None = None,
 ) -> str | None:
     """Why ``sender`` (with ``role`` on the task) may not give this decision, or None when
-    they may. The same decision again is not refused (it changes nothing); a different one
-    after a decision is."""
+    they may. The same decision again is not refused while the call waits (it changes
+    nothing); a different one after a decision is, and so is any decision on a call decided
+    in an earlier park (``earlier``: the task's journal, by call id), whose turn has run it."""
     found = next((p for p in pending if p.call_id == call_id), None)
+    if found is None and earlier and call_id in earlier:
+        return _already(call_id, earlier[call_id])
     if found is None:
         waiting = ", ".join(p.call_id for p in pending if p.decision is None)
         return f"refused: no call {call_id!r} waits for a decision on this task" + (
@@ -374,9 +386,7 @@ def refuse_decision(
             return f"refused: edited arguments are limited to {ARGUMENTS_MAX} bytes of JSON"
     done = found.decision
     if done is not None and not (done.verdict == verdict and done.by == sender):
-        said = "approved" if done.verdict == "approve" else "rejected"
-        by = "its timeout" if done.by == TIMEOUT_DECIDER else done.by
-        return f"refused: call {call_id!r} was already {said} by {by} at {done.at}"
+        return _already(call_id, done)
     return None
 
 

@@ -103,11 +103,13 @@ first reason given is the one the turn ends with (:class:`CutReason`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
 from tiny_harness.core.approval import (
+    Decision,
     DecisionRequest,
     PendingApproval,
     all_decided,
@@ -209,6 +211,8 @@ class Facts:
     #: Seconds until the first undecided call's timeout acts (zero or less: it has); None:
     #: no call waits.
     approval_left: float | None = None
+    #: The decisions the task's journal holds, by call id (a late decision is told who won).
+    decided_before: Mapping[str, Decision] = field(default_factory=dict)
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -454,6 +458,7 @@ def decide(facts: Facts) -> Action:
                 sender=m.sender,
                 role=spec.role_of(m.sender),
                 arguments=m.decision.arguments,
+                earlier=facts.decided_before,
             )
             return Refuse(m.message_id, why) if why else ApplyDecision(m.message_id)
     for m in facts.pending:

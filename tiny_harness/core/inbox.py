@@ -108,6 +108,17 @@ class MessageSpec(Model):
         return model_text(self.parts)
 
     @property
+    def shown(self) -> str:
+        """What the message reads as in a transcript: its text; a control as its command
+        (``/complete``); a decision as what it decides (``approve call_w1: fine``)."""
+        if self.control is not None:
+            return f"/{self.control}"
+        if self.decision is not None:
+            d = self.decision
+            return f"{d.verdict} {d.call_id}" + (f": {d.reason}" if d.reason else "")
+        return self.text
+
+    @property
     def is_text_only(self) -> bool:
         return len(self.parts) == 1 and self.parts[0].text is not None
 

@@ -20,14 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from a2a.types import Artifact, Message, Role, StreamResponse, Task, TaskStatus
 
 from tiny_harness.core.a2a_task import state_from_a2a
 from tiny_harness.core.errors import InvalidTaskError
+from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
 from tiny_harness.core.sizes import entry_text
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.status_ext import sub_state_of
+from tiny_harness.core.status_ext import metadata_dict, sub_state_of
 from tiny_harness.core.turn import (
     RemoteRef,
     RemoteReply,
@@ -40,6 +42,17 @@ _WAITING = frozenset({TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 
 def _text(parts: Iterable[object]) -> str:
     return "\n".join(str(getattr(p, "text", "")) for p in parts if getattr(p, "text", "")).strip()
+
+
+def kagent_request(message: Message) -> dict[str, Any] | None:
+    """The ``tool_approval_request`` of kagent's hitl extension a status message carries
+    (``metadata[uri]`` with the URI among its ``extensions``), or None."""
+    if KAGENT_HITL_EXT_URI not in message.extensions:
+        return None
+    found = metadata_dict(message.metadata).get(KAGENT_HITL_EXT_URI)
+    if not isinstance(found, dict) or found.get("type") != "tool_approval_request":
+        return None
+    return found
 
 
 def reply_id(message_id: str) -> str:
@@ -134,11 +147,18 @@ class RemoteView:
         except InvalidTaskError:
             return  # an unknown state tells us nothing; keep the last one
         self.sub_state = sub_state
+        if status.HasField("message") and kagent_request(status.message) is not None:
+            # kagent's hitl extension says "these calls wait for approval" in the message.
+            self.sub_state = SubState.AWAITING_APPROVAL.value
         if status.HasField("message"):
             message = status.message
             self._said(message)
             self.message_id = reply_id(message.message_id) if message.message_id else ""
             self.text = entry_text(_text(message.parts), "remote reply")
+        elif self.state.is_terminal:
+            # Ended without a status message: its result is what it said last (an artifact,
+            # say), not the text of an earlier status (a question it asked before).
+            self.text = ""
 
     def _said(self, message: Message) -> None:
         text = _text(message.parts)

@@ -111,7 +111,7 @@ class Said:
 
 
 def pending_text(spec: MessageSpec) -> str:
-    return spec.text if spec.control is None else f"/{spec.control}"
+    return spec.shown
 
 
 def conversation(records: Iterable[TurnRecord], messages: Iterable[StoredMessage]) -> list[Said]:

@@ -62,6 +62,7 @@ from tiny_harness.core.approval import ApprovalPolicy
 from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import HarnessError
+from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
 from tiny_harness.core.secret_destinations import (
     BoundHeader,
     OriginError,
@@ -398,6 +399,10 @@ class AgentDirectory(Endpoints[Agent, AgentStatus]):
             await http.aclose()
             raise
         agent.card = only_interface(card, interface)
+        if KAGENT_HITL_EXT_URI in status.extensions:
+            # Activated on every call (A2A-Extensions), so the agent says which calls wait
+            # for approval in a shape the relay reads (operator/relay.py).
+            http.headers["A2A-Extensions"] = KAGENT_HITL_EXT_URI
         agent.headers, agent.bound, agent.http = headers, bound, http
         return status
 

@@ -24,9 +24,11 @@ showed before: the turn it then runs has ended (or the task has).
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from collections.abc import Sequence
 
-from a2a.types import Message, Task
+from a2a.types import Message, Part, Role, Task
 
 from tiny_harness.core.a2a_task import extension_from_a2a
 from tiny_harness.core.approval import (
@@ -36,16 +38,87 @@ from tiny_harness.core.approval import (
     PendingApproval,
     Requirement,
     requirement_of,
+    shown_arguments,
 )
-from tiny_harness.core.clock import now, parse
+from tiny_harness.core.clock import now, parse, rfc3339
 from tiny_harness.core.control import control_message
 from tiny_harness.core.errors import InvalidTaskError
-from tiny_harness.core.remote_view import reply_id
+from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
+from tiny_harness.core.remote_view import kagent_request, reply_id
 from tiny_harness.core.reply_ids import command_reply_id
 from tiny_harness.core.turn import DecidedCall, TurnRef
 
 #: What a remote call needs here when nothing names its deciders: the operator's defaults.
 _DEFAULT_POLICY = ApprovalPolicy()
+
+
+def _kagent_approvals(
+    task: Task, *, agent: str, turn: int, gates: Gates, source: str
+) -> tuple[PendingApproval, ...]:
+    """kagent's pending calls: ``tools[]`` of its request, each decided by its ``id`` (the
+    token kagent correlates a decision with). kagent takes no edited arguments and has no
+    timeout of its own: the policy here sets it."""
+    request = kagent_request(task.status.message) if task.status.HasField("message") else None
+    if request is None:
+        return ()
+    requirement = _requirement(gates, agent, gates.defaults, 0, f"{source} (kagent hitl)")
+    requirement = requirement.model_copy(
+        update={"allow_edit": False, "timeout_seconds": _timeout(gates, agent)}
+    )
+    expires = rfc3339(now() + dt.timedelta(seconds=requirement.timeout_seconds))
+    out = []
+    for tool in request.get("tools") or ():
+        if not isinstance(tool, dict) or not tool.get("id") or not tool.get("name"):
+            continue
+        shown, cut = shown_arguments(json.dumps(tool.get("args") or {}))
+        out.append(
+            PendingApproval(
+                call_id=str(tool["id"]),
+                tool=str(tool["name"]),
+                arguments=shown,
+                arguments_cut=cut,
+                turn=turn,
+                requirement=requirement,
+                expires_at=expires,
+            )
+        )
+    return tuple(out)
+
+
+def _timeout(gates: Gates, agent: str) -> int:
+    found = requirement_of(list(gates.agents.get(agent, ())), gates.defaults)
+    return found.timeout_seconds if found is not None else gates.defaults.timeout_seconds
+
+
+def kagent_response(
+    ref: TurnRef, decided: Sequence[DecidedCall], task_id: str, context_id: str, decided_here: str
+) -> Message:
+    """kagent's ``tool_approval_response``: every pending call's decision in one message
+    (kagent refuses a response that leaves one out), with the reason of a rejection."""
+    approvals = []
+    for call in decided:
+        decision = call.decision
+        entry: dict[str, object] = {"id": call.call_id, "approved": decision.verdict == "approve"}
+        if decision.verdict == "reject":
+            entry["rejection_reason"] = (
+                f"{decision.reason} (rejected by {decision.by} on {decided_here})"
+                if decision.reason
+                else f"rejected by {decision.by} on {decided_here}"
+            )
+        approvals.append(entry)
+    said = "; ".join(c.decision.text(c.name) for c in decided)
+    message = Message(
+        message_id=relay_id(ref, "kagent"),
+        task_id=task_id,
+        context_id=context_id,
+        role=Role.ROLE_USER,
+        parts=[Part(text=said)],
+        extensions=[KAGENT_HITL_EXT_URI],
+    )
+    message.metadata.update(
+        {KAGENT_HITL_EXT_URI: {"type": "tool_approval_response", "approvals": approvals}}
+    )
+    return message
 
 
 def relay_id(ref: TurnRef, call_id: str) -> str:
@@ -101,13 +174,14 @@ def remote_approvals(
     turn: int,
     gates: Gates,
 ) -> tuple[PendingApproval, ...]:
-    """The remote task's undecided calls as this sub-task's own pending approvals (none
-    when the remote task carries no tiny-harness task extension, or none waits)."""
+    """The remote task's undecided calls as this sub-task's own pending approvals: from a
+    tiny-harness task extension, or from kagent's ``tool_approval_request`` (none when the
+    remote task carries neither, or none waits)."""
+    source = f"the task {task.id} on agent {agent}"
     try:
         extension = extension_from_a2a(task)
     except InvalidTaskError:
-        return ()
-    source = f"the task {task.id} on agent {agent}"
+        return _kagent_approvals(task, agent=agent, turn=turn, gates=gates, source=source)
     out = []
     for remote in extension.approvals:
         if remote.decision is not None:

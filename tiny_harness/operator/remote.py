@@ -82,7 +82,12 @@ from tiny_harness.core.turn import (
 )
 from tiny_harness.operator.agents import Agent, AgentDirectory, AgentNotReadyError
 from tiny_harness.operator.ports import JournalHost
-from tiny_harness.operator.relay import awaited, decision_message, relay_id, remote_approvals
+from tiny_harness.operator.relay import (
+    awaited,
+    decision_message,
+    kagent_response,
+    remote_approvals,
+)
 from tiny_harness.outbound.guard import refusal_in
 
 log = logging.getLogger(__name__)
@@ -363,13 +368,19 @@ class RemoteLoop:
         before = next(iter(done.values())).before if done else view.message_id
         client = agent.client()
         last: RemoteSentEntry | None = None
-        for index, decided in enumerate(turn.decided):
-            message_id = relay_id(turn.ref, decided.call_id)
+        if agent.speaks_harness:
+            messages = [
+                decision_message(turn.ref, d, view.task_id, view.context_id, turn.task_id)
+                for d in turn.decided
+            ]
+        else:  # kagent's hitl extension: every decision in one message
+            messages = [
+                kagent_response(turn.ref, turn.decided, view.task_id, view.context_id, turn.task_id)
+            ]
+        for index, message in enumerate(messages):
+            message_id = message.message_id
             entry = done.get(message_id)
             if entry is None:
-                message = decision_message(
-                    turn.ref, decided, view.task_id, view.context_id, turn.task_id
-                )
 
                 async def send(message: Message = message) -> None:
                     events = client.send_message(SendMessageRequest(message=message))
@@ -390,6 +401,8 @@ class RemoteLoop:
                 await host.flush()
             last = entry
         assert last is not None
+        if not agent.speaks_harness:
+            return last, frozenset({before})  # kagent answers a response by going on
         return last, awaited(before, turn.ref, turn.decided)
 
     async def exchange(

@@ -81,6 +81,19 @@ class Snapshot:
         return next(m for m in self.pending if m.spec.message_id == message_id)
 
     @property
+    def decided_before(self) -> dict[str, Decision]:
+        """Every decision the journal records (the notice of each), by call id."""
+        out: dict[str, Decision] = {}
+        for entry in self.entries:
+            if isinstance(entry, NoticeEntry) and isinstance(entry.metadata.get("approval"), dict):
+                found = entry.metadata["approval"]
+                try:
+                    out[str(found["call_id"])] = Decision.model_validate(found["decision"])
+                except (KeyError, ValueError):
+                    continue
+        return out
+
+    @property
     def approvals(self) -> tuple[PendingApproval, ...]:
         """The calls that wait for a decision (or have one), while the task is parked for
         them; none otherwise (a list a later turn or an end has left behind counts for
@@ -188,7 +201,7 @@ def history_before(records: list[TurnRecord], turn: int) -> tuple[ChatMessage, .
 def ack_entry(message: StoredMessage) -> AckEntry:
     spec = message.spec
     # An excerpt: the message itself is its object; a refused one may be too big to copy.
-    text = excerpt(spec.text) if spec.control is None else f"/{spec.control}"
+    text = excerpt(spec.shown)
     return AckEntry(
         id=f"ack-{spec.message_id}", message_id=spec.message_id, sender=spec.sender, text=text
     )

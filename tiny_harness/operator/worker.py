@@ -308,6 +308,7 @@ class TaskWorker:
             first_message_left=first_message_wait(snap, self.rt.settings, moment),
             approvals=snap.approvals,
             approval_left=approval_left(snap.approvals, moment),
+            decided_before=snap.decided_before if snap.pending else {},
         )
 
     def budget_freed(self, snap: Snapshot) -> bool:

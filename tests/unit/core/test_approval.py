@@ -208,7 +208,7 @@ def test_who_may_decide_and_what_each_refusal_says() -> None:
     assert refuse(p, "alice", Role.ASSIGNEE) is None
     assert refuse(p, "eve", None) == "refused: eve is not a participant of this task"
     assert "is a watcher and may not decide" in refuse(p, "wat", Role.WATCHER)
-    assert "decided by (assignees or admins)" in refuse(p, "rep", Role.REPORTER)
+    assert "decided by assignees or admins" in refuse(p, "rep", Role.REPORTER)
     assert "no call 'nope' waits" in refuse(p, "alice", Role.ASSIGNEE, call_id="nope")
     assert "only an approval may carry" in refuse(
         p, "alice", Role.ASSIGNEE, verdict="reject", arguments={"env": "dev"}
