@@ -39,6 +39,7 @@ import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -332,15 +333,36 @@ async def bench_latency(
     return gateway_s, direct_s, hop_s
 
 
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Throughput:
+    """Messages per second each way, and the CPU each spent per message: the gateway's
+    process per send, and the bench's own process per direct write (the same writes, made
+    by the same client library). On a loaded machine the rates move with the load; the CPU
+    per message much less."""
+
+    gateway_rate: float
+    direct_rate: float
+    gateway_cpu_ms: float
+    direct_cpu_ms: float
+    #: The gateway's CPU per direct write while only the direct writes ran (its feed).
+    feed_cpu_ms: float
+
+
 async def bench_throughput(
-    url: str, api: Any, clients: int, seconds: float, profiler: Profiler | None = None
-) -> tuple[float, float]:
+    url: str, pid: int, api: Any, clients: int, seconds: float, profiler: Profiler | None = None
+) -> Throughput:
     direct = Direct(api)
     people = [f"client-{i}" for i in range(clients)]
     tasks = [await direct.start_task(p, "Ready.") for p in people]
     connections = [await a2a_client(url, p) for p in people]
 
-    async def run(send: Callable[[int], Awaitable[object]]) -> float:
+    async def run(send: Callable[[int], Awaitable[object]]) -> tuple[int, float]:
         stop = time.perf_counter() + seconds
         done = 0
 
@@ -352,7 +374,7 @@ async def bench_throughput(
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(i) for i in range(clients)))
-        return done / (time.perf_counter() - t0)
+        return done, time.perf_counter() - t0
 
     async def via_gateway(i: int) -> None:
         await first_event(connections[i][0], message("More.", tasks[i][0]))
@@ -360,19 +382,36 @@ async def bench_throughput(
     async def via_api(i: int) -> None:
         await direct.send(tasks[i][0], people[i], "More.", tasks[i][1])
 
-    rates: dict[str, list[float]] = {"gateway": [], "direct": []}
+    sent = {"gateway": 0, "direct": 0}
+    elapsed = {"gateway": 0.0, "direct": 0.0}
+    cpu = {"gateway": 0.0, "direct": 0.0, "feed": 0.0}
     for _ in range(2):  # alternate, so drift (operator backlog, etcd size) hits both alike
-        rates["direct"].append(await run(via_api))
+        own, theirs = time.process_time(), cpu_seconds(pid)
+        done, took = await run(via_api)
+        cpu["direct"] += time.process_time() - own
+        cpu["feed"] += cpu_seconds(pid) - theirs
+        sent["direct"] += done
+        elapsed["direct"] += took
         async with profiler.recording() if profiler else contextlib.nullcontext():
-            rates["gateway"].append(await run(via_gateway))
+            theirs = cpu_seconds(pid)
+            done, took = await run(via_gateway)
+            cpu["gateway"] += cpu_seconds(pid) - theirs
+        sent["gateway"] += done
+        elapsed["gateway"] += took
     for a2a, http in connections:
         await a2a.close()
         await http.aclose()
-    return statistics.mean(rates["gateway"]), statistics.mean(rates["direct"])
+    return Throughput(
+        gateway_rate=sent["gateway"] / elapsed["gateway"],
+        direct_rate=sent["direct"] / elapsed["direct"],
+        gateway_cpu_ms=1000 * cpu["gateway"] / max(sent["gateway"], 1),
+        direct_cpu_ms=1000 * cpu["direct"] / max(sent["direct"], 1),
+        feed_cpu_ms=1000 * cpu["feed"] / max(sent["direct"], 1),
+    )
 
 
 async def bench(
-    url: str, kubeconfig: Path, args: argparse.Namespace, profiler: Profiler | None
+    url: str, pid: int, kubeconfig: Path, args: argparse.Namespace, profiler: Profiler | None
 ) -> None:
     api = await connect(kubeconfig)
     try:
@@ -401,14 +440,15 @@ async def bench(
         )
         if args.clients == 0:
             return
-        gateway_rate, direct_rate = await bench_throughput(
-            url, api, args.clients, args.seconds, profiler
-        )
+        rates = await bench_throughput(url, pid, api, args.clients, args.seconds, profiler)
         print(
             f"messages per second, {args.clients} concurrent clients, {args.seconds:.0f} s twice:\n"
-            f"  gateway {gateway_rate:8.1f}/s (SendStreamingMessage to the first event)\n"
-            f"  direct  {direct_rate:8.1f}/s (create HarnessMessage)\n"
-            f"  gateway / direct = {gateway_rate / direct_rate:.2f}"
+            f"  gateway {rates.gateway_rate:8.1f}/s (SendStreamingMessage to the first event)\n"
+            f"  direct  {rates.direct_rate:8.1f}/s (create HarnessMessage)\n"
+            f"  gateway / direct = {rates.gateway_rate / rates.direct_rate:.2f}\n"
+            f"CPU per message: the gateway's process {rates.gateway_cpu_ms:.2f} ms a send; the "
+            f"direct writer's {rates.direct_cpu_ms:.2f} ms a write (the gateway's feed meanwhile "
+            f"{rates.feed_cpu_ms:.2f} ms a write)"
         )
         tasks = await HarnessTasks(api, NAMESPACE).list()
         print(f"({len(tasks)} tasks in the namespace at the end; the operator ran throughout)")
@@ -442,7 +482,7 @@ def main() -> None:
         )
         with processes(cluster.kubeconfig, Path(workdir)) as (url, pid):
             profiler = Profiler(pid, Path(workdir)) if args.profile else None
-            asyncio.run(bench(url, cluster.kubeconfig, args, profiler))
+            asyncio.run(bench(url, pid, cluster.kubeconfig, args, profiler))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,10 @@ process of its own, with the options ``tiny-harness gateway`` takes. Tests start
 way; people use ``tiny-harness gateway``.
 
 Exit codes: 0 stopped by a signal, 2 bad configuration.
+
+The process runs on uvloop's event loop where it is installed (a dependency, but for Windows):
+the gateway alone runs in it, and uvloop's sockets and TLS take less of a send's time than
+asyncio's own (docs/design/gateway.md, Benchmark).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tiny_harness.a2a_gateway.app import serve_gateway
@@ -43,9 +48,21 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    with tracing(settings.tracing, "tiny-harness-gateway"):
-        asyncio.run(run())
+    with (
+        tracing(settings.tracing, "tiny-harness-gateway"),
+        asyncio.Runner(loop_factory=event_loop_factory()) as runner,
+    ):
+        runner.run(run())
     return 0
+
+
+def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop, where it is installed; None: asyncio's own."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 if __name__ == "__main__":
