@@ -158,13 +158,11 @@ def _requirement(
 ) -> Requirement:
     """Who decides a remote call here: the agent's own policy and the task's rules for it,
     or, when none names one, the operator's default roles."""
-    found = requirement_of(list(gates.agents.get(agent, ())), defaults)
-    if found is None:
-        found = requirement_of([(source, _DEFAULT_POLICY)], defaults)
-        assert found is not None
-    return found.model_copy(
-        update={"timeout_seconds": max(1, timeout), "sources": (*found.sources, source)}
-    )
+    policies = list(gates.agents.get(agent, ())) or [(source, _DEFAULT_POLICY)]
+    found = requirement_of(policies, defaults)
+    assert found is not None
+    sources = found.sources if source in found.sources else (*found.sources, source)
+    return found.model_copy(update={"timeout_seconds": max(1, timeout), "sources": sources})
 
 
 def remote_approvals(
