@@ -11,10 +11,17 @@ A participant task (a question an agent put to a person) is marked in the tree (
 for you", or whom it asks), its question heads the details with what to do about it, and the
 composer asks for the answer.
 
+A task awaiting approval is marked in the tree ("approval for you" first, or "awaits
+approval"), and its calls are listed above the conversation, the ones you may decide first:
+``f5`` approves the chosen call and ``f6`` rejects it, each after a prompt for an optional
+reason (and, when the call's policy allows it, the arguments to run it with). The operator's
+answer, or its refusal, is the harness's line in the conversation and a notice.
+
 Keys (each in the footer): ``ctrl+d`` Complete, ``ctrl+c`` Cancel (both refused with a notice
-on an ended task or for a watcher), ``enter`` on a sub-task row opens it, ``f4`` goes back to
-the parent, ``ctrl+n`` starts a new task, ``ctrl+t`` switches task (the tree), ``ctrl+q``
-quits.
+on an ended task or for a watcher), ``f5`` Approve and ``f6`` Reject (while a call waits;
+refused with the operator's reason, before anything is sent, for a call you may not decide),
+``enter`` on a sub-task row opens it, ``f4`` goes back to the parent, ``ctrl+n`` starts a new
+task, ``ctrl+t`` switches task (the tree), ``ctrl+q`` quits.
 """
 
 from __future__ import annotations
@@ -34,8 +41,17 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, Static, Tree
 from textual.widgets.tree import TreeNode
 
+from tiny_harness.core.approval import Verdict
+from tiny_harness.tui.approvals import Call, refusal_to, summary
+from tiny_harness.tui.decision import Asked, DecisionPrompt
 from tiny_harness.tui.new_task import NewTask
-from tiny_harness.tui.session import Reconnecting, Session, SessionError, Unfollowed
+from tiny_harness.tui.session import (
+    Reconnecting,
+    Session,
+    SessionError,
+    Unfollowed,
+    decision_message,
+)
 from tiny_harness.tui.view import COMPOSER_PLACEHOLDER, TaskView, listed_view, row_text, tree
 
 
@@ -49,11 +65,15 @@ class HarnessApp(App[None]):
     #details { height: auto; max-height: 12; padding: 0 1; color: $text-muted; }
     #conversation { height: 1fr; padding: 0 1; }
     #subtasks { height: auto; max-height: 6; }
+    #approvals-title { display: none; height: auto; padding: 0 1; color: $warning; }
+    #approvals { display: none; height: auto; max-height: 16; border-bottom: solid $warning; }
     #hint { height: auto; color: $text-muted; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+d", "complete", "Complete", priority=True),
         Binding("ctrl+c", "cancel_task", "Cancel", priority=True),
+        Binding("f5", "decide('approve')", "Approve", priority=True),
+        Binding("f6", "decide('reject')", "Reject", priority=True),
         Binding("f4", "parent", "Back to parent"),
         Binding("ctrl+n", "new_task", "New task"),
         Binding("ctrl+t", "switch_task", "Switch task"),
@@ -71,6 +91,10 @@ class HarnessApp(App[None]):
         #: The tree's node and the listing's copy of each task listed, by id: the open task's
         #: line is drawn again from its view whenever the top bar is.
         self.nodes: dict[str, tuple[TreeNode[Any], Task]] = {}
+        #: Whether a call of the open task waits (Approve and Reject are in the footer).
+        self.deciding_shown = False
+        #: The calls listed, as drawn: the list is drawn again only when they change.
+        self.calls_shown: list[tuple[str, str]] = []
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -80,6 +104,8 @@ class HarnessApp(App[None]):
             yield Tree("tasks", id="tasks")
             with Vertical():
                 yield Static("", id="details", markup=False)
+                yield Static("", id="approvals-title", markup=False)
+                yield ListView(id="approvals")
                 yield RichLog(id="conversation", wrap=True, markup=False)
                 yield ListView(id="subtasks")
                 yield Static("", id="hint", markup=False)
@@ -115,9 +141,14 @@ class HarnessApp(App[None]):
         widget.clear()
         self.nodes = {}
         nodes: dict[int, Any] = {-1: widget.root}
-        for depth, task in tree(tasks):
+        me = self.session.me
+
+        def for_me(task: Task) -> bool:
+            return any(c.mine for c in listed_view(task, me, self.view).calls())
+
+        for depth, task in tree(tasks, first=for_me):
             parent = nodes.get(depth - 1, widget.root)
-            view = listed_view(task, self.session.me, self.view)
+            view = listed_view(task, me, self.view)
             nodes[depth] = parent.add_leaf(tree_label(view), data=task.id)
             self.nodes[task.id] = (nodes[depth], task)
         widget.root.expand_all()
@@ -155,12 +186,31 @@ class HarnessApp(App[None]):
                 self.notify(f"Not following {task_id}: {item.reason}", severity="warning")
             else:
                 self.reconnecting = None
-                view.take(item)
+                self._took(view, item)
             if view.state.is_terminal and isinstance(item, Reconnecting):
                 self.reconnecting = None  # it ended meanwhile (a send's stream said so)
             self.render_view()
             if view.state.is_terminal:
                 return
+
+    def _took(self, view: TaskView, event: StreamResponse) -> None:
+        """Fold ``event`` into ``view``; after a status update, read the task again when its
+        calls may have moved (they ride on no status update)."""
+        view.take(event)
+        if event.HasField("status_update") and view.wants_read():
+            self.reread(view.task_id)
+
+    @work(exclusive=True, group="reread")
+    async def reread(self, task_id: str) -> None:
+        """Read the open task again (the latest ask wins: an earlier read still running is
+        cancelled), for what its status updates do not carry."""
+        try:
+            task = await self.session.task(task_id)
+        except SessionError:
+            return  # the follow stream says when the gateway is gone; the next update reads
+        if self.view is not None and self.view.task_id == task_id:
+            self.view.take_task(task)
+            self.render_view()
 
     def _tick(self) -> None:
         if self.view is not None and self.view.working_since is not None:
@@ -193,6 +243,10 @@ class HarnessApp(App[None]):
             if str(node.label) != label.plain:
                 node.set_label(label)
         bar = f"{view.task_id} · {view.header}"
+        calls = view.calls()
+        waiting = summary(calls)
+        if waiting:
+            bar += f" · {waiting}"
         progress = view.progress()
         if progress:
             bar += f" · {progress}"
@@ -216,6 +270,7 @@ class HarnessApp(App[None]):
         if view.parent:
             details.append(f"← Parent: {view.parent} (f4)")
         self.query_one("#details", Static).update("\n".join(details))
+        self._render_calls(calls)
         log = self.query_one("#conversation", RichLog)
         for line in view.lines[self.shown :]:
             log.write(f"{line.who}: {line.text}")
@@ -230,6 +285,39 @@ class HarnessApp(App[None]):
         else:
             for item, text in zip(rows.children, wanted, strict=True):
                 item.query_one(Label).update(text)
+
+    def _render_calls(self, calls: tuple[Call, ...]) -> None:
+        """The calls that wait for approval, the viewer's first, the chosen one kept."""
+        title = self.query_one("#approvals-title", Static)
+        items = self.query_one("#approvals", ListView)
+        waiting = [c for c in calls if not c.decided]
+        if any(c.mine for c in waiting):
+            heading = "Calls waiting for approval: f5 approve, f6 reject (tab, then ↑ ↓ to choose)"
+        elif waiting:
+            heading = "Calls waiting for someone else's approval"
+        else:
+            heading = "Calls decided: the next turn runs what was approved" if calls else ""
+        title.update(heading)
+        title.display = items.display = bool(calls)
+        wanted = [(c.call_id, "\n".join(c.lines())) for c in calls]
+        if self.calls_shown != wanted:
+            self.calls_shown = wanted
+            chosen = self._chosen()
+            items.clear()
+            for call_id, text in wanted:
+                items.append(ListItem(Label(text, markup=False), name=call_id))
+            ids = [call_id for call_id, _ in wanted]
+            # The same call stays chosen while it waits; else the first (the viewer's first).
+            still = chosen is not None and chosen in ids and not calls[ids.index(chosen)].decided
+            items.index = ids.index(chosen) if still and chosen else (0 if ids else None)
+        if bool(waiting) != self.deciding_shown:
+            self.deciding_shown = bool(waiting)
+            self.refresh_bindings()
+
+    def _chosen(self) -> str | None:
+        """The call chosen in the list (highlighted), by id."""
+        item = self.query_one("#approvals", ListView).highlighted_child
+        return str(item.name) if item is not None and item.name else None
 
     @on(ListView.Selected, "#subtasks")
     def _sub_task(self, event: ListView.Selected) -> None:
@@ -326,8 +414,67 @@ class HarnessApp(App[None]):
 
     def _take(self, task_id: str, event: StreamResponse) -> None:
         if self.view is not None and self.view.task_id == task_id:
-            self.view.take(event)
+            self._took(self.view, event)
             self.render_view()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "decide":
+            return self.deciding_shown  # in the footer only while a call waits
+        return True
+
+    def action_decide(self, verdict: Verdict) -> None:
+        """Approve or reject the chosen call, after the prompt; refused with the operator's
+        reason, before anything is sent, when the viewer may not decide it."""
+        view = self.view
+        if view is None:
+            self.notify("no task is open", severity="warning")
+            return
+        if isinstance(self.screen, DecisionPrompt):
+            return
+        calls = view.calls()
+        if not any(not c.decided for c in calls):
+            self.notify("no call waits for a decision on this task", severity="warning")
+            return
+        chosen = self._chosen() or calls[0].call_id
+        refusal = refusal_to(calls, chosen)
+        if refusal is not None:
+            self.notify(refusal, severity="warning")
+            return
+        call = next(c for c in calls if c.call_id == chosen)
+
+        def asked(decision: Asked | None) -> None:
+            if decision is not None:
+                self.deciding(view.task_id, call.call_id, verdict, decision)
+
+        self.push_screen(DecisionPrompt(call, verdict), asked)
+
+    @work(group="send")
+    async def deciding(self, task_id: str, call_id: str, verdict: Verdict, asked: Asked) -> None:
+        """Send the decision, and say the operator's answer (or its refusal) as a notice too."""
+        message_id = str(uuid.uuid4())
+        # Shown once the gateway has taken it (its first event), before the answer to it.
+        sent = decision_message(
+            task_id, call_id, verdict, reason=asked.reason, message_id=message_id
+        )
+        try:
+            async for event in self.session.decide(
+                task_id,
+                call_id,
+                verdict,
+                reason=asked.reason,
+                arguments=asked.arguments,
+                message_id=message_id,
+            ):
+                if self.view is not None and self.view.task_id == task_id:
+                    self.view.take_message(sent)
+                self._take(task_id, event)
+        except SessionError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        answer = self.view.answer_to(message_id) if self.view is not None else None
+        if answer is not None:
+            refused = answer.who == "harness" and answer.text.startswith("refused")
+            self.notify(answer.text, severity="warning" if refused else "information")
 
     def _refused(self) -> bool:
         if self.view is None:
@@ -361,9 +508,9 @@ class HarnessApp(App[None]):
 
 
 def tree_label(view: TaskView) -> Text:
-    """A task's line in the tree: a question's badge (bold, reversed) first."""
+    """A task's line in the tree: a question's or an approval's badge (bold, reversed) first."""
     label = Text(view.label())
-    question = view.question()
-    if question is not None:
-        label.stylize("bold reverse", 0, len(question.badge))
+    mark = view.badge()
+    if mark is not None:
+        label.stylize("bold reverse", 0, len(mark))
     return label

@@ -44,9 +44,10 @@ from a2a.types import (
 )
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
+from tiny_harness.core.approval import Verdict
 from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.command_spec import CommandSpec, commands_from_params
-from tiny_harness.core.control import control_message
+from tiny_harness.core.control import ControlAction, control_message
 from tiny_harness.core.extensions import COMMANDS_EXT_URI, TASK_EXT_KEY
 from tiny_harness.core.status_ext import metadata_dict
 
@@ -258,6 +259,26 @@ class Session:
         async for event in self._stream(control_message(task_id, "complete")):
             yield event
 
+    async def decide(
+        self,
+        task_id: str,
+        call_id: str,
+        verdict: Verdict,
+        *,
+        reason: str = "",
+        arguments: dict[str, Any] | None = None,
+        message_id: str = "",
+    ) -> AsyncIterator[StreamResponse]:
+        """Approve or reject the call ``call_id`` that waits on ``task_id`` (``arguments``: an
+        approval's edit, when its policy allows one), and stream what the gateway answers: the
+        operator's answer is the status message ``cmd-<message_id>``, its refusal the message
+        ``refused-<message_id>``."""
+        message = decision_message(
+            task_id, call_id, verdict, reason=reason, arguments=arguments, message_id=message_id
+        )
+        async for event in self._stream(message):
+            yield event
+
     async def cancel(self, task_id: str) -> Task:
         try:
             return await self.client.cancel_task(CancelTaskRequest(id=task_id))
@@ -312,6 +333,23 @@ class Session:
             pause = RECONNECT_PAUSES.delay(attempt, retry_after=end.retry_after)
             yield Reconnecting(end.reason, pause)
             await self.pause(pause)
+
+
+def decision_message(
+    task_id: str,
+    call_id: str,
+    verdict: Verdict,
+    *,
+    reason: str = "",
+    arguments: dict[str, Any] | None = None,
+    message_id: str = "",
+) -> Message:
+    """The message that decides ``call_id``: the control envelope as its only part."""
+    action: ControlAction = "approve" if verdict == "approve" else "reject"
+    decision: dict[str, Any] = {"call_id": call_id, "reason": reason}
+    if arguments is not None:
+        decision["arguments"] = arguments
+    return control_message(task_id, action, message_id=message_id or str(uuid.uuid4()), **decision)
 
 
 def commands_of(card: AgentCard) -> tuple[CommandSpec, ...]:

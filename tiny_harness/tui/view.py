@@ -16,6 +16,11 @@ older than it; of those, only the messages the view lacks are taken.
 A participant task (lifecycle ``participant``) is a question an agent put to one person, which
 that person's answer completes: :meth:`TaskView.question` says so, and the screens show it as
 such (a badge in the tree, the question and what to do about it, the composer as the answer).
+
+A task awaiting approval lists its calls (:meth:`TaskView.calls`, :mod:`.approvals`). They are
+in the task extension of a ``Task``, not in a status update, so a view that shows calls (or
+learns that the task awaits approval) asks for the task to be read again after each status
+update (:meth:`TaskView.wants_read`).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
 from tiny_harness.core.task import Lifecycle, Participant, SubTaskRow, TaskExtension, TaskUsage
+from tiny_harness.tui.approvals import AWAITING_APPROVAL, Call, badge, calls_of, is_decision_answer
 
 #: How the ids of the answers given outside a turn begin (``core.reply_ids``).
 REFUSED_PREFIX = refusal_id("")
@@ -153,6 +159,10 @@ class TaskView:
         if not message.message_id or message.message_id in self._seen:
             return
         self._seen.add(message.message_id)
+        if message.role == Role.ROLE_USER and not text_of(message):
+            # A control request (a completion, a decision) as the history holds it: no words,
+            # and the harness's answer after it says what it asked.
+            return
         self.lines.append(Line(message.message_id, self._who(message), text_of(message)))
 
     def take_status(self, event: TaskStatusUpdateEvent) -> None:
@@ -233,8 +243,9 @@ class TaskView:
 
     def _who(self, message: Message) -> str:
         if message.role == Role.ROLE_AGENT:
-            # A refusal is the harness's own answer (the operator's role check), not the agent's.
-            return "harness" if is_refusal(message) else "agent"
+            # A refusal is the harness's own answer (the operator's role check), and so is the
+            # answer to a decision on a call: neither is the agent's.
+            return "harness" if is_refusal(message) or is_decision_answer(message) else "agent"
         sender = str(metadata_dict(message.metadata).get("sender") or "")
         return sender if sender and sender != self.me else "you"
 
@@ -311,12 +322,33 @@ class TaskView:
             ending=self.ending if self.state.is_terminal else None,
         )
 
-    def label(self) -> str:
-        """The task's line in the tree: a question's badge first (so a narrow tree keeps it),
-        then the goal and the state."""
+    def answer_to(self, message_id: str) -> Line | None:
+        """The harness's answer to the message sent as ``message_id``: a command's or a
+        decision's reply (``cmd-...``), or its refusal (``refused-...``), once shown."""
+        ids = {command_reply_id(message_id), refusal_id(message_id)}
+        return next((line for line in self.lines if line.message_id in ids), None)
+
+    def calls(self) -> tuple[Call, ...]:
+        """The calls the task waits to have approved (and those decided since), the ones the
+        viewer may decide first."""
+        return calls_of(self.extension, self.me)
+
+    def wants_read(self) -> bool:
+        """Whether the task should be read again after a status update: its calls are in no
+        status update, and one that waits (or did) may have been decided meanwhile."""
+        return self.sub_state == AWAITING_APPROVAL or bool(self.calls())
+
+    def badge(self) -> str | None:
+        """The mark first on the task's line: a question's, else an approval's."""
         question = self.question()
+        return question.badge if question else badge(self.calls(), self.sub_state)
+
+    def label(self) -> str:
+        """The task's line in the tree: a question's or an approval's badge first (so a
+        narrow tree keeps it), then the goal and the state."""
+        mark = self.badge()
         line = f"{self.goal or self.task_id} · {self.header}"
-        return f"{question.badge} · {line}" if question else line
+        return f"{mark} · {line}" if mark else line
 
     def placeholder(self) -> str:
         question = self.question()
@@ -379,7 +411,8 @@ def is_refusal(message: Message) -> bool:
 
 
 def text_of(message: Message) -> str:
-    """A message's text parts; a data part (a control request) shown as what it asks."""
+    """A message's text parts; a data part (a control request) shown as what it asks: a
+    decision as ``approve call_w1: fine``."""
     out: list[str] = []
     for part in message.parts:
         if part.HasField("text"):
@@ -388,14 +421,22 @@ def text_of(message: Message) -> str:
             data = (
                 metadata_dict(part.data.struct_value) if part.data.HasField("struct_value") else {}
             )
-            action = data.get("action")
-            out.append(f"({action} requested)" if action else "(data)")
+            action, call_id, reason = data.get("action"), data.get("call_id"), data.get("reason")
+            if action in ("approve", "reject") and call_id:
+                # As the harness's transcript reads a decision (MessageSpec.shown).
+                out.append(f"{action} {call_id}" + (f": {reason}" if reason else ""))
+            else:
+                out.append(f"({action} requested)" if action else "(data)")
     return "\n".join(out)
 
 
-def tree(tasks: Iterable[Task]) -> list[tuple[int, Task]]:
+def tree(
+    tasks: Iterable[Task], first: Callable[[Task], bool] = lambda _: False
+) -> list[tuple[int, Task]]:
     """Tasks as a tree, parents before their children: (depth, task). A child whose parent is
-    not in the list is shown at the top."""
+    not in the list is shown at the top. Among siblings, those for which ``first`` holds, or
+    for one of their sub-tasks, come first (a call that waits for the viewer's decision), the
+    others keeping their order."""
     listed = list(tasks)
     ids = {t.id for t in listed}
     children: dict[str, list[Task]] = {}
@@ -410,12 +451,19 @@ def tree(tasks: Iterable[Task]) -> list[tuple[int, Task]]:
         else:
             roots.append(task)
     out: list[tuple[int, Task]] = []
+    urgent: dict[str, bool] = {}
+
+    def needs(task: Task) -> bool:
+        if task.id not in urgent:
+            below = [needs(c) for c in children.get(task.id, [])]
+            urgent[task.id] = first(task) or any(below)
+        return urgent[task.id]
 
     def walk(task: Task, depth: int) -> None:
         out.append((depth, task))
-        for child in children.get(task.id, []):
+        for child in sorted(children.get(task.id, []), key=lambda t: not needs(t)):
             walk(child, depth + 1)
 
-    for root in roots:
+    for root in sorted(roots, key=lambda t: not needs(t)):
         walk(root, 0)
     return out
