@@ -25,8 +25,10 @@ import {
   JsonRpcTransportFactory,
   type Client,
 } from "@a2a-js/sdk/client";
+import { decisionEnvelope, type Verdict } from "./approval";
 import { commandsOf, type CommandSpec } from "./commands";
 import type { Envelope } from "./envelope";
+import type { Json } from "./extension";
 import { GatewayRefusal, isAbort } from "./errors";
 import { afterStream, LAST_EVENT_ID, reconnectPause } from "./resume";
 import { EVENT_MEDIA_TYPE, TASK_EXT_KEY } from "./wire";
@@ -200,6 +202,27 @@ export class HarnessClient {
       mediaType: EVENT_MEDIA_TYPE,
     };
     return this.stream(userMessage(taskId, [part]));
+  }
+
+  /** Approve or reject the call ``callId`` that waits on ``taskId`` (``args``: an approval's
+   * edited arguments, when its policy allows it): the control envelope, as any A2A client
+   * sends it. The message goes first, so the page can find the answer to it: the operator's
+   * reply is the status message cmd-<its id>, a refusal refused-<its id>. */
+  decide(
+    taskId: string,
+    callId: string,
+    verdict: Verdict,
+    reason: string,
+    args: Json | null = null,
+  ): { message: Message; events: AsyncGenerator<StreamResponse, void, undefined> } {
+    const part: Part = {
+      content: { $case: "data", value: decisionEnvelope(callId, verdict, reason, args) },
+      metadata: undefined,
+      filename: "",
+      mediaType: EVENT_MEDIA_TYPE,
+    };
+    const message = userMessage(taskId, [part]);
+    return { message, events: this.stream(message) };
   }
 
   cancel(taskId: string): Promise<Task> {

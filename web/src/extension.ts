@@ -37,6 +37,45 @@ export interface Usage {
   toolCalls: number;
 }
 
+/** Who one policy admits: any participant in ``roles``, or any named participant. */
+export interface Deciders {
+  roles: Role[];
+  participants: string[];
+}
+
+/** What one call needs before it runs: each of ``deciders`` must admit the decider. */
+export interface Requirement {
+  deciders: Deciders[];
+  timeoutSeconds: number;
+  onTimeout: "reject" | "approve";
+  allowEdit: boolean;
+  /** Where each policy is declared ("HarnessToolServer weather"). */
+  sources: string[];
+}
+
+export interface Decision {
+  verdict: "approve" | "reject";
+  /** The participant who decided, or "timeout". */
+  by: string;
+  at: string;
+  reason: string;
+  /** The arguments an approval edited the call to; null: as asked. */
+  arguments: Json | null;
+}
+
+/** A call the task waits to have decided (sub-state awaiting-approval), or decided since. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  arguments: Json;
+  /** The arguments were too long to show whole (``arguments._start`` is their start). */
+  argumentsCut: boolean;
+  turn: number;
+  requirement: Requirement;
+  expiresAt: string;
+  decision: Decision | null;
+}
+
 export interface TaskExtension {
   name: string;
   goal: string;
@@ -53,6 +92,8 @@ export interface TaskExtension {
   usage: Usage | null;
   /** While a turn runs: what it has used so far (renewed with the turn's lease). */
   turnUsage: Usage | null;
+  /** The calls that wait for a decision, and those decided since, until the turn runs them. */
+  approvals: PendingApproval[];
 }
 
 /** Every field of the schema this module reads, by its path in the schema's terms. */
@@ -71,6 +112,7 @@ export const FIELDS_READ = {
     "usage",
     "turn_usage",
     "version",
+    "approvals",
   ],
   Participant: ["id", "role"],
   TaskLink: ["task_id"],
@@ -78,9 +120,22 @@ export const FIELDS_READ = {
   PlanStep: ["name", "description", "done", "linked_tasks", "dependencies"],
   SubTaskRow: ["task_id", "agent", "goal", "state", "sub_state"],
   TaskUsage: ["model_calls", "input_tokens", "output_tokens", "tool_calls"],
+  PendingApproval: [
+    "call_id",
+    "tool",
+    "arguments",
+    "arguments_cut",
+    "turn",
+    "requirement",
+    "expires_at",
+    "decision",
+  ],
+  Requirement: ["deciders", "timeout_seconds", "on_timeout", "allow_edit", "sources"],
+  Deciders: ["roles", "participants"],
+  Decision: ["verdict", "by", "at", "reason", "arguments"],
 } as const;
 
-type Json = Record<string, unknown>;
+export type Json = Record<string, unknown>;
 
 function record(value: unknown): Json | undefined {
   return typeof value === "object" && value !== null && !Array.isArray(value)
@@ -158,6 +213,54 @@ export function usageOf(value: unknown): Usage | null {
   };
 }
 
+function deciders(value: unknown): Deciders {
+  const raw = record(value);
+  return {
+    roles: list(raw?.roles).flatMap((r) => ROLES.find((known) => known === r) ?? []),
+    participants: strings(raw?.participants),
+  };
+}
+
+function decision(value: unknown): Decision | null {
+  const raw = record(value);
+  const verdict = raw?.verdict;
+  if (verdict !== "approve" && verdict !== "reject") return null;
+  return {
+    verdict,
+    by: text(raw?.by),
+    at: text(raw?.at),
+    reason: text(raw?.reason),
+    arguments: record(raw?.arguments) ?? null,
+  };
+}
+
+/** One call that waits for (or has had) a decision; undefined when it names no call. */
+export function pendingApproval(value: unknown): PendingApproval | undefined {
+  const raw = record(value);
+  const callId = text(raw?.call_id);
+  const tool = text(raw?.tool);
+  if (!callId || !tool) return undefined;
+  const requirement = record(raw?.requirement);
+  const groups = list(requirement?.deciders).map(deciders);
+  return {
+    callId,
+    tool,
+    arguments: record(raw?.arguments) ?? {},
+    argumentsCut: raw?.arguments_cut === true,
+    turn: count(raw?.turn),
+    requirement: {
+      // A requirement always names who decides; one that does not read admits no one.
+      deciders: groups.length ? groups : [{ roles: [], participants: [] }],
+      timeoutSeconds: count(requirement?.timeout_seconds),
+      onTimeout: requirement?.on_timeout === "approve" ? "approve" : "reject",
+      allowEdit: requirement?.allow_edit === true,
+      sources: strings(requirement?.sources),
+    },
+    expiresAt: text(raw?.expires_at),
+    decision: decision(raw?.decision),
+  };
+}
+
 /** The task extension a Task's metadata carries, or undefined when it carries none. */
 export function extensionOf(metadata: Json | undefined): TaskExtension | undefined {
   const raw = record(metadata?.[TASK_EXT_KEY]);
@@ -175,6 +278,7 @@ export function extensionOf(metadata: Json | undefined): TaskExtension | undefin
     model: text(raw.model) || null,
     usage: usageOf(raw.usage),
     turnUsage: usageOf(raw.turn_usage),
+    approvals: list(raw.approvals).flatMap((a) => pendingApproval(a) ?? []),
   };
 }
 

@@ -24,12 +24,14 @@ import {
   type Role as ParticipantRole,
   type TaskExtension,
 } from "./extension";
+import { isDecisionAnswer } from "./approval";
 import { isAfter } from "./resume";
 import { isTerminal, shortState, stateName, type StateName } from "./wire";
 
 /** How a line of the conversation reads: a participant's message, the agent's reply, the
- * reply to a /command, a refusal, or a note the harness wrote itself (a cancel, a failure). */
-export type LineKind = "user" | "agent" | "command" | "refusal" | "note";
+ * reply to a /command, a refusal, the operator's answer to a decision on a call, or a note the
+ * harness wrote itself (a cancel, a failure). */
+export type LineKind = "user" | "agent" | "command" | "refusal" | "decision" | "note";
 
 export interface Line {
   messageId: string;
@@ -81,7 +83,7 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
   const version = versionOf(task.metadata);
   if (version !== null && view.version !== null && isAfter(view.version, version)) {
     // Older than what the view shows: its status is not news, only messages the view lacks.
-    const lines = merge(view.lines, task.history.map((m) => lineOf(m, view.me)));
+    const lines = merge(view.lines, task.history.filter(shown).map((m) => lineOf(m, view.me)));
     return lines.length === view.lines.length ? view : { ...view, lines };
   }
   let next = withStatus(view, stateName(task.status?.state), subStateOf(task.metadata), now);
@@ -96,14 +98,20 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
     next.extension?.lifecycle === "participant" &&
     !isTerminal(next.state) &&
     lineOf(status, view.me).kind === "agent";
-  const history = asking ? [status, ...task.history] : task.history;
+  const history = (asking ? [status, ...task.history] : task.history).filter(shown);
   next = { ...next, lines: merge(next.lines, history.map((m) => lineOf(m, view.me))) };
   return status ? takeMessage(endedWith(next, status), status) : next;
 }
 
+/** Whether a message has anything to show: a control request (a completion, a decision) as
+ * the history holds it has no words, and the harness's answer after it says what it asked. */
+function shown(message: Message): boolean {
+  return message.role !== Role.ROLE_USER || textOf(message.parts) !== "";
+}
+
 /** One message, appended unless already shown. */
 export function takeMessage(view: TaskView, message: Message): TaskView {
-  if (!message.messageId || view.lines.some((l) => l.messageId === message.messageId)) {
+  if (!message.messageId || !shown(message) || view.lines.some((l) => l.messageId === message.messageId)) {
     return view;
   }
   return { ...view, lines: [...view.lines, lineOf(message, view.me)] };
@@ -203,6 +211,7 @@ export function merge(lines: Line[], history: Line[]): Line[] {
 function kindOf(message: Message, text: string): LineKind {
   if (message.role !== Role.ROLE_AGENT) return "user";
   const id = message.messageId;
+  if (isDecisionAnswer(id, text, message.metadata)) return "decision";
   // A command the role check refused answers with its reason, under the command's reply id.
   if (id.startsWith("cmd-")) return /^refused\b/i.test(text) ? "refusal" : "command";
   if (id.startsWith("refused-")) return "refusal";
@@ -221,14 +230,21 @@ export function lineOf(message: Message, me: string): Line {
   return { messageId: message.messageId, kind, who, text };
 }
 
-/** A message's text parts; a data part (a control request) shown as what it asks. */
+/** A message's text parts; a data part (a control request) shown as what it asks (a decision
+ * as "approve call_w1: fine"). */
 export function textOf(parts: Part[]): string {
   return parts
     .map((part) => {
       const content = part.content;
       if (content?.$case === "text") return content.value;
       if (content?.$case === "data") {
-        const action = (content.value as { action?: unknown } | null)?.action;
+        const data = content.value as { action?: unknown; call_id?: unknown; reason?: unknown } | null;
+        const action = data?.action;
+        if ((action === "approve" || action === "reject") && typeof data?.call_id === "string") {
+          // As the harness's transcript reads a decision: "approve call_w1: fine".
+          const why = typeof data.reason === "string" && data.reason ? `: ${data.reason}` : "";
+          return `${action} ${data.call_id}${why}`;
+        }
         return typeof action === "string" ? `(${action} requested)` : "(data)";
       }
       return "(file)";

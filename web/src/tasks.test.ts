@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { subTaskRow } from "./extension";
 import { emptyView, takeStatus, takeTask } from "./fold";
 import { filtered, nest, tree, whereItRuns, withOpenView } from "./tasks";
-import { question, status, task } from "./test/a2a";
+import { awaiting, pendingCall, question, status, task } from "./test/a2a";
 
 const parent = task({ id: "p", extension: { goal: "Plan" }, subState: "awaiting-next-message" });
 const child = task({ id: "c", state: TaskState.TASK_STATE_COMPLETED, extension: { goal: "Draft", parent: { task_id: "p" } } });
@@ -12,9 +12,9 @@ const orphan = task({ id: "o", extension: { goal: "Orphan", parent: { task_id: "
 describe("the task tree", () => {
   it("puts sub-tasks under their parent, with goal, state and sub-state", () => {
     expect(tree([child, parent, orphan], "alice")).toEqual([
-      { id: "p", depth: 0, goal: "Plan", state: "TASK_STATE_INPUT_REQUIRED", subState: "awaiting-next-message", question: null },
-      { id: "c", depth: 1, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null, question: null },
-      { id: "o", depth: 0, goal: "Orphan", state: "TASK_STATE_INPUT_REQUIRED", subState: null, question: null },
+      { id: "p", depth: 0, goal: "Plan", state: "TASK_STATE_INPUT_REQUIRED", subState: "awaiting-next-message", question: null, approval: null },
+      { id: "c", depth: 1, goal: "Draft", state: "TASK_STATE_COMPLETED", subState: null, question: null, approval: null },
+      { id: "o", depth: 0, goal: "Orphan", state: "TASK_STATE_INPUT_REQUIRED", subState: null, question: null, approval: null },
     ]);
   });
 
@@ -50,6 +50,7 @@ describe("the task tree", () => {
         state: "TASK_STATE_INPUT_REQUIRED",
         subState: "awaiting-answer",
         question: "question for you",
+        approval: null,
       },
     ]);
   });
@@ -101,5 +102,29 @@ describe("a sub-task row", () => {
     expect(whereItRuns(subTaskRow({ task_id: "r-2", agent: "market" })!)).toBe("on agent market");
     expect(whereItRuns(subTaskRow({ task_id: "r-1" })!)).toBeNull();
     expect(whereItRuns(subTaskRow({ task_id: "r-3", agent: "" })!)).toBeNull();
+  });
+
+  it("marks calls waiting for approval, and lists first the tasks with one for you, a parent for its sub-task's", () => {
+    const mine = awaiting([pendingCall("c1", "Oslo")], { id: "trip" });
+    const others = awaiting([pendingCall("c1", "Oslo", { requirement: { deciders: [{ roles: [], participants: ["carol"] }] } })], {
+      id: "theirs",
+    });
+    const deep = awaiting([pendingCall("c1", "Rome")], { id: "deep", parent: "p" });
+    const rows = tree([orphan, others, parent, mine, deep], "alice");
+    expect(rows.map((r) => [r.id, r.depth, r.approval])).toEqual([
+      ["p", 0, null],
+      ["deep", 1, "approval for you"],
+      ["trip", 0, "approval for you"],
+      ["o", 0, null],
+      ["theirs", 0, "awaits approval"],
+    ]);
+    expect(tree([mine], "bob")[0]!.approval).toBe("awaits approval");
+  });
+
+  it("marks the open task's calls as its page has them", () => {
+    const listed = awaiting([pendingCall("c1", "Oslo")], { id: "t1" });
+    const decided = awaiting([pendingCall("c1", "Oslo", { decision: { verdict: "reject", by: "alice", at: "x" } })], { id: "t1" });
+    const view = takeTask(emptyView("t1", "alice"), decided, 0);
+    expect(withOpenView(tree([listed], "alice"), view)[0]!.approval).toBeNull();
   });
 });

@@ -1,8 +1,11 @@
 // The participant's tasks as the list shows them: a tree (parents before their sub-tasks),
-// each with its goal, state and sub-state (and, for a question put to a person, whom it asks),
-// filtered by state. A pure module.
+// each with its goal, state and sub-state (and, for a question put to a person, whom it asks;
+// for calls that wait for approval, whether one waits for you), filtered by state. Among
+// siblings, a task with a call waiting for your decision (or a sub-task with one) comes first.
+// A pure module.
 import type { Task } from "@a2a-js/sdk";
 import { extensionOf, subStateOf, type SubTaskRow } from "./extension";
+import { approvalBadge, callsOf } from "./approval";
 import type { TaskView } from "./fold";
 import { badge, questionOf } from "./question";
 import { isTerminal, stateName, type StateName } from "./wire";
@@ -15,14 +18,18 @@ export interface TaskRow {
   subState: string | null;
   /** For a participant task: "question for you", or whom it asks; null for any other. */
   question: string | null;
+  /** For calls that wait for approval: "approval for you", or "awaits approval"; else null. */
+  approval: string | null;
 }
 
 /** Which tasks the list shows: all, those still open, one state. */
 export type StateFilter = "all" | "open" | StateName;
 
 /** Tasks as a tree, parents before their children, in the order given (the gateway lists the
- * newest change first). A child whose parent is not listed is shown at the top. ``me``: the
- * participant the list is for (a question put to them is marked as theirs). */
+ * newest change first), except that among siblings those with a call waiting for ``me`` to
+ * decide, or with a sub-task that has one, come first. A child whose parent is not listed is
+ * shown at the top. ``me``: the participant the list is for (a question put to them, or a call
+ * they may decide, is marked as theirs). */
 export function tree(tasks: Task[], me: string): TaskRow[] {
   const ids = new Set(tasks.map((t) => t.id));
   const children = new Map<string, Task[]>();
@@ -37,13 +44,25 @@ export function tree(tasks: Task[], me: string): TaskRow[] {
   }
   const out: TaskRow[] = [];
   const placed = new Set<string>();
+  const rows = new Map(tasks.map((t) => [t.id, rowOf(t, 0, me)]));
+  const urgent = new Map<string, boolean>();
+  // Asked of the tasks the walk reaches only: each under a root, so never on a cycle.
+  const needs = (task: Task): boolean => {
+    const known = urgent.get(task.id);
+    if (known !== undefined) return known;
+    const below = (children.get(task.id) ?? []).map(needs);
+    const result = rows.get(task.id)?.approval === "approval for you" || below.some(Boolean);
+    urgent.set(task.id, result);
+    return result;
+  };
+  const first = (list: Task[]) => [...list.filter((t) => needs(t)), ...list.filter((t) => !needs(t))];
   const walk = (task: Task, depth: number): void => {
     if (placed.has(task.id)) return; // a cycle of parent links cannot loop the list
     placed.add(task.id);
-    out.push(rowOf(task, depth, me));
-    for (const child of children.get(task.id) ?? []) walk(child, depth + 1);
+    out.push({ ...rows.get(task.id)!, depth });
+    for (const child of first(children.get(task.id) ?? [])) walk(child, depth + 1);
   };
-  for (const root of roots) walk(root, 0);
+  for (const root of first(roots)) walk(root, 0);
   return out;
 }
 
@@ -51,13 +70,15 @@ function rowOf(task: Task, depth: number, me: string): TaskRow {
   const extension = extensionOf(task.metadata);
   const state = stateName(task.status?.state) ?? "TASK_STATE_SUBMITTED";
   const question = questionOf(extension, state, me);
+  const subState = subStateOf(task.metadata);
   return {
     id: task.id,
     depth,
     goal: extension?.goal || extension?.name || task.id,
     state,
-    subState: subStateOf(task.metadata),
+    subState,
     question: question ? badge(question) : null,
+    approval: approvalBadge(callsOf(extension, me), subState),
   };
 }
 
@@ -72,7 +93,13 @@ export function withOpenView(rows: TaskRow[], open: TaskView | null): TaskRow[] 
   return rows.map((row) => {
     if (row.id !== open.taskId) return row;
     const question = questionOf(open.extension, open.state, open.me, open.ending);
-    return { ...row, state: open.state, subState: open.subState, question: question ? badge(question) : null };
+    return {
+      ...row,
+      state: open.state,
+      subState: open.subState,
+      question: question ? badge(question) : null,
+      approval: approvalBadge(callsOf(open.extension, open.me), open.subState),
+    };
   });
 }
 

@@ -89,3 +89,40 @@ export const asEvent = {
   status: (value: TaskStatusUpdateEvent): StreamResponse => ({ payload: { $case: "statusUpdate", value } }),
   message: (value: Message): StreamResponse => ({ payload: { $case: "message", value } }),
 };
+
+/** One call waiting for approval as the task extension carries it (``more``: its fields). */
+export function pendingCall(callId: string, city: string, more: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    call_id: callId,
+    tool: "weather__weather",
+    arguments: { city },
+    arguments_cut: false,
+    turn: 1,
+    expires_at: "2026-12-02T06:26:30.278Z",
+    requirement: {
+      deciders: [{ roles: ["assignee", "admin"], participants: [] }],
+      timeout_seconds: 3600,
+      on_timeout: "reject",
+      allow_edit: false,
+      sources: ["HarnessToolServer weather"],
+    },
+    ...more,
+  };
+}
+
+/** A task parked awaiting approval of ``calls`` (alice assignee, bob watcher). */
+export function awaiting(calls: Record<string, unknown>[], opts: { id?: string; parent?: string } = {}): Task {
+  return task({
+    id: opts.id,
+    subState: "awaiting-approval",
+    extension: {
+      goal: "Plan the trip",
+      parent: opts.parent ? { task_id: opts.parent } : undefined,
+      participants: [
+        { id: "alice", role: "assignee" },
+        { id: "bob", role: "watcher" },
+      ],
+      approvals: calls,
+    },
+  });
+}

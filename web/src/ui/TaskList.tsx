@@ -1,5 +1,6 @@
 // The participant's tasks: a tree (parent, then its sub-tasks), each with its state and
-// sub-state (a question put to a person marked as such), filtered by state. Read with ListTasks
+// sub-state (a question put to a person marked as such, and calls waiting for approval: those
+// you may decide first), filtered by state. Read with ListTasks
 // when the page opens, when the open task moves, and when the tab comes back into view; a read
 // refused for too many requests is made again once the gateway's Retry-After has passed, at
 // most REREADS times in a row (then the next of those reasons reads it). The open task's row
@@ -147,7 +148,12 @@ function Branches({
             aria-current={row.id === openId ? "page" : undefined}
           >
             <span className="goal">{row.goal}</span>
-            <StateBadges state={row.state} subState={row.subState} question={row.question} />
+            <StateBadges
+              state={row.state}
+              subState={row.subState}
+              question={row.question}
+              approval={row.approval}
+            />
           </a>
           {children.length ? <Branches branches={children} openId={openId} /> : null}
         </li>

@@ -3,6 +3,8 @@
 // steps' progress and the sub-task rows (links to ?task=<id>, naming a remote agent's), and
 // "← Parent" for a sub-task. A question put to a person (a participant task) says whom it asks
 // and what they can do about it, or its answer once given, and its composer takes the answer.
+// A task awaiting approval lists its calls above the conversation, with Approve and Reject
+// (Approvals.tsx); the calls ride on no status event, so the re-read below brings them.
 //
 // The task is read once (GetTask, with its history), then followed (SubscribeToTask) for as
 // long as the page is open, through reconnections, each resuming from the last version the
@@ -35,6 +37,7 @@ import { composerWords, guidance, title, viewQuestion, type Question } from "../
 import { reconnectPause } from "../resume";
 import { isTerminal } from "../wire";
 import type { Views } from "../views";
+import { Approvals } from "./Approvals";
 import { Composer } from "./Composer";
 import { StateBadges } from "./StateBadges";
 
@@ -162,6 +165,7 @@ export function TaskPage({
         ) : null}
       </div>
       {question ? <QuestionPanel question={question} /> : null}
+      {view.known ? <Approvals client={client} views={views} view={view} /> : null}
       <div className="task-body">
         <section className="conversation" aria-labelledby="conversation-title">
           <h2 id="conversation-title" className="visually-hidden">
@@ -233,6 +237,8 @@ function who(line: Line): string {
       // The harness refused it (the text says so and why), not the agent.
       return "harness";
     case "note":
+    case "decision":
+      // The operator's answer to a decision on a call, not the agent's words.
       return "harness";
     default:
       return line.who;
