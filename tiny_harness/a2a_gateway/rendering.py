@@ -153,17 +153,18 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     sub-task rows when it has sub-tasks (``sub_tasks``), so a parent's stream shows its
     children's progress; what its ended turns used (``usage``); while a turn runs, what
     that turn has used so far (``turn_usage``, renewed with the turn's lease), so a client can
-    show a long turn's progress (:func:`progress_key`); and the version it was cut from
-    (``version``), which a client resumes a stream from. Only those keys of the task's
-    metadata are read (:func:`_extension`), not the whole extension."""
+    show a long turn's progress (:func:`progress_key`); the calls that wait for approval
+    (``approvals``), so a stream shows what to decide without reading the task again; and the
+    version it was cut from (``version``), which a client resumes a stream from. Only those
+    keys of the task's metadata are read (:func:`_extension`), not the whole extension."""
     metadata = status_metadata(_sub_state(task))
     carried: dict[str, Any] = {}
     rows = sub_task_rows(task)
     if rows:
         carried["sub_tasks"] = rows
-    for key in ("usage", "turn_usage"):
+    for key in ("usage", "turn_usage", "approvals"):
         used = _extension(task, key)
-        if isinstance(used, dict):
+        if isinstance(used, dict) or (isinstance(used, list) and used):
             carried[key] = used
     version = _extension(task, "version")
     if isinstance(version, str):
@@ -199,6 +200,10 @@ def _cut(obj: Obj) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
     for part, used in (("usage", status.usage), ("turn_usage", status.turn_usage)):
         if used is not None:
             carried[part] = used.model_dump(mode="json", exclude_none=True)
+    if status.approvals:
+        carried["approvals"] = [
+            a.model_dump(mode="json", exclude_none=True) for a in status.approvals
+        ]
     carried["version"] = str(obj["metadata"]["resourceVersion"])
     metadata[TASK_EXT_KEY] = carried
     a2a_status = status_to_a2a(name, context_id, status, updated_at(obj))

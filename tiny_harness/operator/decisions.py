@@ -149,14 +149,15 @@ class Decisions:
     async def _record(
         self, snap: Snapshot, decided: dict[str, Decision], message_id: str | None
     ) -> None:
-        """Write the decisions into the status, with the last one as its message."""
+        """Write the decisions into the status, their texts as its message: the same text,
+        under the same id, as the notice that answers a decider's message (how many calls
+        still wait is in ``approvals`` itself)."""
         approvals = tuple(
             p.model_copy(update={"decision": decided[p.call_id]}) if p.call_id in decided else p
             for p in snap.approvals
         )
         texts = [decided[p.call_id].text(p.tool) for p in snap.approvals if p.call_id in decided]
-        waiting = sum(1 for p in approvals if p.decision is None)
-        text = "; ".join(texts) + (f" ({waiting} more still wait)" if waiting else "")
+        text = "; ".join(texts)
         await self.w.write_status(
             {
                 "approvals": _dump(approvals),

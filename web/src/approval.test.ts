@@ -148,7 +148,7 @@ describe("the calls waiting for approval", () => {
 
   it("finds the operator's answer to a decision, or its refusal, as the harness's line", () => {
     let view = takeTask(emptyView("t1", "alice"), awaiting([pendingCall("c1", "Oslo")]), 0);
-    const reply = message("cmd-d1", "weather__weather was approved by alice: fine (1 more still wait)");
+    const reply = message("cmd-d1", "weather__weather was approved by alice: fine");
     view = takeStatus(view, status(TaskState.TASK_STATE_INPUT_REQUIRED, { message: reply }), 0);
     view = takeStatus(view, status(TaskState.TASK_STATE_INPUT_REQUIRED, { message: message("refused-d2", "refused: no call 'c9' waits") }), 0);
     view = takeStatus(view, status(TaskState.TASK_STATE_INPUT_REQUIRED, { message: message("cmd-d3", "state: INPUT_REQUIRED") }), 0);

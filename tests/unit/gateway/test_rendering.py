@@ -187,6 +187,25 @@ def _stored(status: dict[str, Any] | None) -> dict[str, Any]:
             ],
         },
         {"state": "TASK_STATE_COMPLETED", "message": "Done.", "messageId": "m"},
+        {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-approval",
+            "turn": 1,
+            "approvals": [
+                {
+                    "callId": "call_w1",
+                    "tool": "weather__weather",
+                    "arguments": {"city": "Oslo"},
+                    "turn": 1,
+                    "requirement": {
+                        "deciders": [{"roles": ["assignee"]}],
+                        "timeoutSeconds": 60,
+                    },
+                    "expiresAt": "2026-12-02T07:00:00Z",
+                    "decision": {"verdict": "approve", "by": "alice", "at": "2026-12-02T06:00:00Z"},
+                }
+            ],
+        },
     ],
 )
 def test_a_change_s_event_is_the_rendered_task_s_event_without_rendering_the_task(
@@ -198,3 +217,24 @@ def test_a_change_s_event_is_the_rendered_task_s_event_without_rendering_the_tas
     change = change_of(obj)
     assert change.key == status_key(change.event) == status_key(render_task(obj))
     assert change.progress == progress_key(change.event) == progress_key(render_task(obj))
+
+
+def test_a_stream_s_event_carries_the_calls_that_wait_for_approval() -> None:
+    obj = _stored(
+        {
+            "state": "TASK_STATE_INPUT_REQUIRED",
+            "subState": "awaiting-approval",
+            "approvals": [
+                {
+                    "callId": "call_w1",
+                    "tool": "weather__weather",
+                    "turn": 1,
+                    "requirement": {"deciders": [{"roles": ["assignee"]}], "timeoutSeconds": 60},
+                    "expiresAt": "2026-12-02T07:00:00Z",
+                }
+            ],
+        }
+    )
+    carried = metadata_dict(status_event_of(obj).metadata)[TASK_EXT_KEY]
+    (waiting,) = carried["approvals"]
+    assert (waiting["call_id"], waiting["tool"]) == ("call_w1", "weather__weather")

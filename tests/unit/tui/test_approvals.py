@@ -120,7 +120,7 @@ def test_an_edit_is_a_json_object_the_policy_allows_and_unchanged_is_none() -> N
 
 def test_the_operators_answer_and_refusal_are_the_harnesss_lines() -> None:
     view = view_of(call("c1", "Oslo"))
-    answer = agent("cmd-d1", "weather__weather was approved by alice: fine (1 more still wait)")
+    answer = agent("cmd-d1", "weather__weather was approved by alice: fine")
     view.take(status_update(11, answer))
     view.take(status_update(12, agent("refused-d2", "refused: no call 'c9' waits")))
     view.take(status_update(13, agent("cmd-d3", "state: INPUT_REQUIRED")))  # a /status reply
@@ -128,7 +128,7 @@ def test_the_operators_answer_and_refusal_are_the_harnesss_lines() -> None:
     view.take(StreamResponse(message=recorded))
 
     assert [(line.who, line.text) for line in view.lines[2:]] == [
-        ("harness", "weather__weather was approved by alice: fine (1 more still wait)"),
+        ("harness", "weather__weather was approved by alice: fine"),
         ("harness", "refused: no call 'c9' waits"),
         ("agent", "state: INPUT_REQUIRED"),
         ("harness", "weather__weather was rejected by carol"),
