@@ -253,7 +253,7 @@ async def test_a_call_no_one_decides_is_rejected_at_its_timeout(
     [(JSONRPC, "1.0"), (REST, "1.0"), (JSONRPC, "0.3"), (REST, "0.3")],
     ids=["jsonrpc-1.0", "rest-1.0", "jsonrpc-0.3", "rest-0.3"],
 )
-async def test_an_approval_through_the_gateway_over_a2a(
+async def test_approve_reject_and_edit_through_the_gateway_over_a2a(
     tasks: Tasks,
     model_server: ModelServer,
     gated: McpServerThread,
@@ -261,28 +261,52 @@ async def test_an_approval_through_the_gateway_over_a2a(
     transport: str,
     protocol: str,
 ) -> None:
-    await model_server.control.script(
-        [weather_call("Oslo", "call_g1"), text("It is sunny in Oslo.")]
-    )
-    await park(tasks, "over-a2a")
+    """Three calls wait; an a2a-sdk client sees them on the task and on the stream, approves
+    one, rejects one with a reason and approves the third with edited arguments."""
+    three = {
+        "type": "tool_calls",
+        "calls": [
+            {"name": "weather__weather", "arguments": {"city": c}, "id": f"call_{c.lower()}"}
+            for c in ("Oslo", "Rome", "Bergen")
+        ],
+    }
+    await model_server.control.script([three, text("Two of three checked.")])
+    await park(tasks, "over-a2a", "Weather in Oslo, Rome and Bergen?")
     alice = await A2AUser.connect(gateway().url, "alice", transport=transport, protocol=protocol)
-    try:
-        task = await alice.get("over-a2a")
-        extension = MessageToDict(task.metadata)
-        key = next(k for k in extension if k.endswith("/task"))
-        (waiting,) = extension[key]["approvals"]
-        assert (waiting["call_id"], waiting["tool"]) == ("call_g1", "weather__weather")
-        events = await alice.stream(control_message("over-a2a", "approve", call_id="call_g1"))
-        said = [
+
+    async def decide(action: str, call_id: str, **extra: Any) -> list[str]:
+        events = await alice.stream(control_message("over-a2a", action, call_id=call_id, **extra))
+        return [
             e.status_update.status.message.parts[0].text
             for e in events
             if e.HasField("status_update") and e.status_update.status.message.parts
         ]
-        assert "weather__weather was approved by alice" in said
+
+    try:
+        task = await alice.get("over-a2a")
+        extension = MessageToDict(task.metadata)
+        key = next(k for k in extension if k.endswith("/task"))
+        assert [(w["call_id"], w["tool"]) for w in extension[key]["approvals"]] == [
+            ("call_oslo", "weather__weather"),
+            ("call_rome", "weather__weather"),
+            ("call_bergen", "weather__weather"),
+        ]
+        assert "weather__weather was approved by alice" in await decide("approve", "call_oslo")
+        assert "weather__weather was rejected by alice: not Rome" in await decide(
+            "reject", "call_rome", reason="not Rome"
+        )
+        edited = await decide("approve", "call_bergen", arguments={"city": "Paris"})
+        assert "weather__weather was approved by alice with edited arguments" in edited
     finally:
         await alice.close()
     await tasks.wait("over-a2a", PARKED, turn=2, within=60)
-    assert [c.arguments for c in gated.served("weather")] == [{"city": "Oslo"}]
+    assert [c.arguments for c in gated.served("weather")] == [{"city": "Oslo"}, {"city": "Paris"}]
+    outputs = tool_outputs((await model_server.control.requests())[-1])
+    assert outputs[-3:] == [
+        "Sunny in Oslo.",
+        "Not run: weather__weather was rejected by alice: not Rome.",
+        "Sunny in Paris.",
+    ]
 
 
 async def test_an_operator_killed_after_the_decision_runs_the_call_once_after_restart(
