@@ -213,8 +213,8 @@ def collect_less() -> None:
     A send makes thousands of short-lived objects (protobuf messages, pydantic models, parsed
     JSON) that their reference counts free; at Python's default thresholds the collector still
     ran some 60 times a second under 50 concurrent sends, and each full collection walked every
-    object the process has (the SDK, the client libraries, the index: some 150,000), about a
-    third of the gateway's time in ``bench_gateway.py``. What exists once the gateway is built
+    object the process has (the SDK, the client libraries, the index: some 150,000): a tenth
+    of the gateway's CPU in ``bench_gateway.py``. What exists once the gateway is built
     lives as long as the process: frozen (:func:`gc.freeze`), it is never walked again, and a
     young collection every 20,000 allocations instead of 700 lets most objects die first.
     """
