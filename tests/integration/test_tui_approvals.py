@@ -5,7 +5,11 @@ sees the calls wait for someone else and his f5 refused with the operator's reas
 sent; alice finds the task marked for her, approves one call with a reason and rejects the
 other, each answered by the operator as the harness's line, and the task goes on; the tool ran
 once (the MCP server's count). The screen with a decided call and one waiting for alice is
-written to ``docs/screens/tui-approvals.txt``."""
+written to ``docs/screens/tui-approvals.txt``.
+
+Under a policy that allows edits, alice's f5 prompt shows the arguments to edit, and the call
+runs with the ones she typed; under a policy with a short timeout, the call no one decides is
+shown rejected by its timeout, the model is told so, and the tool never runs."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from typing import Any, Final
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
-from textual.widgets import ListView, Tree
+from textual.widgets import Input, Label, ListView, Tree
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import eventually_async
@@ -45,14 +49,43 @@ REPLY: Final = "Sunny in Oslo; I did not check Rome."
 PARKED: Final = "TASK_STATE_INPUT_REQUIRED"
 
 
-@pytest.fixture
-def gated(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+ONE_CALL: Final = {
+    "type": "tool_calls",
+    "calls": [{"name": "weather__weather", "arguments": {"city": "Oslo"}, "id": "call_oslo"}],
+}
+
+
+def gate(
+    operator: Operator, kubectl: Kubectl, mcp: McpServerThread, **policy: Any
+) -> McpServerThread:
     """The operator, and the test MCP server as tool server ``weather`` whose ``weather``
-    tool needs approval."""
+    tool needs approval (``policy``: more of its ``spec.approval``)."""
     operator()
-    declare(kubectl, "weather", mcp.url, approval={"tools": ["weather"]})
+    declare(kubectl, "weather", mcp.url, approval={"tools": ["weather"], **policy})
     wait_ready(kubectl, "weather")
     return mcp
+
+
+@pytest.fixture
+def gated(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+    """The ``weather`` tool needs approval."""
+    return gate(operator, kubectl, mcp)
+
+
+@pytest.fixture
+def editable(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+    """The ``weather`` tool needs approval, and may be approved with edited arguments."""
+    return gate(operator, kubectl, mcp, allowEdit=True)
+
+
+#: Long enough for the open app to show the call waiting, short enough for a test.
+TIMEOUT: Final = 3
+
+
+@pytest.fixture
+def timed(operator: Operator, kubectl: Kubectl, mcp: McpServerThread) -> McpServerThread:
+    """The ``weather`` tool needs approval, within :data:`TIMEOUT` seconds (then rejected)."""
+    return gate(operator, kubectl, mcp, timeoutSeconds=TIMEOUT)
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], Any], within: float = 30) -> None:
@@ -186,4 +219,138 @@ async def test_alice_approves_one_call_and_rejects_the_other_and_the_tool_runs_o
     assert outputs == [
         "Sunny in Oslo.",
         "Not run: weather__weather was rejected by alice: not Rome.",
+    ]
+
+
+def call_text(app: HarnessApp, call_id: str) -> str:
+    """The call's entry in the list of calls, as the screen shows it."""
+    for item in app.query_one("#approvals", ListView).children:
+        if item.name == call_id:  # its label, once mounted
+            return "".join(str(label.render()) for label in item.query(Label))
+    return ""
+
+
+async def test_alice_approves_a_call_with_edited_arguments_and_it_runs_with_them(
+    tasks: Tasks, model_server: ModelServer, editable: McpServerThread, gateway: Replicas
+) -> None:
+    reply = "Sunny in Bergen: pack light."
+    await model_server.control.script([ONE_CALL, {"type": "text", "text": reply}])
+    await tasks.create("trip", toolServers=["weather"])
+    await tasks.wait("trip", PARKED)
+    await tasks.send("trip", "Weather in Oslo?")
+    await tasks.wait("trip", PARKED, sub_state="awaiting-approval", turn=1, within=60)
+
+    alice = await Session.connect(gateway().url, participant="alice")
+    try:
+        app = HarnessApp(alice)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await until(pilot, lambda: bool(labels(app)))
+            app.open("trip")
+            await until(pilot, lambda: listed(app) == ["call_oslo"])
+            await until(
+                pilot, lambda: call_text(app, "call_oslo").startswith("for you · weather__weather")
+            )
+
+            # f5: the prompt shows the arguments, editable as one line of JSON.
+            await pilot.press("f5")
+            await until(pilot, lambda: isinstance(app.screen, DecisionPrompt))
+            prompt = app.screen
+            field = prompt.query_one("#arguments", Input)
+            assert field.value == '{"city": "Oslo"}'
+            assert "with the arguments as they are in the field" in " ".join(
+                str(label.render()) for label in prompt.query(Label)
+            )
+            # Something not an object is refused in the prompt, nothing sent.
+            await pilot.press(*"Bergen instead", "tab", "ctrl+a", "ctrl+k", *'["Bergen"]')
+            await pilot.press("enter")
+            error = prompt.query_one("#error", Label)
+            await until(pilot, lambda: "must be a JSON object" in str(error.render()))
+            assert isinstance(app.screen, DecisionPrompt)
+            assert not (await tasks.status("trip"))["approvals"][0].get("decision")
+            # Then the edit: Bergen.
+            await pilot.press("ctrl+a", "ctrl+k", *'{"city": "Bergen"}', "enter")
+            await until(pilot, lambda: not isinstance(app.screen, DecisionPrompt))
+
+            approved = (
+                "harness: weather__weather was approved by alice with edited arguments: "
+                "Bergen instead"
+            )
+            await until(pilot, lambda: approved in said(app))
+            lines = said(app)
+            assert lines[lines.index(approved) - 1] == "you: approve call_oslo: Bergen instead"
+            assert noticed(app, approved.removeprefix("harness: "))
+            await until(pilot, lambda: f"agent: {reply}" in said(app), within=60)
+            await until(
+                pilot, lambda: topbar(app) == "trip · INPUT_REQUIRED · awaiting-next-message"
+            )
+            await until(pilot, lambda: listed(app) == [])
+    finally:
+        await alice.close()
+
+    assert [c.arguments for c in editable.served("weather")] == [{"city": "Bergen"}]
+    assert tool_outputs((await model_server.control.requests())[-1]) == ["Sunny in Bergen."]
+
+
+async def test_a_call_no_one_decides_is_rejected_by_its_timeout_and_the_task_goes_on(
+    tasks: Tasks, model_server: ModelServer, timed: McpServerThread, gateway: Replicas
+) -> None:
+    reply = "I could not check the weather in Oslo."
+    # The model takes a while over the next turn: the decided call stays listed meanwhile.
+    await model_server.control.script(
+        [ONE_CALL, {"type": "text", "text": reply, "delay_seconds": 3}]
+    )
+    await tasks.create("trip", toolServers=["weather"])
+    await tasks.wait("trip", PARKED)
+
+    alice = await Session.connect(gateway().url, participant="alice")
+    try:
+        app = HarnessApp(alice)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await until(pilot, lambda: bool(labels(app)))
+            app.open("trip")
+            await until(pilot, lambda: topbar(app).endswith("awaiting-next-message"))
+            await tasks.send("trip", "Weather in Oslo?")  # the call parks while alice looks on
+
+            # Listed: waiting (until when, then rejected), or already decided by its timeout.
+            await until(
+                pilot,
+                lambda: (
+                    listed(app) == ["call_oslo"]
+                    and any(
+                        words in call_text(app, "call_oslo")
+                        for words in ("then rejected", "no one decided in time")
+                    )
+                ),
+            )
+
+            why = f"not decided within {TIMEOUT}s (onTimeout: reject)"
+            await until(
+                pilot,
+                lambda: call_text(app, "call_oslo").startswith(
+                    f"weather__weather · call call_oslo · rejected: no one decided in time: {why}"
+                ),
+            )
+            timed_out = f"harness: weather__weather was rejected: no one decided in time: {why}"
+            await until(pilot, lambda: timed_out in said(app))
+            assert "awaits approval" not in topbar(app)
+            assert "1 call wait" not in topbar(app)
+            # Nothing is left to decide: f5 is no longer offered, and does nothing.
+            active = app.screen.active_bindings.get("f5")
+            assert active is None or not active.enabled
+            await pilot.press("f5")
+            await pilot.pause(0.05)
+            assert not isinstance(app.screen, DecisionPrompt)
+
+            # The task goes on: the model is told, and answers.
+            await until(pilot, lambda: f"agent: {reply}" in said(app), within=60)
+            await until(
+                pilot, lambda: topbar(app) == "trip · INPUT_REQUIRED · awaiting-next-message"
+            )
+            await until(pilot, lambda: listed(app) == [])
+    finally:
+        await alice.close()
+
+    assert timed.served("weather") == []
+    assert tool_outputs((await model_server.control.requests())[-1]) == [
+        f"Not run: weather__weather was rejected: no one decided in time: {why}."
     ]
