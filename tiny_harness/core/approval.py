@@ -407,6 +407,10 @@ def all_decided(pending: Sequence[PendingApproval]) -> bool:
     return bool(pending) and not undecided(pending)
 
 
+#: The id a timeout's decision has: its notice's, and the status message's that says it.
+TIMEOUT_ID_PREFIX: Final = "approval-timeout-"
+
+
 def timeout_id(call_id: str) -> str:
     """The journal notice (and history entry) that records a timeout's decision."""
-    return f"approval-timeout-{call_id}"
+    return f"{TIMEOUT_ID_PREFIX}{call_id}"

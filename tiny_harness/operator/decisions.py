@@ -44,7 +44,6 @@ from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.operator import failpoints
 from tiny_harness.operator.ports import Acting
 from tiny_harness.operator.snapshot import Snapshot, ack_entry
-from tiny_harness.operator.status_writes import own_message_id
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +102,8 @@ class Decisions:
                 reason=request.reason,
                 arguments=request.arguments,
             )
-            await self._record(
-                snap, {request.call_id: decision}, command_reply_id(message.spec.message_id)
-            )
+            reply = (command_reply_id(message.spec.message_id), decision.text(pending.tool))
+            await self._record(snap, {request.call_id: decision}, reply)
         log.info(
             "task %s/%s: call %s (%s) %s by %s",
             *self.w.key,
@@ -143,26 +141,28 @@ class Decisions:
             notices.append(_notice(timeout_id(pending.call_id), pending, decision))
         if not decided:
             return
-        await self._record(snap, decided, None)
+        # The status message is the last notice, under its id: each text shows once.
+        last = notices[-1]
+        assert isinstance(last, NoticeEntry)
+        await self._record(snap, decided, (last.id, last.text))
         await self.w.append_notices(snap, tuple(notices))
 
     async def _record(
-        self, snap: Snapshot, decided: dict[str, Decision], message_id: str | None
+        self, snap: Snapshot, decided: dict[str, Decision], message: tuple[str, str]
     ) -> None:
-        """Write the decisions into the status, their texts as its message: the same text,
-        under the same id, as the notice that answers a decider's message (how many calls
-        still wait is in ``approvals`` itself)."""
+        """Write the decisions into the status, with ``message`` (id, text) as its message:
+        the text and the id of a notice the journal gets too, so a reader shows it once (how
+        many calls still wait is in ``approvals`` itself)."""
         approvals = tuple(
             p.model_copy(update={"decision": decided[p.call_id]}) if p.call_id in decided else p
             for p in snap.approvals
         )
-        texts = [decided[p.call_id].text(p.tool) for p in snap.approvals if p.call_id in decided]
-        text = "; ".join(texts)
+        message_id, text = message
         await self.w.write_status(
             {
                 "approvals": _dump(approvals),
                 "message": text[:TEXT_MAX],
-                "messageId": message_id or own_message_id(),
+                "messageId": message_id,
             }
         )
         metrics = self.w.rt.metrics

@@ -30,6 +30,7 @@ from a2a.types import Message
 
 from tiny_harness.core.approval import (
     TIMEOUT_DECIDER,
+    TIMEOUT_ID_PREFIX,
     PendingApproval,
     Verdict,
     refuse_decision,
@@ -215,6 +216,8 @@ def is_decision_answer(message: Message) -> bool:
     message, or its record in the history), not a command's reply or the agent's words."""
     if "approval" in metadata_dict(message.metadata):
         return True
+    if message.message_id.startswith(TIMEOUT_ID_PREFIX):
+        return True  # a timeout's decision, as the status message says it
     text = "".join(p.text for p in message.parts if p.HasField("text"))
     return message.message_id.startswith("cmd-") and _DECIDED.match(text) is not None
 

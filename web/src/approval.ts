@@ -178,5 +178,7 @@ const DECIDED = /^\S+ was (approved|rejected)\b/;
  * history carries the call (metadata "approval"); its status message reads as one. */
 export function isDecisionAnswer(messageId: string, text: string, metadata: Json | undefined): boolean {
   if (metadata && typeof metadata.approval === "object" && metadata.approval !== null) return true;
+  // A timeout's decision, as the status message says it (core/approval.py TIMEOUT_ID_PREFIX).
+  if (messageId.startsWith("approval-timeout-")) return true;
   return messageId.startsWith("cmd-") && DECIDED.test(text);
 }
