@@ -81,7 +81,11 @@ LAYERS = (
         ),
     ),
     ("the HTTP server (uvicorn)", re.compile(r"\(uvicorn/|\(h11/|\(httptools/")),
-    ("the API client's responses (aiohttp)", re.compile(r"\(aiohttp/|\(kubernetes_asyncio/")),
+    (
+        # uvloop's TLS is compiled: its records are decrypted under aiohttp's callback.
+        "the API client's responses (aiohttp; on uvloop, their TLS too)",
+        re.compile(r"\(aiohttp/|\(kubernetes_asyncio/"),
+    ),
 )
 
 OTHER = "the event loop and the rest"
