@@ -36,7 +36,7 @@ Operator = Callable[..., OperatorProcess]
 MESSAGE_CRD = f"{MESSAGE_PLURAL}.{API_VERSION.split('/')[0]}"
 CONTENT_RULE = {
     "message": "spec.parts: a message needs at least one part, a control or a decision",
-    "rule": "has(self.control) || (has(self.parts) && size(self.parts) > 0)",
+    "rule": "has(self.control) || has(self.decision) || (has(self.parts) && size(self.parts) > 0)",
 }
 #: Where the message CRD holds the content rule (the first of the spec's rules).
 RULE_PATH = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/x-kubernetes-validations/0"
