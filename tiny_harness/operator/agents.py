@@ -38,6 +38,8 @@ operator/endpoints.py; what is here is what resolving an agent means):
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -303,6 +305,18 @@ class AgentDirectory(Endpoints[Agent, AgentStatus]):
             for (ns, name), agent in sorted(self.agents.items())
             if ns == namespace
         )
+
+    async def settled(self, namespace: str, name: str) -> Agent:
+        """:meth:`ready`, once a read of the agent's card in flight has ended (bounded by one
+        read's time): an operator just started has the agent's status from its object but
+        not yet its card, and a turn resumed in that moment must not fail its sub-task for
+        a read that is about to land."""
+        agent = self.agents.get((namespace, name))
+        if agent is not None and not agent.ready and agent.resolving and agent.running:
+            with contextlib.suppress(Exception):  # a failed read: ready() says why
+                async with asyncio.timeout(REQUEST_SECONDS + CONNECT_SECONDS):
+                    await asyncio.shield(agent.running)
+        return self.ready(namespace, name)
 
     def ready(self, namespace: str, name: str) -> Agent:
         """The agent, ready to be talked to; :class:`AgentNotReadyError` saying why not."""

@@ -223,9 +223,9 @@ class Remotes:
     def __init__(self, directory: AgentDirectory) -> None:
         self.directory = directory
 
-    def agent(self, namespace: str, name: str) -> Agent:
+    async def agent(self, namespace: str, name: str) -> Agent:
         try:
-            return self.directory.ready(namespace, name)
+            return await self.directory.settled(namespace, name)
         except AgentNotReadyError as exc:
             raise RemoteCallError("RemoteAgentNotReady", str(exc)) from None
 
@@ -246,7 +246,7 @@ class Remotes:
                 await client.cancel_task(CancelTaskRequest(id=task_id))
 
         try:
-            agent = self.agent(namespace, name)
+            agent = await self.agent(namespace, name)
             client = agent.client()
             await with_retries(agent, lambda: cancel(client))
         except RemoteCallError as exc:
@@ -259,7 +259,7 @@ class Remotes:
         cancelled, the work being done here. None when it went through."""
         if ref is None or not ref.task_id or (ref.state is not None and ref.state.is_terminal):
             return None
-        agent = self.agent(namespace, name)
+        agent = await self.agent(namespace, name)
         if not agent.speaks_harness:
             why = await self.cancel(namespace, name, ref)
             return None if why is None else f"the remote task could not be cancelled: {why}"
@@ -305,7 +305,7 @@ class RemoteLoop:
         name = turn.task.agent
         if not name:  # pragma: no cover - the worker runs only such tasks here
             raise RemoteCallError("RemoteAgentNotReady", "the task names no agent")
-        agent = self.remotes.agent(self.namespace, name)
+        agent = await self.remotes.agent(self.namespace, name)
         ref = turn.ref
         view = RemoteView.of(turn.remote)
         drain: DrainEntry | None = None

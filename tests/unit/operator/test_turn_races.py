@@ -256,6 +256,9 @@ class RemoteAgent:
     def ready(self, namespace: str, name: str) -> RemoteAgent:
         return self
 
+    async def settled(self, namespace: str, name: str) -> RemoteAgent:
+        return self
+
     def offered(self, namespace: str) -> tuple[Any, ...]:
         return ()
 
