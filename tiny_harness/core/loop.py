@@ -15,7 +15,6 @@ built from the replayed state.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
@@ -23,9 +22,9 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tiny_harness.core import approval_steps
 from tiny_harness.core.agent import AgentChoice
-from tiny_harness.core.approval import PENDING_MAX, PendingApproval, shown_arguments
-from tiny_harness.core.clock import now, rfc3339
+from tiny_harness.core.approval import PendingApproval
 from tiny_harness.core.compaction import (
     ContextWindows,
     compact,
@@ -484,37 +483,7 @@ class _Turn:
         self.took(entry)
 
     def gate(self, call: ToolCall, entry_id: str) -> AwaitEntry | ToolEntry | None:
-        """The call's park when a policy says it needs approval (None: it runs now). A call
-        whose arguments do not fit its tool is not parked: its error result says why at once,
-        and no one is asked to approve what could never run."""
-        if not self.gates:
-            return None
-        try:
-            args = self.invoker.check(call)
-        except InvalidToolCallError:
-            return None
-        agent = args.get("agent") if call.name == SPAWN_SUBTASK else None
-        requirement = self.gates.requirement(call.name, agent if isinstance(agent, str) else None)
-        if requirement is None:
-            return None
-        if len(self.awaiting) >= PENDING_MAX:
-            return ToolEntry(
-                id=entry_id,
-                call_id=call.id,
-                name=call.name,
-                content=f"Error: {PENDING_MAX} calls already wait for approval in this turn; "
-                "this one was not asked for. Ask for fewer calls that need approval at once.",
-                is_error=True,
-            )
-        expires = now() + dt.timedelta(seconds=requirement.timeout_seconds)
-        return AwaitEntry(
-            id=entry_id,
-            call_id=call.id,
-            name=call.name,
-            arguments_json=call.arguments_json,
-            requirement=requirement,
-            expires_at=rfc3339(expires),
-        )
+        return approval_steps.gate(self.gates, self.invoker, call, entry_id, len(self.awaiting))
 
     async def decided_step(self, decided: DecidedCall) -> None:
         """A call an earlier turn parked, now decided: run it as approved (with the edited
@@ -621,28 +590,8 @@ class _Turn:
     async def park_for_approval(self) -> TurnOutcome:
         """End the turn with its parked calls waiting for decisions; the calls of the same
         response that needed none have run, and their results are in the history."""
-        pending = []
-        for entry in self.awaiting:
-            shown, cut = shown_arguments(entry.arguments_json)
-            pending.append(
-                PendingApproval(
-                    call_id=entry.call_id,
-                    tool=entry.name,
-                    arguments=shown,
-                    arguments_cut=cut,
-                    turn=self.ref.turn,
-                    requirement=entry.requirement,
-                    expires_at=entry.expires_at,
-                )
-            )
-        lines = [
-            f"- {p.tool} (call {p.call_id}), decided by {p.deciders}, until {p.expires_at}"
-            for p in pending
-        ]
-        text = "Waiting for approval before running:\n" + "\n".join(lines)
-        if self.questions:
-            text = "\n\n".join((*self.questions, text))
-        return await self.end(OutcomeKind.WAITING_FOR_APPROVAL, text, approvals=tuple(pending))
+        text, pending = approval_steps.parked(self.awaiting, self.ref.turn, self.questions)
+        return await self.end(OutcomeKind.WAITING_FOR_APPROVAL, text, approvals=pending)
 
     async def end(
         self,
