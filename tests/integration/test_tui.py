@@ -8,7 +8,6 @@ once and not tried again."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -23,12 +22,13 @@ from tests.eventually import eventually_async
 from tests.integration.gateway_support import Replicas, agent_says, alices_task
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.question_support import QUESTION, carol_is_asked
+from tests.tui_support import lasting_notices, noticed, noticed_part
 from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.states import TaskState
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures(lasting_notices.__name__)]
 
 Operator = Callable[..., OperatorProcess]
 
@@ -127,9 +127,8 @@ async def test_a_task_from_first_goal_to_completion_with_a_sub_task(
         await until(pilot, lambda: app.view.state is TaskState.COMPLETED)  # type: ignore[union-attr]
         # An ended task's controls do nothing but say why.
         await pilot.press("ctrl+c")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: noticed(app, noticed_part("has ended")))
         assert app.view.state is TaskState.COMPLETED
-        assert any("has ended" in n.message for n in app._notifications)
 
 
 async def test_a_watchers_complete_is_refused_with_a_notice(
@@ -159,8 +158,7 @@ async def test_a_watchers_complete_is_refused_with_a_notice(
             await until(pilot, lambda: app.view is not None and app.view.role() == "watcher")
             before = app.view.state
             await pilot.press("ctrl+d")
-            await pilot.pause(0.2)
-            assert any("watcher cannot complete" in n.message for n in app._notifications)
+            await until(pilot, lambda: noticed(app, noticed_part("watcher cannot complete")))
             assert app.view.state is before
     finally:
         await bob.close()
@@ -251,6 +249,11 @@ async def test_a_gateway_replaced_mid_conversation_loses_no_message_and_shows_no
         await session.close()
 
 
+def following(app: HarnessApp) -> bool:
+    """Whether the app still follows its open task (its follow worker has not ended)."""
+    return any(worker.group == "follow" and not worker.is_finished for worker in app.workers)
+
+
 def refused_streams(metrics: str) -> float:
     match = re.search(
         r'tiny_harness_gateway_requests_total\{method="SubscribeToTask",'
@@ -281,8 +284,9 @@ async def test_a_stream_past_the_participants_limit_is_said_once_and_not_tried_a
                 app.open("busy")
                 await until(pilot, lambda: "not following: alice has 1 streams open" in topbar(app))
                 assert "max_streams_per_participant" in topbar(app)
-                assert any("Not following busy" in n.message for n in app._notifications)
-                await asyncio.sleep(3)  # six pauses' worth of the first: no attempt was made
+                await until(pilot, lambda: noticed(app, noticed_part("Not following busy")))
+                # The refusal ended the follow: nothing is left that could try again.
+                await until(pilot, lambda: not following(app))
                 assert refused_streams(replica.metrics()) == 1
                 assert "not following" in topbar(app)
     finally:
@@ -329,9 +333,8 @@ async def test_ctrl_c_cancels_an_open_task_after_which_its_controls_do_nothing(
         await until(pilot, lambda: app.view.state is TaskState.CANCELED)  # type: ignore[union-attr]
         assert "CANCELED" in str(app.query_one("#topbar").render())
         await pilot.press("ctrl+d")  # an ended task: refused, nothing sent
-        await pilot.pause(0.2)
+        await until(pilot, lambda: noticed(app, noticed_part("has ended")))
         assert app.view.state is TaskState.CANCELED  # type: ignore[union-attr]
-        assert any("has ended" in n.message for n in app._notifications)
 
 
 def topbar(app: HarnessApp) -> str:
@@ -421,7 +424,7 @@ async def test_a_question_for_carol_is_refused_to_a_watcher_and_her_answer_compl
             )
             # Ended: its controls do nothing but say why.
             await pilot.press("ctrl+d")
-            await until(pilot, lambda: any("has ended" in n.message for n in app._notifications))
+            await until(pilot, lambda: noticed(app, noticed_part("has ended")))
             assert app.view.state is TaskState.COMPLETED  # type: ignore[union-attr]
     finally:
         await carol.close()

@@ -28,12 +28,13 @@ from tests.eventually import eventually_async
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
+from tests.tui_support import lasting_notices, noticed
 from tiny_harness.testing.mcp_server import McpServerThread
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.decision import DecisionPrompt
 from tiny_harness.tui.session import Session
 
-pytestmark = pytest.mark.controlplane
+pytestmark = [pytest.mark.controlplane, pytest.mark.usefixtures(lasting_notices.__name__)]
 
 Operator = Callable[..., OperatorProcess]
 #: Where the test leaves what the screen showed, for the README and docs/design/tui.md.
@@ -113,10 +114,6 @@ def said(app: HarnessApp) -> list[str]:
     return [f"{line.who}: {line.text}" for line in (app.view.lines if app.view else [])]
 
 
-def noticed(app: HarnessApp, text: str) -> bool:
-    return any(n.message == text for n in app._notifications)
-
-
 def screen_text(app: HarnessApp) -> str:
     """The screen as plain text, each line's trailing blanks dropped."""
     width, height = app.size
@@ -187,7 +184,7 @@ async def test_alice_approves_one_call_and_rejects_the_other_and_the_tool_runs_o
             assert lines[lines.index(approved) - 1] == "you: approve call_oslo: fine"
             # The decided call goes last; the one still waiting for alice is first, and chosen.
             await until(pilot, lambda: listed(app) == ["call_rome", "call_oslo"])
-            assert noticed(app, approved.removeprefix("harness: "))
+            await until(pilot, lambda: noticed(app, approved.removeprefix("harness: ")))
             assert topbar(app).endswith(" · 1 call waits for approval, 1 for you")
             assert labels(app) == [f"approval for you · {awaiting}"]
             SCREEN.write_text(
@@ -278,7 +275,7 @@ async def test_alice_approves_a_call_with_edited_arguments_and_it_runs_with_them
             await until(pilot, lambda: approved in said(app))
             lines = said(app)
             assert lines[lines.index(approved) - 1] == "you: approve call_oslo: Bergen instead"
-            assert noticed(app, approved.removeprefix("harness: "))
+            await until(pilot, lambda: noticed(app, approved.removeprefix("harness: ")))
             await until(pilot, lambda: f"agent: {reply}" in said(app), within=60)
             await until(
                 pilot, lambda: topbar(app) == "trip · INPUT_REQUIRED · awaiting-next-message"

@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from a2a.types import StreamResponse, Task
 from textual.pilot import Pilot
 from textual.widgets import Input, Label, ListView, Static, Tree
 
 from tests.eventually import eventually_async
+from tests.tui_support import lasting_notices, noticed, noticed_part
 from tests.unit.tui.approval_tasks import agent, approved, call, status_update, waiting
 from tiny_harness.core.approval import Decision
 from tiny_harness.tui.app import HarnessApp
@@ -23,6 +25,8 @@ from tiny_harness.tui.decision import DecisionPrompt
 from tiny_harness.tui.session import Reconnecting
 
 REJECTED = Decision(verdict="reject", by="alice", at="2026-12-02T05:31:00Z", reason="not Rome")
+
+pytestmark = pytest.mark.usefixtures(lasting_notices.__name__)
 
 
 @dataclass
@@ -134,9 +138,7 @@ async def test_alice_approves_one_call_with_a_reason_and_rejects_the_other() -> 
         assert app.view.lines[-1].who == "harness"
         assert app.view.lines[-1].text == "weather__weather was approved by alice: fine"
         assert (app.view.lines[-2].who, app.view.lines[-2].text) == ("you", "approve c1: fine")
-        await until(
-            pilot, lambda: any("approved by alice" in n.message for n in app._notifications)
-        )
+        await until(pilot, lambda: noticed(app, noticed_part("approved by alice")))
         assert text(app, "#topbar").endswith("1 call waits for approval, 1 for you")
 
         # The chosen call is now c2, the one still waiting for alice.
@@ -168,13 +170,7 @@ async def test_a_watchers_approval_is_refused_with_the_operators_reason_and_noth
         listed = app.query_one("#approvals", ListView).children[0].query_one(Label)
         assert "not yours to decide: bob is a watcher" in str(listed.render())
         await pilot.press("f5")
-        await until(
-            pilot,
-            lambda: any(
-                n.message == "bob is a watcher and may not decide call 'c1'"
-                for n in app._notifications
-            ),
-        )
+        await until(pilot, lambda: noticed(app, "bob is a watcher and may not decide call 'c1'"))
         assert not isinstance(app.screen, DecisionPrompt)
         assert gateway.sent == []
 
