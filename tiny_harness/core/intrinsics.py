@@ -2,8 +2,9 @@
 
 ``create_plan`` and ``complete_step`` change the task's plan, ``spawn_subtask`` asks for a child
 task, ``create_task_for_participant`` for a child that is a question to one person, and
-``ask_participant`` parks the task with a question to its own participants, and
-``reply_to_subtask`` answers a sub-task's question. None of them
+``ask_participant`` parks the task with a question to its own participants,
+``reply_to_subtask`` answers a sub-task's question, and ``publish_artifact`` publishes (a chunk
+of) an artifact, whose parts its tool entry journals (:mod:`.artifacts`). None of them
 talks to anything: each is a pure function from the task and the call's arguments to an
 :class:`IntrinsicResult`, and what needs the outside world (creating the child, parking) is an
 intent the host carries out. That keeps them deterministic, so a replayed turn reaches the
@@ -22,10 +23,19 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from tiny_harness.core.agent import AgentChoice
+from tiny_harness.core.artifacts import (
+    ARTIFACT_DESCRIPTION_MAX,
+    ARTIFACT_NAME_MAX,
+    ArtifactChunk,
+    artifact_id_for,
+    find,
+    parse_parts,
+    refuse_publish,
+)
 from tiny_harness.core.errors import PlanCycleError, PlanError
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
-from tiny_harness.core.sizes import MAX_SUB_TASKS
+from tiny_harness.core.sizes import ARTIFACT_BYTES, ARTIFACT_CHUNK_BYTES, MAX_SUB_TASKS, kib
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
 from tiny_harness.core.turn import ReplyIntent, SpawnIntent
@@ -36,6 +46,7 @@ SPAWN_SUBTASK: Final = "spawn_subtask"
 ASK_PARTICIPANT: Final = "ask_participant"
 CREATE_TASK_FOR_PARTICIPANT: Final = "create_task_for_participant"
 REPLY_TO_SUBTASK: Final = "reply_to_subtask"
+PUBLISH_ARTIFACT: Final = "publish_artifact"
 
 _TEXT: Final = {"type": "string", "maxLength": 65536}
 
@@ -113,10 +124,17 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
     ),
     ToolSpec(
         name=COMPLETE_STEP,
-        description="Mark a plan step done and record what it produced.",
+        description=(
+            "Mark a plan step done and record what it produced; artifact names the artifact "
+            "(published with publish_artifact) that is the step's output, if one is."
+        ),
         parameters={
             "type": "object",
-            "properties": {"name": {"type": "string", "minLength": 1}, "output": _TEXT},
+            "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "output": _TEXT,
+                "artifact": {"type": "string", "minLength": 1, "maxLength": ARTIFACT_NAME_MAX},
+            },
             "required": ["name", "output"],
             "additionalProperties": False,
         },
@@ -163,6 +181,65 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
         },
     ),
     ToolSpec(
+        name=PUBLISH_ARTIFACT,
+        description=(
+            "Publish an artifact: a result the participants get apart from your messages (a "
+            "report, a data set, a file). Its parts are texts, JSON objects or files (bytes in "
+            "base64). Publishing again under the same name replaces it; with append: true the "
+            "parts are added to it instead, so a large artifact can be published in several "
+            f"calls. One call carries at most {kib(ARTIFACT_CHUNK_BYTES)}, an artifact at most "
+            f"{kib(ARTIFACT_BYTES)}."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": ARTIFACT_NAME_MAX},
+                "description": {"type": "string", "maxLength": ARTIFACT_DESCRIPTION_MAX},
+                "parts": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 64,
+                    "items": {
+                        "oneOf": [
+                            {
+                                "type": "object",
+                                "properties": {"text": {"type": "string"}},
+                                "required": ["text"],
+                                "additionalProperties": False,
+                            },
+                            {
+                                "type": "object",
+                                "properties": {"data": {"type": "object"}},
+                                "required": ["data"],
+                                "additionalProperties": False,
+                            },
+                            {
+                                "type": "object",
+                                "properties": {
+                                    "file": {
+                                        "type": "object",
+                                        "properties": {
+                                            "name": {"type": "string", "maxLength": 253},
+                                            "media_type": {"type": "string", "maxLength": 253},
+                                            "bytes": {"type": "string"},
+                                        },
+                                        "required": ["bytes"],
+                                        "additionalProperties": False,
+                                    }
+                                },
+                                "required": ["file"],
+                                "additionalProperties": False,
+                            },
+                        ]
+                    },
+                },
+                "append": {"type": "boolean", "default": False},
+            },
+            "required": ["name", "parts"],
+            "additionalProperties": False,
+        },
+    ),
+    ToolSpec(
         name=ASK_PARTICIPANT,
         description=(
             "Ask the task's participants a question you need answered to go on. The turn ends; "
@@ -190,6 +267,7 @@ class IntrinsicResult:
     spawn: SpawnIntent | None = None
     question: str | None = None
     reply: ReplyIntent | None = None
+    artifact: ArtifactChunk | None = None
 
 
 def _error(message: str) -> IntrinsicResult:
@@ -227,8 +305,15 @@ def create_plan(args: dict[str, Any]) -> IntrinsicResult:
 def complete_step(task: TaskExtension, args: dict[str, Any]) -> IntrinsicResult:
     if task.plan is None:
         return _error("there is no plan yet; call create_plan first")
+    artifact = args.get("artifact")
+    if artifact is not None and find(task.artifacts, artifact) is None:
+        known = ", ".join(repr(r.name) for r in task.artifacts) or "none yet"
+        return _error(
+            f"the step was not completed: there is no artifact named {artifact!r} (artifacts: "
+            f"{known}); publish it with publish_artifact first, or leave artifact out"
+        )
     try:
-        plan = task.plan.complete_step(args["name"], args["output"])
+        plan = task.plan.complete_step(args["name"], args["output"], artifact)
     except PlanError as exc:
         return _error(str(exc))
     current = plan.current_step()
@@ -347,6 +432,42 @@ def reply_to_subtask(task: TaskExtension, args: dict[str, Any], *, step_id: str)
     )
 
 
+def publish_artifact(task: TaskExtension, args: dict[str, Any]) -> IntrinsicResult:
+    """A chunk of the artifact ``name``, within every bound of :mod:`.sizes`; past one, an
+    error that names it, and nothing published."""
+    name = str(args["name"]).strip()
+    if not name:
+        return _error("name: give the artifact a name (a few words)")
+    try:
+        parts = parse_parts(args["parts"])
+    except ValueError as exc:
+        return _error(f"the artifact was not published: {exc}")
+    append = bool(args.get("append", False))
+    size = sum(p.size for p in parts)
+    refused = refuse_publish(task.artifacts, name, size, append)
+    if refused is not None:
+        return _error(refused)
+    existing = find(task.artifacts, name)
+    chunk = ArtifactChunk(
+        artifact_id=artifact_id_for(name),
+        name=name,
+        description=str(args.get("description") or (existing.description if existing else "")),
+        parts=parts,
+        append=append and existing is not None,
+        size=size,
+    )
+    if chunk.append:
+        assert existing is not None
+        content = (
+            f"Added {kib(size)} to artifact {name!r} (chunk {len(existing.chunks) + 1}, "
+            f"{kib(existing.size + size)} in all)."
+        )
+    else:
+        verb = "Replaced" if existing is not None else "Published"
+        content = f"{verb} artifact {name!r} ({len(parts)} part(s), {kib(size)})."
+    return IntrinsicResult(content=content, artifact=chunk)
+
+
 def ask_participant(args: dict[str, Any]) -> IntrinsicResult:
     return IntrinsicResult(
         content="Your question was sent to the participants. This turn ends here; their answer "
@@ -371,4 +492,6 @@ def apply_intrinsic(
         return create_task_for_participant(task, args, task_id=task_id, step_id=step_id)
     if name == REPLY_TO_SUBTASK:
         return reply_to_subtask(task, args, step_id=step_id)
+    if name == PUBLISH_ARTIFACT:
+        return publish_artifact(task, args)
     raise ValueError(f"{name!r} is not an intrinsic; intrinsics are {sorted(INTRINSIC_NAMES)}")

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tiny_harness.core import approval_steps
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import PendingApproval
+from tiny_harness.core.artifacts import ChunkRef, apply_chunk, local_entry_id
 from tiny_harness.core.compaction import (
     ContextWindows,
     compact,
@@ -330,6 +331,7 @@ class _Turn:
         self.output_tokens = 0
         self.budget = turn.budget
         self.used = turn.used
+        self.published = False
 
     async def run(self) -> TurnOutcome:
         for decided in self.decided:
@@ -522,6 +524,15 @@ class _Turn:
             self.put_row(entry.spawned)
         if entry.question is not None:
             self.questions.append(entry.question)
+        if entry.artifact is not None:
+            # Journaled in this entry, so published once: a replay applies the same chunk at
+            # the same place, which the index already holds if the turn's end was written.
+            ref = ChunkRef(
+                turn=self.ref.turn, entry=local_entry_id(entry.id), size=entry.artifact.size
+            )
+            artifacts = apply_chunk(self.task.artifacts, entry.artifact, ref)
+            self.task = self.task.model_copy(update={"artifacts": artifacts})
+            self.published = True
 
     async def run_call(self, call: ToolCall, entry_id: str) -> ToolEntry:
         with tool_span(call, intrinsic=call.name in INTRINSIC_NAMES) as span:
@@ -561,6 +572,7 @@ class _Turn:
                 is_error=applied.is_error,
                 plan=applied.plan,
                 question=applied.question,
+                artifact=applied.artifact,
             )
         child_id = await self.host.spawn(applied.spawn)
         plan, row, content = record_spawn(self.task, applied.spawn, child_id)
@@ -618,6 +630,7 @@ class _Turn:
             model_calls=self.model_calls,
             usage=Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens),
             approvals=approvals,
+            artifacts=self.task.artifacts if self.published else None,
         )
         await self.host.end_turn(outcome)
         return outcome

@@ -37,6 +37,9 @@ class PlanStep(_PlanModel):
     linked_tasks: tuple[str, ...] = Field(
         default=(), description="Ids of the sub-tasks spawned from this step."
     )
+    artifact: str | None = Field(
+        default=None, max_length=128, description="The name of the artifact the step produced."
+    )
     dependencies: tuple[str, ...] = Field(
         default=(), description="Names of the steps that must be done before this one."
     )
@@ -73,8 +76,11 @@ class Plan(_PlanModel):
                 return s
         raise PlanError(f"the plan has no step named {name!r}")
 
-    def complete_step(self, name: str, output: str | None = None) -> Plan:
-        """Mark a step done with its output; its dependencies must all be done first."""
+    def complete_step(
+        self, name: str, output: str | None = None, artifact: str | None = None
+    ) -> Plan:
+        """Mark a step done with its output (and the artifact it produced, by name); its
+        dependencies must all be done first."""
         target = self.step(name)
         if target.done:
             raise PlanError(f"step {name!r} is already done")
@@ -83,7 +89,8 @@ class Plan(_PlanModel):
             raise PlanError(
                 f"step {name!r} cannot be completed before its dependencies: {', '.join(pending)}"
             )
-        return self._replace(target.model_copy(update={"done": True, "output": output}))
+        done = {"done": True, "output": output, "artifact": artifact}
+        return self._replace(target.model_copy(update=done))
 
     def link_task(self, name: str, task_id: str) -> Plan:
         """Record that a sub-task was spawned from a step."""

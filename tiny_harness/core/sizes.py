@@ -16,15 +16,20 @@ every update, so every object must stay well under 1.5 MiB however long it lives
   history), by the one status writer; a condition's message at most :data:`CONDITION_CHARS`;
 - the **sub-task rows**: at most :data:`MAX_SUB_TASKS` children (a spawn past it is refused
   to the model), each row's goal cut to :data:`ROW_GOAL_CHARS`; a **plan**'s step texts cut to
-  :data:`PLAN_TEXT_CHARS` in the status (the whole output is in the history).
+  :data:`PLAN_TEXT_CHARS` in the status (the whole output is in the history);
+- the **artifacts** a model publishes: at most :data:`ARTIFACT_CHUNK_BYTES` per publish (one
+  journal entry), :data:`ARTIFACT_BYTES` and :data:`MAX_ARTIFACT_CHUNKS` per artifact,
+  :data:`MAX_ARTIFACTS` and :data:`TASK_ARTIFACT_BYTES` per task; past one the publish is
+  refused to the model, naming the bound, and nothing is stored (``core/artifacts.py``).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tiny_harness.core.inbox import MessageSpec
+if TYPE_CHECKING:  # the task model's artifacts import these bounds, and the inbox the task model
+    from tiny_harness.core.inbox import MessageSpec
 
 KIB: Final = 1024
 
@@ -50,6 +55,19 @@ ROW_GOAL_CHARS: Final = 512
 MAX_SUB_TASKS: Final = 256
 #: A plan step's description and output, as the status shows them.
 PLAN_TEXT_CHARS: Final = 2 * KIB
+#: The most one ``publish_artifact`` call (one chunk of an artifact) may carry: its parts are
+#: journaled in the call's tool entry, which must fit a journal chunk like every entry.
+ARTIFACT_CHUNK_BYTES: Final = ENTRY_TEXT_BYTES
+#: The most one artifact may hold, its appended chunks together: each chunk is in its own
+#: entry, and a reader (GetTask, a stream) holds the whole artifact in memory to send it.
+ARTIFACT_BYTES: Final = 1024 * KIB
+#: The most chunks one artifact may have: the status indexes each one (its turn and entry).
+MAX_ARTIFACT_CHUNKS: Final = 16
+#: The most artifacts one task may have: their index stays a small part of the status.
+MAX_ARTIFACTS: Final = 32
+#: The most all of a task's artifacts may hold: a GetTask sends them all in one answer, and
+#: there is no file store to send a link to instead.
+TASK_ARTIFACT_BYTES: Final = 4 * ARTIFACT_BYTES
 
 #: The note that ends a cut status text.
 _CUT_NOTE: Final = (
@@ -121,3 +139,8 @@ def _kib(size: int) -> str:
     if size >= KIB * KIB:
         return f"{size / (KIB * KIB):.1f} MiB"
     return f"{size / KIB:.0f} KiB" if size >= KIB else f"{size} bytes"
+
+
+def kib(size: int) -> str:
+    """A size as a person reads it, in bytes, KiB or MiB (what every refusal names)."""
+    return _kib(size)

@@ -29,8 +29,10 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from tiny_harness.core.approval import PendingApproval, TaskApprovalRule
+from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
 from tiny_harness.core.plan import Plan
+from tiny_harness.core.sizes import MAX_ARTIFACTS
 from tiny_harness.core.states import TaskState
 
 # The shared vocabulary, importable from here as from the module that holds it.
@@ -46,7 +48,15 @@ from tiny_harness.core.vocabulary import (
 
 #: Fields only the server (the operator) may set. An envelope carrying one is refused whole.
 SERVER_CONTROLLED_FIELDS: Final = frozenset(
-    {"lifecycle", "model", "reasoning_effort", "active_seconds", "waiting_since", "approvals"}
+    {
+        "lifecycle",
+        "model",
+        "reasoning_effort",
+        "active_seconds",
+        "waiting_since",
+        "approvals",
+        "artifacts",
+    }
 )
 
 #: The largest limit a budget may set.
@@ -461,6 +471,13 @@ class TaskStatus(Model):
         "when a failed conversation takes messages again. ttlSecondsAfterFinished counts "
         "from it.",
     )
+    artifacts: tuple[ArtifactRow, ...] = Field(
+        default=(),
+        max_length=MAX_ARTIFACTS,
+        description="The index of the artifacts the task's model published: each one's id, "
+        "name, size and where its chunks are journaled (turn and entry); their contents are "
+        "in the turn records, never here.",
+    )
 
 
 class TaskExtension(TaskSpec):
@@ -486,6 +503,9 @@ class TaskExtension(TaskSpec):
     version: str | None = None
     #: The calls that wait for a decision (status.approvals), while the task awaits approval.
     approvals: tuple[PendingApproval, ...] = ()
+    #: The index of the task's artifacts (status.artifacts): names, sizes, where each chunk is;
+    #: an A2A task carries their contents in ``Task.artifacts``.
+    artifacts: tuple[ArtifactRow, ...] = ()
 
     @property
     def effective_lifecycle(self) -> Lifecycle:
@@ -511,6 +531,7 @@ class TaskExtension(TaskSpec):
             turn_usage=status.turn_usage,
             version=version,
             approvals=status.approvals,
+            artifacts=status.artifacts,
         )
 
 

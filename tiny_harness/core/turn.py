@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import Decision, Gates, PendingApproval, Requirement
+from tiny_harness.core.artifacts import ArtifactChunk, ArtifactRow
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
@@ -120,7 +121,8 @@ class ModelEntry(_Data):
 
 class ToolEntry(_Data):
     """A tool call and the result the model gets. For an intrinsic, the change it made: the new
-    ``plan``, the ``spawned`` child's row, or the ``question`` that parks the task."""
+    ``plan``, the ``spawned`` child's row, the ``question`` that parks the task, or the
+    ``artifact`` chunk it published (whose parts are kept here, and only here)."""
 
     kind: Literal["tool"] = "tool"
     id: str
@@ -131,6 +133,7 @@ class ToolEntry(_Data):
     plan: Plan | None = None
     spawned: SubTaskRow | None = None
     question: str | None = None
+    artifact: ArtifactChunk | None = None
 
     def message(self) -> ChatMessage:
         return ChatMessage(
@@ -369,6 +372,11 @@ class TurnOutcome(_Data):
     usage: Usage = Usage()
     approvals: tuple[PendingApproval, ...] = Field(
         default=(), description="The calls that wait for a decision (WAITING_FOR_APPROVAL)."
+    )
+    artifacts: tuple[ArtifactRow, ...] | None = Field(
+        default=None,
+        description="The task's artifact index after the turn, when the turn published a "
+        "chunk (None: unchanged).",
     )
 
 

@@ -251,6 +251,12 @@ class OperatorTurnHost:
         }
         if outcome.plan is not None:
             patch["plan"] = outcome.plan.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if outcome.artifacts is not None:
+            # The index alone: the chunks' parts stay in this turn's journal entries.
+            patch["artifacts"] = [
+                a.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for a in outcome.artifacts
+            ]
         if outcome.kind in (OutcomeKind.OVER_BUDGET, OutcomeKind.BUDGET_EXCEEDED):
             self.w.rt.metrics.budget_stops.labels(action=outcome.kind.value).inc()
         if outcome.kind is OutcomeKind.BUDGET_EXCEEDED:
