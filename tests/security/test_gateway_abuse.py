@@ -275,21 +275,35 @@ async def test_a_malformed_control_envelope_is_refused(
     assert cluster_objects(kubectl) == before
 
 
-async def test_a_file_part_is_refused(
-    gateway: GatewayProcess, users: Users, kubectl: Kubectl, task: str
+@pytest.mark.parametrize(
+    ("part", "problem"),
+    [
+        (
+            Part(url="file:///etc/passwd", media_type="application/pdf"),
+            "parts[0]: the file's URL must be an https (or http) URL with a host",
+        ),
+        (
+            Part(url="https://example.test/notes.txt", media_type="text/plain"),
+            "parts[0]: a text file (text/plain) is taken as bytes only",
+        ),
+        (
+            Part(raw=b"PK\x03\x04", media_type="application/zip", filename="a.zip"),
+            "parts[0]: files of type application/zip are not taken; the harness takes images",
+        ),
+        (Part(raw=b"%PDF-1.7"), "parts[0]: a file needs its media type"),
+    ],
+)
+async def test_a_file_part_no_model_can_take_is_refused_naming_what_is_taken(
+    gateway: GatewayProcess, users: Users, kubectl: Kubectl, task: str, part: Part, problem: str
 ) -> None:
     alice = await users(gateway.url, "alice")
-    message = Message(
-        message_id=str(uuid.uuid4()),
-        task_id=task,
-        role=Role.ROLE_USER,
-        parts=[Part(url="file:///etc/passwd")],
-    )
+    message = Message(message_id=str(uuid.uuid4()), task_id=task, role=Role.ROLE_USER, parts=[part])
     before = cluster_objects(kubectl)
 
-    with pytest.raises(InvalidParamsError, match=r"parts\[0\]: url parts are not accepted"):
+    with pytest.raises(InvalidParamsError) as refused:
         await alice.stream(message)
 
+    assert problem in refused.value.message
     assert cluster_objects(kubectl) == before
 
 

@@ -10,7 +10,9 @@ is the latest write the API server recorded in ``managedFields``.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -22,10 +24,12 @@ from a2a.utils.errors import InvalidParamsError
 
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
+from tiny_harness.core.attachments import Attachment, refuse_file
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
 from tiny_harness.core.task import TaskSpec
@@ -354,7 +358,7 @@ def history_message(task_id: str, context_id: str, entry: TranscriptMessage) -> 
         task_id=task_id,
         context_id=context_id,
         role=Role.ROLE_USER if entry.role == "user" else Role.ROLE_AGENT,
-        parts=[Part(text=entry.text)],
+        parts=[Part(text=entry.text), *(file_part(f) for f in entry.files)],
         metadata=metadata or None,
     )
 
@@ -381,14 +385,26 @@ def pending_message(task_id: str, context_id: str, spec: MessageSpec) -> Message
 def _a2a_part(part: MessagePart) -> Part:
     if part.text is not None:
         return Part(text=part.text)
+    if part.attachment is not None:
+        return file_part(part.attachment)
     out = Part(media_type=part.media_type or "")
     out.data.struct_value.update(part.data or {})
     return out
 
 
+def file_part(file: Attachment) -> Part:
+    """A file as an A2A part: its bytes (or URL), media type and name."""
+    if file.url is not None:
+        return Part(url=file.url, media_type=file.media_type, filename=file.name)
+    return Part(
+        raw=base64.b64decode(file.data or ""), media_type=file.media_type, filename=file.name
+    )
+
+
 def message_parts(message: Message) -> tuple[MessagePart, ...]:
-    """The parts of an inbound A2A message as the inbox stores them: text, or a JSON object
-    with its media type. Files (raw bytes, URLs) are refused, naming the part."""
+    """The parts of an inbound A2A message as the inbox stores them: text, a JSON object with
+    its media type, or a file (bytes or a URL) of a kind every model adapter takes, with its
+    media type and name. Anything else is refused, naming the part and what is taken."""
     parts: list[MessagePart] = []
     for index, part in enumerate(message.parts):
         kind = part.WhichOneof("content")
@@ -401,12 +417,34 @@ def message_parts(message: Message) -> tuple[MessagePart, ...]:
                     message=f"message.parts[{index}]: a data part must hold a JSON object"
                 )
             parts.append(MessagePart(data=dict(value), media_type=part.media_type or None))
+        elif kind in ("raw", "url"):
+            parts.append(_file_part(index, part))
         else:
             raise InvalidParamsError(
-                message=f"message.parts[{index}]: {kind or 'empty'} parts are not accepted; "
-                "send text, or JSON data with its media type"
+                message=f"message.parts[{index}]: an empty part is not taken; send text, JSON "
+                "data with its media type, or a file"
             )
     return tuple(parts)
+
+
+def _file_part(index: int, part: Part) -> MessagePart:
+    """An inbound file part as stored, refused (naming the part) when no adapter takes it.
+    A part without a media type is given the one its file name implies, if any."""
+    media_type = part.media_type or (mimetypes.guess_type(part.filename)[0] or "")
+    data = base64.b64encode(part.raw).decode() if part.HasField("raw") else None
+    url = part.url if part.HasField("url") else None
+    reason = refuse_file(media_type=media_type, data=data, url=url)
+    if reason is not None:
+        raise InvalidParamsError(message=f"message.parts[{index}]: {reason}")
+    if data is not None and len(data) > MESSAGE_BYTES:
+        named = f"the file {part.filename}" if part.filename else "the file"
+        raise InvalidParamsError(
+            message=f"message.parts[{index}]: {named} is {len(part.raw) // 1024} KiB; this "
+            f"installation takes files of at most {FILE_BYTES // 1024} KiB in a message and "
+            "has no file store for larger ones: send an https URL to it (images and PDFs), "
+            "or a smaller file"
+        )
+    return MessagePart(raw=data, url=url, media_type=media_type, filename=part.filename or None)
 
 
 def plain_metadata(message: Message) -> dict[str, Any]:

@@ -118,7 +118,7 @@ from tiny_harness.core.approval import (
 )
 from tiny_harness.core.commands.parse import parse_command
 from tiny_harness.core.commands.registry import CommandRegistry
-from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.inbox import MessageSpec, refuse_parts
 from tiny_harness.core.sizes import refuse_size
 from tiny_harness.core.speakers import refuse_answer, refuse_ending, refuse_speaker
 from tiny_harness.core.states import TaskState
@@ -157,7 +157,7 @@ def pending_of(message: MessageSpec, registry: CommandRegistry) -> Pending:
         message.sender,
         kind,
         message.control,
-        refuse_size(message),
+        refuse_size(message) or refuse_parts(message.parts),
         message.decision,
     )
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.compaction import compacted_history
 from tiny_harness.core.context import sub_task_note
 from tiny_harness.core.llm import ChatMessage
@@ -92,7 +93,9 @@ class HistoryDelta(_Data):
 
 def _as_given(entry: DrainEntry, index: int) -> ChatMessage | None:
     message = entry.messages[index]
-    return ChatMessage(role="user", content=message.content) if message.sub_task is None else None
+    if message.sub_task is not None:
+        return None
+    return ChatMessage(role="user", content=message.content, files=message.files)
 
 
 def by_reference(delta: HistoryDelta, drains: Iterable[DrainEntry]) -> HistoryDelta:
@@ -194,6 +197,7 @@ class TranscriptMessage(_Data):
     text: str
     sender: str | None = None
     metadata: Mapping[str, Any] = Field(default_factory=dict)
+    files: tuple[Attachment, ...] = ()
 
 
 def transcript(entries: Iterable[RecordEntry]) -> list[TranscriptMessage]:
@@ -209,6 +213,7 @@ def transcript(entries: Iterable[RecordEntry]) -> list[TranscriptMessage]:
                             message_id=message.id,
                             text=message.content,
                             sender=message.sender,
+                            files=message.files,
                         )
                     )
         elif isinstance(entry, ModelEntry):
@@ -277,7 +282,9 @@ def replay_history(
             close_calls()
             for message in entry.messages:
                 if message.sub_task is None:
-                    out.append(ChatMessage(role="user", content=message.content))
+                    out.append(
+                        ChatMessage(role="user", content=message.content, files=message.files)
+                    )
                 else:
                     out.append(sub_task_note(message.sub_task, message.content))
         elif isinstance(entry, CompactionEntry):

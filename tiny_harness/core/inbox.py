@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from tiny_harness.core.approval import DecisionRequest
+from tiny_harness.core.attachments import URL_CHARS, Attachment, refuse_file
 from tiny_harness.core.task import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
@@ -29,14 +30,17 @@ DATA_MEDIA_TYPE: Final = "application/json"
 
 
 class MessagePart(Model):
-    """One part of a message: text, or structured data with its media type."""
+    """One part of a message: text, data with its media type, or a file (bytes or a URL)."""
+
+    # As A2A has them; core/attachments.py says which files are taken, and why.
 
     model_config = Model.model_config | {
         "json_schema_extra": {
             "x-kubernetes-validations": [
                 {
-                    "rule": "has(self.text) != has(self.data)",
-                    "message": "spec.parts: each part has either text or data",
+                    "rule": "(has(self.text) ? 1 : 0) + (has(self.data) ? 1 : 0) + "
+                    "(has(self.raw) ? 1 : 0) + (has(self.url) ? 1 : 0) == 1",
+                    "message": "spec.parts: each part has one of text, data, raw or url",
                 }
             ]
         }
@@ -44,13 +48,35 @@ class MessagePart(Model):
 
     text: str | None = Field(default=None, max_length=MESSAGE_TEXT_MAX)
     data: dict[str, Any] | None = Field(default=None, description="A JSON object.")
+    raw: str | None = Field(
+        default=None,
+        max_length=MESSAGE_TEXT_MAX,
+        description="A file's bytes, base64; its media type is required.",
+    )
+    url: str | None = Field(
+        default=None, max_length=URL_CHARS, description="A file's URL; its media type is required."
+    )
+    filename: str | None = Field(default=None, max_length=NAME_MAX)
     media_type: str | None = Field(default=None, max_length=NAME_MAX)
 
     @model_validator(mode="after")
     def _one_kind(self) -> MessagePart:
-        if (self.text is None) == (self.data is None):
-            raise ValueError("spec.parts: each part has either text or data")
+        given = [k for k in ("text", "data", "raw", "url") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("spec.parts: each part has one of text, data, raw or url")
         return self
+
+    @property
+    def attachment(self) -> Attachment | None:
+        """The part as a file for the model port (None for text and data)."""
+        if self.raw is None and self.url is None:
+            return None
+        return Attachment(
+            media_type=self.media_type or "application/octet-stream",
+            name=self.filename or "",
+            data=self.raw,
+            url=self.url,
+        )
 
 
 Control = Literal["complete", "cancel"]
@@ -119,6 +145,11 @@ class MessageSpec(Model):
         return self.text
 
     @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        """The message's files, in their order, as the model port carries them."""
+        return tuple(a for a in (p.attachment for p in self.parts) if a is not None)
+
+    @property
     def is_text_only(self) -> bool:
         return len(self.parts) == 1 and self.parts[0].text is not None
 
@@ -143,6 +174,8 @@ def model_text(parts: Iterable[MessagePart]) -> str:
 def _part_text(part: MessagePart) -> str:
     if part.text is not None:
         return part.text
+    if part.attachment is not None:
+        return part.attachment.line()
     data = json.dumps(part.data, ensure_ascii=False, sort_keys=True)
     return f"Data ({part.media_type or DATA_MEDIA_TYPE}):\n{data}"
 
@@ -155,4 +188,23 @@ def message_name(task: str, uid: str, message_id: str) -> str:
     return f"{task[: NAME_MAX - 20]}-m-{digest}"
 
 
-__all__ = ["TEXT_MAX", "MessagePart", "MessageSpec", "message_name", "model_text"]
+def refuse_parts(parts: Iterable[MessagePart]) -> str | None:
+    """Why a message's parts cannot be taken (None when they can): a file no model adapter
+    takes, named by its place, with what is taken instead."""
+    for index, part in enumerate(parts):
+        if part.raw is None and part.url is None:
+            continue
+        reason = refuse_file(media_type=part.media_type or "", data=part.raw, url=part.url)
+        if reason is not None:
+            return f"refused: message.parts[{index}]: {reason}"
+    return None
+
+
+__all__ = [
+    "TEXT_MAX",
+    "MessagePart",
+    "MessageSpec",
+    "message_name",
+    "model_text",
+    "refuse_parts",
+]

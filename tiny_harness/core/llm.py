@@ -12,6 +12,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.task import Effort
 
 
@@ -45,6 +46,9 @@ class ChatMessage(_LLMModel):
 
     role: Literal["user", "assistant", "tool"]
     content: str = ""
+    files: tuple[Attachment, ...] = Field(
+        default=(), description="A user entry's files, which each adapter gives in its form."
+    )
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     is_error: bool = False

@@ -38,6 +38,10 @@ ETCD_REQUEST_BYTES: Final = 1536 * KIB
 #: The most one message may carry (text and data parts together, UTF-8): a quarter of etcd's
 #: limit, since the message is kept as its object, in its turn's drain entry and in the history.
 MESSAGE_BYTES: Final = 256 * KIB
+#: The largest file a message may carry inline: its base64 text fills the message's bound. A
+#: larger file has nowhere to go (no file store is configured: docs/design/limits.md), so it is
+#: refused with this figure, and a URL is suggested instead.
+FILE_BYTES: Final = MESSAGE_BYTES * 3 // 4
 #: The most one journal chunk holds: half of etcd's limit, the rest left for metadata,
 #: managedFields and the JSON patch that appends to it.
 CHUNK_BYTES: Final = 768 * KIB
@@ -76,11 +80,16 @@ _CUT_NOTE: Final = (
 
 
 def message_bytes(spec: MessageSpec) -> int:
-    """How much a message carries: its text parts in UTF-8 and its data parts as JSON."""
+    """How much a message carries: its text parts in UTF-8, its data parts as JSON, and its
+    files as the base64 text (or URL) that is stored of them."""
     total = 0
     for part in spec.parts:
         if part.text is not None:
             total += len(part.text.encode())
+        if part.raw is not None:
+            total += len(part.raw)
+        if part.url is not None:
+            total += len(part.url)
         if part.data is not None:
             total += len(json.dumps(part.data, ensure_ascii=False, separators=(",", ":")).encode())
     return total
@@ -92,6 +101,14 @@ def refuse_size(spec: MessageSpec) -> str | None:
     size = message_bytes(spec)
     if size <= MESSAGE_BYTES:
         return None
+    if any(part.raw is not None for part in spec.parts):
+        return (
+            f"refused: the message carries {_kib(size)} (a file counts as its base64, a third "
+            f"more than its bytes), and a message may carry at most {_kib(MESSAGE_BYTES)}, "
+            f"so a file at most {_kib(FILE_BYTES)}: this installation keeps files in the "
+            "message itself and has no file store for larger ones; send an https URL to the "
+            "file (images and PDFs), or a smaller file"
+        )
     return (
         f"refused: the message carries {_kib(size)}, and a message may carry at most "
         f"{_kib(MESSAGE_BYTES)}: split it into several messages, or send a link to it"

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import Decision, Gates, PendingApproval, Requirement
 from tiny_harness.core.artifacts import ArtifactChunk, ArtifactRow
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
@@ -72,6 +73,9 @@ class InboundMessage(_Data):
     sender: str | None = Field(default=None, description="The participant who sent it.")
     sub_task: SubTaskRow | None = Field(
         default=None, description="Set for a sub-task's news: the child's row as it is now."
+    )
+    files: tuple[Attachment, ...] = Field(
+        default=(), description="A participant's files, given to the model beside ``content``."
     )
 
 

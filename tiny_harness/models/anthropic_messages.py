@@ -15,6 +15,8 @@ from anthropic import AsyncAnthropic
 from anthropic.types import (
     AssistantMessageParam,
     ContentBlockParam,
+    DocumentBlockParam,
+    ImageBlockParam,
     Message,
     MessageParam,
     ToolParam,
@@ -22,8 +24,10 @@ from anthropic.types import (
     UserMessageParam,
 )
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
+from tiny_harness.models.files import text_of
 from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors
 
 #: The API requires ``max_tokens``; used when neither the request nor the settings set one.
@@ -124,11 +128,51 @@ def _blocks(message: ChatMessage) -> list[ContentBlockParam]:
     blocks: list[ContentBlockParam] = []
     if not blank(message.content):
         blocks.append({"type": "text", "text": message.content})
+    blocks.extend(file_block(file) for file in message.files)
     blocks.extend(
         {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call)}
         for call in message.tool_calls
     )
     return blocks
+
+
+def file_block(file: Attachment) -> ContentBlockParam:
+    """A file as an Anthropic block: an image or a (PDF) document, from its bytes or its URL;
+    a text file as text."""
+    if file.kind == "image":
+        image: ImageBlockParam = {
+            "type": "image",
+            "source": {"type": "url", "url": file.url}
+            if file.url is not None
+            else {
+                "type": "base64",
+                "media_type": _image_type(file.media_type),
+                "data": file.data or "",
+            },
+        }
+        return image
+    if file.kind == "pdf":
+        document: DocumentBlockParam = {
+            "type": "document",
+            "source": {"type": "url", "url": file.url}
+            if file.url is not None
+            else {"type": "base64", "media_type": "application/pdf", "data": file.data or ""},
+        }
+        if file.name:
+            document["title"] = file.name
+        return document
+    return {"type": "text", "text": text_of(file)}
+
+
+def _image_type(media_type: str) -> Literal["image/jpeg", "image/png", "image/gif", "image/webp"]:
+    base = media_type.split(";", 1)[0].strip().lower()
+    if base == "image/jpeg":
+        return "image/jpeg"
+    if base == "image/gif":
+        return "image/gif"
+    if base == "image/webp":
+        return "image/webp"
+    return "image/png"
 
 
 def _tool_input(call: ToolCall) -> dict[str, object]:

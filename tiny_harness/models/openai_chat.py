@@ -10,12 +10,14 @@ from openai import AsyncOpenAI
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionAssistantMessageParam,
+    ChatCompletionContentPartParam,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
 )
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
+from tiny_harness.models.files import not_given, text_of
 from tiny_harness.models.openai_responses import OPENAI_ERRORS
 from tiny_harness.models.retry import CallContext
 
@@ -54,7 +56,9 @@ def chat_messages(
         [{"role": "system", "content": system}] if system else []
     )
     for message in messages:
-        if message.role == "user":
+        if message.role == "user" and message.files:
+            out.append({"role": "user", "content": user_parts(message)})
+        elif message.role == "user":
             out.append({"role": "user", "content": _said(message.content)})
         elif message.role == "tool":
             out.append(
@@ -67,6 +71,25 @@ def chat_messages(
         else:
             out.append(_assistant(message))
     return out
+
+
+def user_parts(message: ChatMessage) -> list[ChatCompletionContentPartParam]:
+    """A user message with files as Chat Completions parts: its text, then each file as an
+    image (bytes as a ``data:`` URL, or the URL), a file (a PDF, as bytes) or text."""
+    parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": _said(message.content)}]
+    for file in message.files:
+        if file.kind == "image":
+            parts.append({"type": "image_url", "image_url": {"url": file.url or file.data_url()}})
+        elif file.kind == "pdf" and file.url is not None:
+            why = "takes a PDF only as its bytes, and this one was sent as a URL"
+            parts.append({"type": "text", "text": not_given(file, "Chat Completions", why)})
+        elif file.kind == "pdf":
+            parts.append(
+                {"type": "file", "file": {"filename": file.label, "file_data": file.data_url()}}
+            )
+        else:
+            parts.append({"type": "text", "text": text_of(file)})
+    return parts
 
 
 def _said(content: str) -> str:

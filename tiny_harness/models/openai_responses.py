@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import openai
 from openai import AsyncOpenAI
-from openai.types.responses import FunctionToolParam, Response, ResponseInputItemParam
+from openai.types.responses import (
+    FunctionToolParam,
+    Response,
+    ResponseInputItemParam,
+    ResponseInputMessageContentListParam,
+)
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
+from tiny_harness.models.files import text_of
 from tiny_harness.models.retry import CallContext, SdkErrors
 
 #: The OpenAI SDK's exceptions (shared with the Chat Completions adapter).
@@ -61,6 +67,9 @@ def input_items(messages: tuple[ChatMessage, ...]) -> list[ResponseInputItemPara
                 }
             )
             continue
+        if message.files:
+            items.append({"role": "user", "content": input_content(message)})
+            continue
         # Blank text is no message item beside tool calls, and a placeholder without them.
         if not blank(message.content):
             items.append({"role": message.role, "content": message.content})
@@ -76,6 +85,28 @@ def input_items(messages: tuple[ChatMessage, ...]) -> list[ResponseInputItemPara
             for call in message.tool_calls
         )
     return items
+
+
+def input_content(message: ChatMessage) -> ResponseInputMessageContentListParam:
+    """A user message with files as Responses content: its text, then each file as an image
+    input (bytes as a ``data:`` URL, or the URL), a file input (a PDF) or text."""
+    content: ResponseInputMessageContentListParam = [
+        {"type": "input_text", "text": message.content or EMPTY_MESSAGE}
+    ]
+    for file in message.files:
+        if file.kind == "image":
+            content.append(
+                {"type": "input_image", "image_url": file.url or file.data_url(), "detail": "auto"}
+            )
+        elif file.kind == "pdf" and file.url is not None:
+            content.append({"type": "input_file", "file_url": file.url})
+        elif file.kind == "pdf":
+            content.append(
+                {"type": "input_file", "filename": file.label, "file_data": file.data_url()}
+            )
+        else:
+            content.append({"type": "input_text", "text": text_of(file)})
+    return content
 
 
 def function_tool(tool: ToolSpec) -> FunctionToolParam:

@@ -154,7 +154,12 @@ class OperatorTurnHost:
     async def drain(self) -> Sequence[InboundMessage]:
         """The waiting participants' messages, then children's news not yet taken."""
         items = [
-            InboundMessage(id=m.spec.message_id, content=m.spec.text, sender=m.spec.sender)
+            InboundMessage(
+                id=m.spec.message_id,
+                content=m.spec.text,
+                sender=m.spec.sender,
+                files=m.spec.attachments,
+            )
             for m in self.waiting_messages()
         ]
         children = self.w.rt.cache.children(self.w.namespace, self.w.name)

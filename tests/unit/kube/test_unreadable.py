@@ -84,7 +84,7 @@ def test_an_object_that_does_not_parse_is_none_with_a_warning_naming_it_and_a_co
     assert warning.levelno == logging.WARNING
     said = warning.getMessage()
     assert f"HarnessMessage {NS}/release-m-1 cannot be read, skipped" in said
-    assert "parts.0: Value error, spec.parts: each part has either text or data" in said
+    assert "parts.0: Value error, spec.parts: each part has one of text, data, raw or url" in said
     assert SECRET not in said
 
 
@@ -106,7 +106,7 @@ def test_a_reason_of_many_problems_lists_the_first_ones_and_counts_the_rest() ->
 
     reason = reason_of(caught.value)
 
-    assert reason.count("each part has either text or data") == 3
+    assert reason.count("each part has one of text, data, raw or url") == 3
     assert reason.endswith("; and 2 more")
 
 
