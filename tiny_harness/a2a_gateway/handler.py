@@ -49,6 +49,7 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
+    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
@@ -64,6 +65,7 @@ from a2a.utils.proto_utils import validate_proto_required_fields
 from a2a.utils.task import apply_history_length, validate_history_length, validate_page_size
 from starlette.requests import Request
 
+from tiny_harness.a2a_gateway.artifacts import ArtifactFollower
 from tiny_harness.a2a_gateway.event_ids import LAST_EVENT_ID_KEY, last_event_id
 from tiny_harness.a2a_gateway.event_ids import note as note_version
 from tiny_harness.a2a_gateway.fanout import Subscription
@@ -84,6 +86,7 @@ from tiny_harness.a2a_gateway.rendering import (
     ProgressKey,
     StatusKey,
     TaskChange,
+    artifacts_of,
     as_of,
     change_of,
     is_interrupted,
@@ -99,6 +102,7 @@ from tiny_harness.a2a_gateway.stream import Opening, TaskStreams, visible
 from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
+from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.task import TaskStatus
 
@@ -248,7 +252,8 @@ class GatewayRequestHandler(RequestHandler):
             with sent.subscription:
                 if not params.configuration.return_immediately:
                     async for event in self._follow(sent):
-                        last = event
+                        if isinstance(event, TaskStatusUpdateEvent):
+                            last = event
             stored = await self._store.get(sent.task.id, context)
             if stored is None:
                 raise TaskNotFoundError(message=f"task {sent.task.id!r} was deleted")
@@ -267,7 +272,10 @@ class GatewayRequestHandler(RequestHandler):
             sent = await self._send(params, context)
             with sent.subscription:
                 yield self._told(context, sent.task)
-                async for event in self._follow(sent, until=until):
+                follower = self._follower(
+                    sent.task.id, sent.task.context_id, sent.opening.artifacts
+                )
+                async for event in self._follow(sent, until=until, follower=follower):
                     yield self._told(context, event)
 
     async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> _Sent:
@@ -347,10 +355,21 @@ class GatewayRequestHandler(RequestHandler):
         existed = not version.is_after(stored.version)
         return _Sent(task, stored.version, message.message_id, existed, subscription, opening)
 
+    def _follower(
+        self, task_id: str, context_id: str, shown: tuple[ArtifactRow, ...]
+    ) -> ArtifactFollower:
+        """What a stream of the task has shown of its artifacts (``shown``), to tell the rest."""
+        return ArtifactFollower(self._store.artifact_chunks, task_id, context_id, shown)
+
     async def _follow(
-        self, sent: _Sent, *, until: float | None = None
-    ) -> AsyncIterator[TaskStatusUpdateEvent]:
-        """The visible changes of the task after the send, until the wait ends as
+        self,
+        sent: _Sent,
+        *,
+        until: float | None = None,
+        follower: ArtifactFollower | None = None,
+    ) -> AsyncIterator[TaskStatusUpdateEvent | TaskArtifactUpdateEvent]:
+        """The visible changes of the task after the send (with ``follower``, each change's
+        new artifact chunks before it), until the wait ends as
         :mod:`tiny_harness.a2a_gateway.waiting` says: the task ends, the message's answer
         outside a turn arrives, the turn that took it has ended (as of each change), or a
         quiet tick finds an answer with no status event or a bound passed (then the last event
@@ -378,8 +397,9 @@ class GatewayRequestHandler(RequestHandler):
         written = changed = clock()
         last = sent.opening.event
         source = self._streams.changes(sent.subscription, after=_number(sent.version), until=until)
+        shown = follower.shown if follower is not None else None
         changes = with_quiet_ticks(
-            visible(source, sent.opening.key, sent.opening.progress),
+            visible(source, sent.opening.key, sent.opening.progress, shown),
             first=self._waits.first_tick,
             cap=self._waits.tick_cap,
         )
@@ -399,6 +419,9 @@ class GatewayRequestHandler(RequestHandler):
                         return
                     continue
                 changed = clock()
+                if follower is not None:
+                    for update in await follower.updates(change.artifacts):
+                        yield update
                 event = last = change.event
                 yield event
                 if change.progress_only:
@@ -452,10 +475,16 @@ class GatewayRequestHandler(RequestHandler):
             resume = last_event_id(_request_state(context))
             with self._streams.follow(params.id) as subscription:
                 opening = await self._opening(params.id, context, resume)
+                follower = self._follower(params.id, opening.context_id, opening.shown)
+                if opening.index is not None and opening.events:
+                    # A resume: what changed of the artifacts since the client's version,
+                    # whole, before the last change it missed.
+                    updates = await follower.whole_updates(opening.index)
+                    opening.events[-1:-1] = updates
                 while opening.events:
                     first = opening.events.pop(0)
                     yield self._told(context, first)
-                    if is_terminal(first):
+                    if not isinstance(first, TaskArtifactUpdateEvent) and is_terminal(first):
                         return
                     del first
                 # A stream may stay open for hours: its frame keeps the versions and keys it
@@ -463,7 +492,9 @@ class GatewayRequestHandler(RequestHandler):
                 held, key, progress = opening.held, opening.key, opening.progress
                 del opening
                 source = self._streams.changes(subscription, after=held, until=until)
-                async for seen in visible(source, key, progress):
+                async for seen in visible(source, key, progress, follower.shown):
+                    for update in await follower.updates(seen.artifacts):
+                        yield self._told(context, update)
                     yield self._told(context, seen.event)
                     if is_terminal(seen.event):
                         return
@@ -479,32 +510,64 @@ class GatewayRequestHandler(RequestHandler):
         held = _number(stored.version)
         if resume is None:
             refuse_if_ended(stored.task)
-            return Opening([stored.task], held, status_key(stored.task), progress_key(stored.task))
+            return Opening(
+                [stored.task],
+                held,
+                status_key(stored.task),
+                progress_key(stored.task),
+                shown=artifacts_of(stored.task),
+                context_id=stored.task.context_id,
+            )
         key: StatusKey | None = None
         progress: ProgressKey = (0, 0)
+        shown: tuple[ArtifactRow, ...] = ()
         resumed = await self._streams.missed(task_id, since=resume, held=held)
         if resumed.baseline is not None:
             base = change_of(resumed.baseline)
-            key, progress = base.key, base.progress
+            key, progress, shown = base.key, base.progress, base.artifacts
         if not resumed.changes:
             # Nothing missed: the task as the client last saw it, for the SDK's stream starts
             # with an event.
-            return Opening([stored.task], held, key, progress)
-        events: list[Task | TaskStatusUpdateEvent] = []
-        shown = resume
+            return Opening(
+                [stored.task],
+                held,
+                key,
+                progress,
+                shown=artifacts_of(stored.task),
+                context_id=stored.task.context_id,
+            )
+        events: list[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent] = []
+        upto = resume
         for change in resumed.changes:
-            shown = max(shown, change.revision)
+            upto = max(upto, change.revision)
             new_key, moved = change.key, change.progress
             if new_key == key and moved == progress and not resumed.gap:
                 continue
             key, progress = new_key, moved
             events.append(change.event)
-        return Opening(events, max(held, shown), key, progress)
+        index = resumed.changes[-1].artifacts
+        if not events and index != shown:
+            # Only the artifacts changed: the last status follows their updates, with its id.
+            events.append(resumed.changes[-1].event)
+        return Opening(
+            events,
+            max(held, upto),
+            key,
+            progress,
+            shown=shown,
+            index=index,
+            context_id=stored.task.context_id,
+        )
 
-    def _told(self, context: ServerCallContext, item: Task | TaskStatusUpdateEvent) -> Event:
+    def _told(
+        self,
+        context: ServerCallContext,
+        item: Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent,
+    ) -> Event:
         """``item``, with its version noted for the event id of the SSE event it becomes
-        (:mod:`.event_ids`)."""
-        note_version(_request_state(context), version_of(item))
+        (:mod:`.event_ids`); an artifact update has none of its own (:mod:`.artifacts`)."""
+        version = None if isinstance(item, TaskArtifactUpdateEvent) else version_of(item)
+        note_version(_request_state(context), version)
         return item
 
     # -- CancelTask --------------------------------------------------------------------------

@@ -19,11 +19,13 @@ from typing import Any, Final
 
 from a2a.helpers.proto_helpers import get_data_parts
 from a2a.server.cluster import TaskVersion, VersionedEvent
-from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
+from a2a.types import Artifact, Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import InvalidParamsError
+from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
+from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.core.attachments import Attachment, refuse_file
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
@@ -84,15 +86,18 @@ def updated_at(obj: Obj) -> dt.datetime | None:
     return dt.datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
 
 
-def render_task(obj: Obj, history: Iterable[Message] = ()) -> Task:
-    """The A2A ``Task`` a stored task is, with the given history, carrying the version it was
-    read at (``version`` in the task extension)."""
+def render_task(
+    obj: Obj, history: Iterable[Message] = (), artifacts: Iterable[Artifact] = ()
+) -> Task:
+    """The A2A ``Task`` a stored task is, with the given history and artifacts, carrying the
+    version it was read at (``version`` in the task extension)."""
     return task_to_a2a(
         obj["metadata"]["name"],
         context_id_of(obj),
         spec_of(obj),
         participant_view.status_of(obj),
         history=history,
+        artifacts=artifacts,
         timestamp=updated_at(obj),
         version=str(obj["metadata"]["resourceVersion"]),
     )
@@ -113,6 +118,9 @@ class TaskChange(VersionedEvent):
     running: bool = False
     key: StatusKey = field(kw_only=True)
     progress: ProgressKey = field(kw_only=True)
+    #: The task's artifact index at the change: a stream tells the chunks it adds
+    #: (:class:`.artifacts.ArtifactFollower`).
+    artifacts: tuple[ArtifactRow, ...] = field(default=(), kw_only=True)
 
     @classmethod
     def of(
@@ -148,7 +156,24 @@ def change_of(obj: Obj) -> TaskChange:
         running=status.get("runner") is not None,
         key=key,
         progress=progress,
+        artifacts=artifact_rows(status.get("artifacts")),
     )
+
+
+def artifact_rows(raw: object) -> tuple[ArtifactRow, ...]:
+    """An artifact index as stored (``status.artifacts``) or carried (the task extension's
+    ``artifacts``); one that does not read is no index (the status was checked when written)."""
+    if not isinstance(raw, list) or not raw:
+        return ()
+    try:
+        return tuple(ArtifactRow.model_validate(r) for r in raw)
+    except ValidationError:
+        return ()
+
+
+def artifacts_of(task: Task) -> tuple[ArtifactRow, ...]:
+    """The artifact index a rendered task carries in its task extension."""
+    return artifact_rows(_extension(task, "artifacts"))
 
 
 def status_event(task: Task) -> TaskStatusUpdateEvent:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Final, cast
 
 from a2a.server.cluster import (
@@ -58,7 +58,7 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types import ListTasksRequest, ListTasksResponse, Message, Role, Task
+from a2a.types import Artifact, ListTasksRequest, ListTasksResponse, Message, Role, Task
 from a2a.types import TaskState as A2AState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError, InvalidRequestError, UnsupportedOperationError
@@ -67,6 +67,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 from pydantic import ValidationError
 
+from tiny_harness.a2a_gateway.artifacts import whole
 from tiny_harness.a2a_gateway.identity import participant_of
 from tiny_harness.a2a_gateway.inbound import message_spec
 from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
@@ -83,6 +84,7 @@ from tiny_harness.a2a_gateway.rendering import (
 )
 from tiny_harness.a2a_gateway.tally import Hold
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
+from tiny_harness.core.artifacts import ArtifactChunk, chunks_of, turns_of
 from tiny_harness.core.errors import (
     InvalidTaskError,
     ServerControlledFieldError,
@@ -110,7 +112,7 @@ from tiny_harness.kube.names import (
     context_id_of,
 )
 from tiny_harness.kube.ownership import uid_of
-from tiny_harness.kube.participant_view import conversation, role_of
+from tiny_harness.kube.participant_view import conversation, role_of, status_of
 from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.kube.watching import read_for_watch
 
@@ -184,8 +186,8 @@ class KubeTaskStore(VersionedTaskStore):
         if found is None:
             return None
         obj, version = found
-        history = await self.history(obj)
-        return StoredTask(render_task(obj, history), version)
+        history, artifacts = await asyncio.gather(self.history(obj), self.artifacts(obj))
+        return StoredTask(render_task(obj, history, artifacts), version)
 
     async def get_without_history(
         self, task_id: str, context: ServerCallContext
@@ -223,6 +225,30 @@ class KubeTaskStore(VersionedTaskStore):
             else history_message(name, context_id, said.message)
             for said in conversation(records, sent)
         ]
+
+    async def artifacts(self, obj: Obj) -> list[Artifact]:
+        """The task's artifacts, each whole: its index (``status.artifacts``) read with the
+        chunks from the records of the turns it names, those alone."""
+        rows = status_of(obj).artifacts
+        if not rows:
+            return []
+        return whole(rows, await self._chunks_of(obj, turns_of(rows)))
+
+    async def artifact_chunks(
+        self, task_id: str, turns: Collection[int]
+    ) -> dict[tuple[int, str], ArtifactChunk]:
+        """The artifact chunks journaled in ``turns`` of the task of that name now, by where
+        the index says they are (none once the task is gone)."""
+        obj = await self.current(task_id)
+        return {} if obj is None else await self._chunks_of(obj, turns)
+
+    async def _chunks_of(
+        self, obj: Obj, turns: Collection[int]
+    ) -> dict[tuple[int, str], ArtifactChunk]:
+        found: dict[tuple[int, str], ArtifactChunk] = {}
+        for record in await self._turns.for_task(obj, turns=turns):
+            found.update(chunks_of(record.entries, record.turn))
+        return found
 
     async def _records(
         self, task_id: str, *, since: int | None = None, upto: int | None = None
@@ -336,6 +362,10 @@ class KubeTaskStore(VersionedTaskStore):
             histories = await asyncio.gather(*(self.history(objects[t.id]) for t in page))
             for task, history in zip(page, histories, strict=True):
                 task.history.extend(history)
+        if params.include_artifacts:
+            found = await asyncio.gather(*(self.artifacts(objects[t.id]) for t in page))
+            for task, artifacts in zip(page, found, strict=True):
+                task.artifacts.extend(artifacts)
         return ListTasksResponse(
             tasks=page, next_page_token=next_token, page_size=size, total_size=len(keys)
         )

@@ -26,7 +26,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
-from a2a.types import Task, TaskStatusUpdateEvent
+from a2a.types import Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 from a2a.utils.errors import UnsupportedOperationError
 from kubernetes_asyncio import client
 
@@ -39,6 +39,7 @@ from tiny_harness.a2a_gateway.rendering import (
     change_of,
     is_terminal,
 )
+from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, changes_between
@@ -129,14 +130,19 @@ class VisibleChange:
     turn: int
     running: bool
     progress_only: bool = False
+    artifacts: tuple[ArtifactRow, ...] = ()
 
 
 async def visible(
-    source: AsyncGenerator[TaskChange, None], key: StatusKey | None, progress: ProgressKey
+    source: AsyncGenerator[TaskChange, None],
+    key: StatusKey | None,
+    progress: ProgressKey,
+    artifacts: tuple[ArtifactRow, ...] | None = None,
 ) -> AsyncGenerator[VisibleChange, None]:
     """Each change of ``source`` a participant can see (state, sub-state, status message or
     sub-task rows differ from the last one seen, starting from ``key``, None: anything is
-    seen; or only the running turn's progress), with where the task's turns stood at it. A
+    seen; the artifact index differs from ``artifacts``, when the stream shows artifacts; or
+    only the running turn's progress), with where the task's turns stood at it. A
     lease renewal that changed nothing of these is not a change. ``source`` is closed with
     this iterator. The keys compared are the change's own, read once for all its subscribers
     (:class:`.rendering.TaskChange`)."""
@@ -146,12 +152,20 @@ async def visible(
             if not isinstance(event, TaskStatusUpdateEvent):
                 continue
             new_key, moved = change.key, change.progress
-            visible = new_key != key or is_terminal(event)
+            published = artifacts is not None and change.artifacts != artifacts
+            visible = new_key != key or is_terminal(event) or published
             if not visible and moved == progress:
                 continue
             key, progress = new_key, moved
+            if artifacts is not None:
+                artifacts = change.artifacts
             yield VisibleChange(
-                event, change.revision, change.turn, change.running, progress_only=not visible
+                event,
+                change.revision,
+                change.turn,
+                change.running,
+                progress_only=not visible,
+                artifacts=change.artifacts,
             )
 
 
@@ -160,7 +174,12 @@ class Opening:
     """What a subscription shows before its live changes, and where it then stands: the
     version shown up to, and the status and progress keys it compares changes with."""
 
-    events: list[Task | TaskStatusUpdateEvent]
+    events: list[Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent]
     held: int
     key: StatusKey | None
     progress: ProgressKey
+    #: The artifact index the client holds (the task's; on a resume, as of its version) ...
+    shown: tuple[ArtifactRow, ...] = ()
+    #: ... and, on a resume that missed changes, the index to bring it to before the last event.
+    index: tuple[ArtifactRow, ...] | None = None
+    context_id: str = ""
