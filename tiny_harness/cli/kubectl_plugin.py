@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import aiohttp
 
+from tiny_harness.cli import kubectl_artifact
 from tiny_harness.cli import kubectl_render as render
 from tiny_harness.cli.kubectl_session import (
     KubeconfigError,
@@ -333,6 +334,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="first print the last N messages (default: %(default)s)",
     )
+
+    artifact = command(
+        kubectl_artifact.NAME,
+        kubectl_artifact.HELP,
+        kubectl_artifact.DESCRIPTION,
+        kubectl_artifact.EXAMPLES,
+    )
+    kubectl_artifact.add_arguments(artifact)
     return parser
 
 
@@ -648,6 +657,7 @@ async def _follow(
 _COMMANDS: Final[dict[str, Handler]] = {
     "list": _list,
     "get": _get,
+    kubectl_artifact.NAME: kubectl_artifact.run,
     "send": _send,
     "cmd": _cmd,
     "approve": _approve,

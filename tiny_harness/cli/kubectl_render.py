@@ -17,9 +17,11 @@ from typing import Any, Final
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
 from tiny_harness.core.approval import ARGUMENTS_MAX, PendingApproval, Requirement, undecided
+from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.core.clock import parse
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.sizes import kib
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SubTaskRow, local_parent_of
 from tiny_harness.core.usage import total
@@ -352,6 +354,14 @@ def _sub_task_rows(rows: Sequence[SubTaskRow]) -> str:
     )
 
 
+def artifact_rows(rows: Sequence[ArtifactRow]) -> str:
+    """The artifacts ``get`` lists: name, size, chunks and description (no content)."""
+    return table(
+        ("NAME", "SIZE", "CHUNKS", "DESCRIPTION"),
+        ((r.name, kib(r.size), str(len(r.chunks)), _first_line(r.description, 60)) for r in rows),
+    )
+
+
 def _first_line(text: str, width: int) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "-"
     return line if len(line) <= width else line[: width - 3] + "..."
@@ -425,10 +435,14 @@ def describe(
         for step in plan.steps:
             mark = "x" if step.done else ">" if current and step.name == current.name else " "
             after = f" (after {', '.join(step.dependencies)})" if step.dependencies else ""
-            out.append(f"  [{mark}] {step.name}{after}")
+            produced = f" -> artifact {step.artifact}" if step.artifact else ""
+            out.append(f"  [{mark}] {step.name}{after}{produced}")
     if status.sub_tasks:
         out.append("Sub-tasks:")
         out.append(_indent(_sub_task_rows(status.sub_tasks), "  "))
+    if status.artifacts:
+        out.append(f"Artifacts ({len(status.artifacts)}; kubectl harness artifact TASK NAME):")
+        out.append(_indent(artifact_rows(status.artifacts), "  "))
     if history > 0:
         out.append(_transcript(conversation, history))
     return "\n".join(out)
