@@ -146,25 +146,37 @@ async def model_server(model_server_process: ModelServer) -> ModelServer:
 LOOPBACK_DESTINATIONS: Final = {"allowed_cidrs": ["127.0.0.0/8", "::1/128"]}
 
 
+#: The provider settings for each wire format the scripted model server speaks.
+WIRES: Final = {
+    "responses": ('provider = "openai"', "[openai]", "/v1", 'api = "responses"'),
+    "chat": ('provider = "openai"', "[openai]", "/v1", 'api = "chat"'),
+    "messages": ('provider = "anthropic"', "[anthropic]", "", None),
+}
+
+
 def operator_config(
     path: Path,
     model_url: str,
     *,
     destinations: Mapping[str, Any] = LOOPBACK_DESTINATIONS,
+    wire: str = "responses",
     **operator: Any,
 ) -> Path:
-    """A settings file pointing the operator at the scripted model server, allowed to reach
-    servers on loopback unless ``destinations`` (``[operator.destinations]``) says otherwise
-    (``{}``: the defaults, which refuse loopback)."""
+    """A settings file pointing the operator at the scripted model server in ``wire``'s format
+    (OpenAI ``responses`` or ``chat``, Anthropic ``messages``), allowed to reach servers on
+    loopback unless ``destinations`` (``[operator.destinations]``) says otherwise (``{}``: the
+    defaults, which refuse loopback)."""
+    provider, section, prefix, api = WIRES[wire]
     lines = [
-        'provider = "openai"',
-        "[openai]",
+        provider,
+        section,
         'model = "scripted-model"',
         'models = ["scripted-model", "scripted-large"]',
-        f'base_url = "{model_url}/v1"',
+        f'base_url = "{model_url}{prefix}"',
         'api_key_env = "TINY_HARNESS_TEST_MODEL_KEY"',
         "max_retries = 1",
         "retry_backoff_seconds = 0.01",
+        *([api] if api else []),
         "[operator]",
     ]
     operator.setdefault("lease_seconds", 6)
@@ -261,10 +273,13 @@ def operator(
     started: list[OperatorProcess] = []
 
     def start(
-        identity: str = "operator-a", env: dict[str, str] | None = None, **settings: Any
+        identity: str = "operator-a",
+        env: dict[str, str] | None = None,
+        wire: str = "responses",
+        **settings: Any,
     ) -> OperatorProcess:
         config = operator_config(
-            tmp_path / f"config-{len(started)}.toml", model_server.url, **settings
+            tmp_path / f"config-{len(started)}.toml", model_server.url, wire=wire, **settings
         )
         op = OperatorProcess(
             kubeconfig, namespace, tmp_path, config, identity=identity, env=env

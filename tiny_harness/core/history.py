@@ -95,7 +95,7 @@ def _as_given(entry: DrainEntry, index: int) -> ChatMessage | None:
     message = entry.messages[index]
     if message.sub_task is not None:
         return None
-    return ChatMessage(role="user", content=message.content, files=message.files)
+    return message.said()
 
 
 def by_reference(delta: HistoryDelta, drains: Iterable[DrainEntry]) -> HistoryDelta:
@@ -282,9 +282,7 @@ def replay_history(
             close_calls()
             for message in entry.messages:
                 if message.sub_task is None:
-                    out.append(
-                        ChatMessage(role="user", content=message.content, files=message.files)
-                    )
+                    out.append(message.said())
                 else:
                     out.append(sub_task_note(message.sub_task, message.content))
         elif isinstance(entry, CompactionEntry):

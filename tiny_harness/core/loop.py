@@ -383,7 +383,7 @@ class _Turn:
             await self.host.checkpoint(entry)
         for message in entry.messages:
             if message.sub_task is None:
-                self.history.append(ChatMessage(role="user", content=message.content))
+                self.history.append(message.said())
                 continue
             row = message.sub_task
             self.put_row(row)

@@ -78,6 +78,11 @@ class InboundMessage(_Data):
         default=(), description="A participant's files, given to the model beside ``content``."
     )
 
+    def said(self) -> ChatMessage:
+        """A participant's message as the model is given it: its text and its files (every
+        place that puts a message in a history asks here, so none drops the files)."""
+        return ChatMessage(role="user", content=self.content, files=self.files)
+
 
 class SpawnIntent(_Data):
     """A child task to create. The host creates it (once per ``id``) and returns its task id.

@@ -499,7 +499,7 @@ class RemoteLoop:
         a remote task that waits for approval parks this one with its calls (relay.py)."""
         history = [
             *turn.history,
-            *(ChatMessage(role="user", content=m.content) for m in taken),
+            *(m.said() for m in taken),
             *(ChatMessage(role="assistant", content=r.text) for r in view.replies),
         ]
         state = view.state or TaskState.WORKING

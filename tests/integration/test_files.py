@@ -1,0 +1,164 @@
+"""Files in, end to end: an a2a-sdk client hands a task a file over each transport, and the
+file reaches the scripted model in each provider's wire format, as the recorded request bytes
+show; a file no adapter takes, or one past the message's bound, is refused with nothing
+written."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Callable
+
+import pytest
+from a2a.types import Message, Part, Role
+from a2a.utils.errors import InvalidParamsError
+
+from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas, cluster_objects
+from tiny_harness.core.sizes import FILE_BYTES
+
+pytestmark = pytest.mark.controlplane
+
+Operator = Callable[..., OperatorProcess]
+
+#: Each transport, in each protocol version the gateway serves.
+CLIENTS = [(JSONRPC, "1.0"), (REST, "1.0"), (JSONRPC, "0.3"), (REST, "0.3")]
+
+#: A real PNG signature and a real PDF header: what a client would attach.
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR chart"
+PDF = b"%PDF-1.7\n1 0 obj <<>> endobj\n%%EOF\n"
+NOTES = "Release 1.2\n- faster sends\n"
+
+#: How each wire format carries the three files, as the provider's API takes them.
+EXPECTED = {
+    "responses": [
+        {"type": "input_image", "image_url": "data:image/png;base64,{png}", "detail": "auto"},
+        {
+            "type": "input_file",
+            "filename": "spec.pdf",
+            "file_data": "data:application/pdf;base64,{pdf}",
+        },
+        {"type": "input_text", "text": "Contents of notes.md (text/markdown):\n" + NOTES},
+    ],
+    "chat": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,{png}"}},
+        {
+            "type": "file",
+            "file": {"filename": "spec.pdf", "file_data": "data:application/pdf;base64,{pdf}"},
+        },
+        {"type": "text", "text": "Contents of notes.md (text/markdown):\n" + NOTES},
+    ],
+    "messages": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "{png}"}},
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": "{pdf}"},
+            "title": "spec.pdf",
+        },
+        {"type": "text", "text": "Contents of notes.md (text/markdown):\n" + NOTES},
+    ],
+}
+
+
+def filled(value: object, png: str, pdf: str) -> object:
+    if isinstance(value, str):
+        return value.replace("{png}", png).replace("{pdf}", pdf)
+    if isinstance(value, list):
+        return [filled(v, png, pdf) for v in value]
+    if isinstance(value, dict):
+        return {k: filled(v, png, pdf) for k, v in value.items()}
+    return value
+
+
+def with_files(text: str) -> Message:
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[
+            Part(text=text),
+            Part(raw=PNG, media_type="image/png", filename="chart.png"),
+            Part(raw=PDF, media_type="application/pdf", filename="spec.pdf"),
+            Part(raw=NOTES.encode(), media_type="text/markdown", filename="notes.md"),
+        ],
+    )
+
+
+def user_content(wire: str, body: dict[str, object]) -> list[dict[str, object]]:
+    """The last user message's content in the recorded body."""
+    items = body["input"] if wire == "responses" else body["messages"]
+    assert isinstance(items, list)
+    users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
+    content = users[-1]["content"]
+    assert isinstance(content, list)
+    return content
+
+
+@pytest.mark.parametrize("wire", ["responses", "chat", "messages"])
+async def test_a_file_sent_over_each_transport_reaches_the_model_in_its_wire_format(
+    operator: Operator, model_server: ModelServer, gateway: Replicas, wire: str
+) -> None:
+    await model_server.control.script(
+        [{"type": "text", "text": "A chart, a spec and notes."} for _ in CLIENTS]
+    )
+    operator(wire=wire)
+    replica = gateway()
+    png, pdf = base64.b64encode(PNG).decode(), base64.b64encode(PDF).decode()
+
+    for transport, protocol in CLIENTS:
+        alice = await A2AUser.connect(replica.url, "alice", transport=transport, protocol=protocol)
+        asked = f"What is in these? ({transport}, {protocol})"
+        try:
+            events = await alice.stream(with_files(asked))
+            task_id = next(e.task.id for e in events if e.HasField("task"))
+            replies = [
+                p.text
+                for e in events
+                if e.HasField("status_update")
+                for p in e.status_update.status.message.parts
+            ]
+            assert "A chart, a spec and notes." in replies
+
+            # The task's history gives the files back as they were sent.
+            task = await alice.get(task_id)
+            sent = next(m for m in task.history if m.role == Role.ROLE_USER)
+            files = [(p.filename, p.media_type, p.raw) for p in sent.parts if p.raw]
+            assert files == [
+                ("chart.png", "image/png", PNG),
+                ("spec.pdf", "application/pdf", PDF),
+                ("notes.md", "text/markdown", NOTES.encode()),
+            ]
+        finally:
+            await alice.close()
+
+        request = (await model_server.control.requests())[-1]
+        content = user_content(wire, request.body)
+        assert content[1:] == filled(EXPECTED[wire], png, pdf), (transport, protocol)
+        assert asked in str(content[0])
+        assert f"[file chart.png (image/png, {len(PNG)} B)]" in str(content[0])
+
+
+@pytest.mark.parametrize("transport", [JSONRPC, REST])
+async def test_a_file_too_large_for_a_message_is_refused_naming_the_limit_and_nothing_is_written(
+    gateway: Replicas, kubectl: Kubectl, transport: str
+) -> None:
+    alice = await A2AUser.connect(gateway().url, "alice", transport=transport)
+    before = cluster_objects(kubectl)
+    big = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[
+            Part(text="Here is the log"),
+            Part(raw=b"x" * (FILE_BYTES + 1), media_type="text/plain", filename="big.log"),
+        ],
+    )
+    try:
+        with pytest.raises(InvalidParamsError) as refused:
+            await alice.stream(big)
+    finally:
+        await alice.close()
+
+    reason = refused.value.message
+    assert "message.parts[1]: the file big.log is 192 KiB" in reason
+    assert f"files of at most {FILE_BYTES // 1024} KiB in a message" in reason
+    assert "no file store" in reason
+    assert cluster_objects(kubectl) == before
