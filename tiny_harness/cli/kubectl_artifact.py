@@ -3,18 +3,19 @@
 The task's status indexes its artifacts (``status.artifacts``); their parts are in the turn
 records the index names, and only those records are read. What is written is the artifact's
 content as a program would want it piped: text parts as their text, a file part as its raw
-bytes (so a single-file artifact is that file, byte for byte), a data part as its JSON.
+bytes (so a single-file artifact is that file, byte for byte), a data part as its JSON: the
+rendering :func:`~tiny_harness.core.artifact_bytes.content` gives every front end.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Final
 
 from tiny_harness.cli.kubectl_session import Session, status_of
+from tiny_harness.core.artifact_bytes import content as content
 from tiny_harness.core.artifacts import (
     ArtifactChunk,
     ArtifactPart,
@@ -79,22 +80,6 @@ async def read(
             "(deleted, or unreadable: the operator's log names it)"
         )
     return row, parts
-
-
-def content(parts: Sequence[ArtifactPart]) -> bytes:
-    """The bytes written for ``parts``, in order: a text as UTF-8, a file as its bytes, a data
-    part as indented JSON on lines of its own."""
-    out = bytearray()
-    for part in parts:
-        if part.text is not None:
-            out += part.text.encode()
-        elif part.file is not None:
-            out += part.file.raw()
-        elif part.data is not None:
-            if out and not out.endswith(b"\n"):
-                out += b"\n"
-            out += json.dumps(part.data, indent=2, ensure_ascii=False).encode() + b"\n"
-    return bytes(out)
 
 
 async def run(session: Session, args: argparse.Namespace, _: str | None) -> int:
