@@ -9,12 +9,15 @@ import base64
 import uuid
 from collections.abc import Callable
 
+import httpx
 import pytest
 from a2a.types import Message, Part, Role
 from a2a.utils.errors import InvalidParamsError
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import NotYet, eventually_async
 from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas, cluster_objects
+from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.sizes import FILE_BYTES
 
 pytestmark = pytest.mark.controlplane
@@ -162,3 +165,66 @@ async def test_a_file_too_large_for_a_message_is_refused_naming_the_limit_and_no
     assert f"files of at most {FILE_BYTES // 1024} KiB in a message" in reason
     assert "no file store" in reason
     assert cluster_objects(kubectl) == before
+
+
+BINARY = base64.b64encode(b"This is test binary data").decode()
+
+
+@pytest.mark.parametrize("transport", [JSONRPC, REST])
+async def test_opaque_binary_data_is_taken_kept_and_named_to_the_model(
+    operator: Operator, model_server: ModelServer, gateway: Replicas, transport: str
+) -> None:
+    """The A2A conformance suite's binary-data request, as its JSON: a text part and 24 bytes
+    of ``application/octet-stream``. The task takes it and keeps the bytes; the model is told
+    it has the file but cannot be given it, before the call, so no provider refuses it."""
+    await model_server.control.script([{"type": "text", "text": "Noted the binary file."}])
+    operator()
+    replica = gateway()
+    message = {
+        "role": "ROLE_USER",
+        "messageId": str(uuid.uuid4()),
+        "parts": [
+            {"text": "Processing binary data"},
+            {"raw": BINARY, "mediaType": "application/octet-stream"},
+        ],
+    }
+    headers = {"X-Participant-Id": "alice", "A2A-Version": "1.0"}
+    async with httpx.AsyncClient(timeout=httpx.Timeout(60.0), headers=headers) as http:
+        if transport == JSONRPC:
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendMessage",
+                "params": {"message": message},
+            }
+            answer = (await http.post(replica.url, json=call)).json()
+            assert "error" not in answer, answer
+            task = answer["result"]["task"]
+        else:
+            response = await http.post(
+                f"{replica.url}{REST_PREFIX}/message:send", json={"message": message}
+            )
+            assert response.status_code == 200, response.text
+            task = response.json()["task"]
+    assert task["id"]
+
+    alice = await A2AUser.connect(replica.url, "alice", transport=transport)
+    try:
+        kept = await alice.get(task["id"])
+    finally:
+        await alice.close()
+    sent = next(m for m in kept.history if m.role == Role.ROLE_USER)
+    assert [(p.media_type, p.raw) for p in sent.parts if p.raw] == [
+        ("application/octet-stream", b"This is test binary data")
+    ]
+
+    async def asked() -> str | NotYet:
+        requests = await model_server.control.requests()
+        return requests[-1].raw_body.decode() if requests else NotYet("no model call yet")
+
+    body = await eventually_async(asked, within=60, what="the model to be called")
+    assert (
+        "[the file application/octet-stream (application/octet-stream) is kept with the task "
+        "but could not be given to you: files of type application/octet-stream cannot be given "
+        "to a model]"
+    ) in body

@@ -17,6 +17,7 @@ from a2a.types import AgentCapabilities, AgentCard, AgentExtension, AgentInterfa
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 from tiny_harness import __version__
+from tiny_harness.core.attachments import OPAQUE_TYPE, READ_TYPES
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.command_spec import CommandSpec, commands_params
 from tiny_harness.core.commands.setup import build_command_registry
@@ -126,8 +127,11 @@ def build_agent_card(base_url: str, commands: Sequence[CommandSpec] = ()) -> Age
                 ),
             ],
         ),
-        default_input_modes=["text/plain", "application/json", EVENT_MEDIA_TYPE],
-        default_output_modes=["text/plain"],
+        # What a model reads (text, data, images, PDFs), the control envelope, and any other
+        # file, which is kept with the task and named to the model (core/attachments.py).
+        default_input_modes=[*READ_TYPES, EVENT_MEDIA_TYPE, OPAQUE_TYPE],
+        # Replies are text; artifacts may be text, JSON data or files.
+        default_output_modes=["text/plain", "application/json"],
         skills=[
             AgentSkill(
                 id="conversation",
@@ -136,8 +140,8 @@ def build_agent_card(base_url: str, commands: Sequence[CommandSpec] = ()) -> Age
                 "until a participant completes or cancels the task.",
                 tags=["conversation", "tasks", "kubernetes"],
                 examples=["Summarise the open issues in this repository."],
-                input_modes=["text/plain", "application/json"],
-                output_modes=["text/plain"],
+                input_modes=[*READ_TYPES, OPAQUE_TYPE],
+                output_modes=["text/plain", "application/json"],
             ),
             AgentSkill(
                 id="commands",

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
 from tiny_harness.core.artifacts import ArtifactRow
-from tiny_harness.core.attachments import Attachment, refuse_file
+from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment, refuse_file
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
@@ -428,8 +428,8 @@ def file_part(file: Attachment) -> Part:
 
 def message_parts(message: Message) -> tuple[MessagePart, ...]:
     """The parts of an inbound A2A message as the inbox stores them: text, a JSON object with
-    its media type, or a file (bytes or a URL) of a kind every model adapter takes, with its
-    media type and name. Anything else is refused, naming the part and what is taken."""
+    its media type, or a file (bytes or a URL) with its media type and name. A part that is
+    none of these, or malformed, is refused, naming the part."""
     parts: list[MessagePart] = []
     for index, part in enumerate(message.parts):
         kind = part.WhichOneof("content")
@@ -453,12 +453,14 @@ def message_parts(message: Message) -> tuple[MessagePart, ...]:
 
 
 def _file_part(index: int, part: Part) -> MessagePart:
-    """An inbound file part as stored, refused (naming the part) when no adapter takes it.
-    A part without a media type is given the one its file name implies, if any."""
-    media_type = part.media_type or (mimetypes.guess_type(part.filename)[0] or "")
+    """An inbound file part as stored: any kind is taken (what a model is given of it is
+    decided at the turn, ``core/attachments.py``); a malformed URL or a file past the message's
+    bound is refused, naming the part. A part without a media type is given the one its file
+    name implies, else ``application/octet-stream``."""
+    media_type = part.media_type or mimetypes.guess_type(part.filename)[0] or OPAQUE_TYPE
     data = base64.b64encode(part.raw).decode() if part.HasField("raw") else None
     url = part.url if part.HasField("url") else None
-    reason = refuse_file(media_type=media_type, data=data, url=url)
+    reason = refuse_file(data=data, url=url)
     if reason is not None:
         raise InvalidParamsError(message=f"message.parts[{index}]: {reason}")
     if data is not None and len(data) > MESSAGE_BYTES:

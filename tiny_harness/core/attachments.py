@@ -1,24 +1,28 @@
-"""Files a participant hands a task: which kinds the harness takes, and how one reaches a model.
+"""Files a participant hands a task: which ones are taken, and how one reaches a model.
 
 A file arrives as a message part with its bytes (``raw``, base64 in the stored object) or a URL,
-a media type and a name. It is taken only when every model adapter can give it to its model in
-the provider's own form, so that a file is refused when it is sent (with the kinds that are
-taken named), never by a provider's 400 in the middle of a turn:
+a media type and a name. **Any** file within the message's bound is taken and kept with the
+message (A2A lets a client send any binary data, and a conformant agent accepts it); what a
+model is given of it depends on its kind, decided here once for every adapter:
 
 - **images** (PNG, JPEG, GIF, WebP): an image input on OpenAI Responses and Chat Completions,
   an image block on Anthropic Messages; as bytes, or as a URL the provider fetches;
 - **PDF documents**: a file input on both OpenAI APIs, a document block on Anthropic; as bytes,
-  or as a URL where the API takes one (Responses and Anthropic; Chat Completions takes a PDF
-  only as bytes, so a PDF URL there is a note the model reads instead);
-- **text** (``text/*``, JSON, XML, YAML): given as text, which every model reads; as bytes only
-  (a text at a URL would have to be fetched by the operator, which it does not do).
+  or as a URL where the API takes one (Responses and Anthropic);
+- **text** (``text/*``, JSON, XML, YAML) sent as bytes: given as text, which every model reads;
+- **anything else** (an archive, an executable, a text at a URL, a PDF at a URL on Chat
+  Completions): named to the model in a note that says it is kept with the task but cannot be
+  given to it. The note is written before the call, so such a file never becomes a provider's
+  400 in the middle of a turn (which would fail every later call too, since the history is sent
+  again each time).
 
 A URL is passed to the provider as it is and never fetched by the harness, so no destination
-inside the cluster is reached through it; it must be ``https`` (or ``http``), and no longer than
-:data:`URL_CHARS`.
+inside the cluster is reached through it; it must be ``https`` (or ``http``) with a host, and no
+longer than :data:`URL_CHARS`.
 
 Bytes are bounded by the message's own bound (``core/sizes.py``): a file part counts as its
-base64 text, which is what the message object, its drain entry and the history keep.
+base64 text, which is what the message object and its drain entry keep. There is no file store
+(docs/design/limits.md, "Files"): a larger file is refused, saying so.
 """
 
 from __future__ import annotations
@@ -40,16 +44,27 @@ TEXT_APPLICATION_TYPES: Final = frozenset(
 )
 #: The longest URL a file part may name.
 URL_CHARS: Final = 2048
-#: What a refusal lists as the kinds that are taken.
-TAKEN: Final = (
-    "images (PNG, JPEG, GIF, WebP) as bytes or an https URL, PDF documents as bytes or an https "
-    "URL, or text (text/*, JSON, XML, YAML) as bytes"
+#: The media type of a file sent without one (A2A makes it optional): opaque bytes.
+OPAQUE_TYPE: Final = "application/octet-stream"
+#: What a model can read, as the agent card's input modes list it.
+READ_TYPES: Final = (
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+    "application/json",
+    "application/xml",
+    "application/yaml",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
 )
 
 
 def kind_of(media_type: str) -> FileKind | None:
     """The kind of file ``media_type`` names (its parameters ignored), or None when no model
-    adapter can take it."""
+    can be given it (it is kept, and named to the model in a note)."""
     base = media_type.split(";", 1)[0].strip().lower()
     if base in IMAGE_TYPES:
         return "image"
@@ -89,6 +104,15 @@ class Attachment(BaseModel):
         """How the file is named in text: its name, else its URL, else its media type."""
         return self.name or self.url or self.media_type
 
+    @property
+    def unread(self) -> str | None:
+        """Why no model is given this file (None when every adapter gives it, in its form)."""
+        if self.kind is None:
+            return f"files of type {self.media_type} cannot be given to a model"
+        if self.kind == "text" and self.data is None:
+            return "a text file is given only from its bytes, and this one was sent as a URL"
+        return None
+
     def text(self) -> str:
         """A text file's content (undecodable bytes replaced), for the kinds given as text."""
         raw = base64.b64decode(self.data or "")
@@ -106,13 +130,9 @@ class Attachment(BaseModel):
         return f"data:{self.media_type};base64,{self.data or ''}"
 
 
-def refuse_file(*, media_type: str, data: str | None, url: str | None) -> str | None:
-    """Why a file part cannot be taken (None when it can), in words a sender can act on."""
-    kind = kind_of(media_type) if media_type else None
-    if not media_type:
-        return f"a file needs its media type; the harness takes {TAKEN}"
-    if kind is None:
-        return f"files of type {media_type} are not taken; the harness takes {TAKEN}"
+def refuse_file(*, data: str | None, url: str | None) -> str | None:
+    """Why a file part cannot be taken (None when it can), in words a sender can act on: bytes
+    that are not base64 (a hand-written object), or a URL that is not an http(s) URL."""
     if data is not None:
         try:
             base64.b64decode(data, validate=True)
@@ -121,8 +141,6 @@ def refuse_file(*, media_type: str, data: str | None, url: str | None) -> str | 
         return None
     if url is None:
         return "a file part needs its bytes or a URL"
-    if kind == "text":
-        return f"a text file ({media_type}) is taken as bytes only: send its content, not a URL"
     if len(url) > URL_CHARS:
         return f"the file's URL is {len(url)} characters; the most taken is {URL_CHARS}"
     parts = urlsplit(url)

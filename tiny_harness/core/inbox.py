@@ -18,8 +18,8 @@ from typing import Any, Final, Literal
 from pydantic import Field, model_validator
 
 from tiny_harness.core.approval import DecisionRequest
-from tiny_harness.core.attachments import URL_CHARS, Attachment, refuse_file
-from tiny_harness.core.task import NAME_MAX, TEXT_MAX, Model, ShortText
+from tiny_harness.core.attachments import OPAQUE_TYPE, URL_CHARS, Attachment, refuse_file
+from tiny_harness.core.vocabulary import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
 MESSAGE_TEXT_MAX: Final = 256 * 1024
@@ -72,7 +72,7 @@ class MessagePart(Model):
         if self.raw is None and self.url is None:
             return None
         return Attachment(
-            media_type=self.media_type or "application/octet-stream",
+            media_type=self.media_type or OPAQUE_TYPE,
             name=self.filename or "",
             data=self.raw,
             url=self.url,
@@ -189,12 +189,12 @@ def message_name(task: str, uid: str, message_id: str) -> str:
 
 
 def refuse_parts(parts: Iterable[MessagePart]) -> str | None:
-    """Why a message's parts cannot be taken (None when they can): a file no model adapter
-    takes, named by its place, with what is taken instead."""
+    """Why a message's parts cannot be taken (None when they can): a file whose bytes or URL
+    are malformed, named by its place."""
     for index, part in enumerate(parts):
         if part.raw is None and part.url is None:
             continue
-        reason = refuse_file(media_type=part.media_type or "", data=part.raw, url=part.url)
+        reason = refuse_file(data=part.raw, url=part.url)
         if reason is not None:
             return f"refused: message.parts[{index}]: {reason}"
     return None

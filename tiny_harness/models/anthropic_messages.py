@@ -27,7 +27,7 @@ from anthropic.types import (
 from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
-from tiny_harness.models.files import text_of
+from tiny_harness.models.files import not_given, text_of
 from tiny_harness.models.retry import CallContext, RetryPolicy, SdkErrors
 
 #: The API requires ``max_tokens``; used when neither the request nor the settings set one.
@@ -138,7 +138,9 @@ def _blocks(message: ChatMessage) -> list[ContentBlockParam]:
 
 def file_block(file: Attachment) -> ContentBlockParam:
     """A file as an Anthropic block: an image or a (PDF) document, from its bytes or its URL;
-    a text file as text."""
+    a text file as text; a file no model is given, as the note that says so."""
+    if file.unread is not None:
+        return {"type": "text", "text": not_given(file, file.unread)}
     if file.kind == "image":
         image: ImageBlockParam = {
             "type": "image",

@@ -1,10 +1,10 @@
-"""What every adapter says of a file in text: a text file's content, and a file its API
-cannot take in the form it came in.
+"""What every adapter says of a file in text: a text file's content, and the note that stands
+for a file its model is not given.
 
-``core/attachments.py`` takes only files every adapter can give its model, so the one case
-left is a PDF at a URL on Chat Completions, which takes a PDF only as bytes: that file becomes
-a note the model reads, never a request the provider refuses (a 400 would fail the turn, and
-every later call of the conversation, since the history is sent again each time).
+``core/attachments.py`` decides which files no model is given (``Attachment.unread``); an
+adapter adds the one form its own API does not take (a PDF at a URL on Chat Completions). Such a
+file becomes a note the model reads, never a request the provider refuses: a 400 would fail the
+turn, and every later call of the conversation, since the history is sent again each time.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ def text_of(file: Attachment) -> str:
     return f"Contents of {file.label} ({file.media_type}):\n{file.text()}"
 
 
-def not_given(file: Attachment, api: str, why: str) -> str:
-    """The note that stands for a file ``api`` cannot take in its form, saying why."""
-    return f"[the file {file.label} ({file.media_type}) could not be given to you: {api} {why}]"
+def not_given(file: Attachment, why: str) -> str:
+    """The note that stands for a file the model is not given, saying why."""
+    return (
+        f"[the file {file.label} ({file.media_type}) is kept with the task but could not be "
+        f"given to you: {why}]"
+    )

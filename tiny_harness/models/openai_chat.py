@@ -78,11 +78,13 @@ def user_parts(message: ChatMessage) -> list[ChatCompletionContentPartParam]:
     image (bytes as a ``data:`` URL, or the URL), a file (a PDF, as bytes) or text."""
     parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": _said(message.content)}]
     for file in message.files:
-        if file.kind == "image":
+        if file.unread is not None:
+            parts.append({"type": "text", "text": not_given(file, file.unread)})
+        elif file.kind == "image":
             parts.append({"type": "image_url", "image_url": {"url": file.url or file.data_url()}})
         elif file.kind == "pdf" and file.url is not None:
-            why = "takes a PDF only as its bytes, and this one was sent as a URL"
-            parts.append({"type": "text", "text": not_given(file, "Chat Completions", why)})
+            why = "Chat Completions takes a PDF only as its bytes, and this one was sent as a URL"
+            parts.append({"type": "text", "text": not_given(file, why)})
         elif file.kind == "pdf":
             parts.append(
                 {"type": "file", "file": {"filename": file.label, "file_data": file.data_url()}}

@@ -17,7 +17,7 @@ from openai.types.responses import (
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
-from tiny_harness.models.files import text_of
+from tiny_harness.models.files import not_given, text_of
 from tiny_harness.models.retry import CallContext, SdkErrors
 
 #: The OpenAI SDK's exceptions (shared with the Chat Completions adapter).
@@ -94,7 +94,9 @@ def input_content(message: ChatMessage) -> ResponseInputMessageContentListParam:
         {"type": "input_text", "text": message.content or EMPTY_MESSAGE}
     ]
     for file in message.files:
-        if file.kind == "image":
+        if file.unread is not None:
+            content.append({"type": "input_text", "text": not_given(file, file.unread)})
+        elif file.kind == "image":
             content.append(
                 {"type": "input_image", "image_url": file.url or file.data_url(), "detail": "auto"}
             )

@@ -1,5 +1,5 @@
-"""Which files a message may carry, and how one is named in text: a file is taken only when
-every model adapter can give it to its model, and a refusal names the part and what is taken."""
+"""Which files a message may carry, and how one is named in text: any well-formed file within
+the message's bound is taken; what no model can be given is said, and a refusal names the part."""
 
 from __future__ import annotations
 
@@ -61,11 +61,6 @@ def test_a_message_with_files_reads_as_its_text_and_a_line_naming_each_file() ->
     ("part", "reason"),
     [
         (
-            MessagePart(raw=b64(b"PK"), media_type="application/zip"),
-            "refused: message.parts[1]: files of type application/zip are not taken; the "
-            "harness takes images (PNG, JPEG, GIF, WebP) as bytes or an https URL",
-        ),
-        (
             MessagePart(raw="not base64!", media_type="image/png"),
             "refused: message.parts[1]: the file's bytes are not valid base64",
         ),
@@ -74,22 +69,51 @@ def test_a_message_with_files_reads_as_its_text_and_a_line_naming_each_file() ->
             "refused: message.parts[1]: the file's URL must be an https (or http) URL with a host",
         ),
         (
-            MessagePart(url="https://example.test/a.txt", media_type="text/plain"),
-            "refused: message.parts[1]: a text file (text/plain) is taken as bytes only",
+            MessagePart(url="file:///etc/passwd", media_type="text/plain"),
+            "refused: message.parts[1]: the file's URL must be an https (or http) URL with a host",
         ),
     ],
 )
-def test_a_file_no_adapter_takes_is_refused_naming_its_part(part: MessagePart, reason: str) -> None:
+def test_a_malformed_file_is_refused_naming_its_part(part: MessagePart, reason: str) -> None:
     refused = refuse_parts(spec(MessagePart(text="see"), part).parts)
 
     assert refused is not None
     assert refused.startswith(reason)
 
 
-def test_files_every_adapter_takes_are_not_refused() -> None:
+@pytest.mark.parametrize(
+    ("file", "why"),
+    [
+        (
+            Attachment(media_type="application/zip", name="a.zip", data=b64(b"PK")),
+            "files of type application/zip cannot be given to a model",
+        ),
+        (
+            Attachment(media_type="text/plain", url="https://example.test/a.txt"),
+            "a text file is given only from its bytes, and this one was sent as a URL",
+        ),
+        (Attachment(media_type="image/png", data=b64(b"\x89PNG")), None),
+        (Attachment(media_type="application/pdf", url="https://example.test/a.pdf"), None),
+        (Attachment(media_type="text/csv", data=b64(b"a,b")), None),
+    ],
+)
+def test_a_file_no_model_can_be_given_is_kept_and_says_why(
+    file: Attachment, why: str | None
+) -> None:
+    assert (
+        refuse_parts(
+            spec(MessagePart(raw=file.data, url=file.url, media_type=file.media_type)).parts
+        )
+        is None
+    )
+    assert file.unread == why
+
+
+def test_files_of_any_kind_within_the_bound_are_taken() -> None:
     message = spec(
         MessagePart(raw=b64(b"\x89PNG"), media_type="image/png"),
         MessagePart(raw=b64(b"{}"), media_type="application/json"),
+        MessagePart(raw=b64(b"This is test binary data"), media_type="application/octet-stream"),
         MessagePart(url="https://example.test/spec.pdf", media_type="application/pdf"),
     )
 

@@ -1,6 +1,6 @@
 """A participant's files reach each model in its provider's own form, as the recorded request
-bytes show: images and PDFs as bytes or URLs, text files as text, and the one form an API does
-not take (a PDF at a URL on Chat Completions) as a note the model reads, never a 400."""
+bytes show: images and PDFs as bytes or URLs, text files as text, and a file no model is given
+(an archive; a PDF at a URL on Chat Completions) as a note the model reads, never a 400."""
 
 from __future__ import annotations
 
@@ -23,8 +23,15 @@ DOCUMENT = Attachment(media_type="application/pdf", name="spec.pdf", data=PDF)
 TEXT = Attachment(media_type="text/markdown", name="notes.md", data=NOTES)
 IMAGE_URL = Attachment(media_type="image/jpeg", url="https://files.example.test/photo.jpg")
 PDF_URL = Attachment(media_type="application/pdf", url="https://files.example.test/spec.pdf")
+ARCHIVE = Attachment(
+    media_type="application/zip", name="logs.zip", data=base64.b64encode(b"PK").decode()
+)
 
 SAID_TEXT = "Contents of notes.md (text/markdown):\nRelease 1.2: faster sends, ünïcode kept."
+KEPT = (
+    "[the file logs.zip (application/zip) is kept with the task but could not be given to you: "
+    "files of type application/zip cannot be given to a model]"
+)
 
 
 async def sent(
@@ -46,7 +53,7 @@ async def test_responses_takes_images_and_pdfs_as_inputs_and_text_as_text(
     server: ScriptedModelServer, make_adapter: MakeAdapter
 ) -> None:
     content = await sent(
-        "responses", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL
+        "responses", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL, ARCHIVE
     )
 
     assert content == [
@@ -60,13 +67,16 @@ async def test_responses_takes_images_and_pdfs_as_inputs_and_text_as_text(
         {"type": "input_text", "text": SAID_TEXT},
         {"type": "input_image", "image_url": IMAGE_URL.url, "detail": "auto"},
         {"type": "input_file", "file_url": PDF_URL.url},
+        {"type": "input_text", "text": KEPT},
     ]
 
 
-async def test_chat_completions_takes_images_and_pdf_bytes_and_says_a_pdf_url_was_not_given(
+async def test_chat_completions_takes_images_and_pdf_bytes_and_names_what_it_is_not_given(
     server: ScriptedModelServer, make_adapter: MakeAdapter
 ) -> None:
-    content = await sent("chat", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL)
+    content = await sent(
+        "chat", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL, ARCHIVE
+    )
 
     assert content == [
         {"type": "text", "text": "Look at these"},
@@ -79,10 +89,11 @@ async def test_chat_completions_takes_images_and_pdf_bytes_and_says_a_pdf_url_wa
         {"type": "image_url", "image_url": {"url": IMAGE_URL.url}},
         {
             "type": "text",
-            "text": "[the file https://files.example.test/spec.pdf (application/pdf) could not "
-            "be given to you: Chat Completions takes a PDF only as its bytes, and this one was "
-            "sent as a URL]",
+            "text": "[the file https://files.example.test/spec.pdf (application/pdf) is kept "
+            "with the task but could not be given to you: Chat Completions takes a PDF only as "
+            "its bytes, and this one was sent as a URL]",
         },
+        {"type": "text", "text": KEPT},
     ]
 
 
@@ -90,7 +101,7 @@ async def test_anthropic_takes_images_and_documents_as_blocks_and_text_as_text(
     server: ScriptedModelServer, make_adapter: MakeAdapter
 ) -> None:
     content = await sent(
-        "messages", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL
+        "messages", server, make_adapter, IMAGE, DOCUMENT, TEXT, IMAGE_URL, PDF_URL, ARCHIVE
     )
 
     assert content == [
@@ -104,6 +115,7 @@ async def test_anthropic_takes_images_and_documents_as_blocks_and_text_as_text(
         {"type": "text", "text": SAID_TEXT},
         {"type": "image", "source": {"type": "url", "url": IMAGE_URL.url}},
         {"type": "document", "source": {"type": "url", "url": PDF_URL.url}},
+        {"type": "text", "text": KEPT},
     ]
 
 
