@@ -26,10 +26,9 @@ every update, so every object must stay well under 1.5 MiB however long it lives
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-if TYPE_CHECKING:  # the task model's artifacts import these bounds, and the inbox the task model
-    from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.inbox import MessageSpec
 
 KIB: Final = 1024
 

@@ -41,7 +41,8 @@ def test_artifact_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> 
         build_parser().parse_args(["artifact", "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
-    assert "TASK NAME" in out and "a file part as its raw bytes" in out
+    assert "TASK NAME" in out
+    assert "a file part as its raw bytes" in out
     assert "kubectl harness artifact hello-harness chart.png > chart.png" in out
     args = build_parser().parse_args(["artifact", "t1", "report"])
     assert (args.command, args.task, args.name) == ("artifact", "t1", "report")
@@ -68,4 +69,5 @@ def test_get_lists_the_artifacts_with_size_and_chunks() -> None:
     text = describe(obj, [], 0, NOW)
     assert "Artifacts (1; kubectl harness artifact TASK NAME):" in text
     line = next(x for x in text.splitlines() if "report" in x and "KiB" in x)
-    assert line.split()[:3] == ["report", "3", "KiB"] and " 2 " in line
+    assert line.split()[:3] == ["report", "3", "KiB"]
+    assert " 2 " in line

@@ -56,7 +56,8 @@ def test_a_publish_is_a_chunk_for_the_journal_and_tells_the_model_what_it_publis
     assert not result.is_error
     assert result.content == "Published artifact 'report' (2 part(s), 18 bytes)."
     chunk = result.artifact
-    assert chunk.name == "report" and chunk.description == "The quarterly report"
+    assert chunk.name == "report"
+    assert chunk.description == "The quarterly report"
     assert chunk.parts == (ArtifactPart(text="# Q3"), ArtifactPart(data={"revenue": 12}))
     assert (chunk.append, chunk.size) == (False, 18)
 
@@ -72,7 +73,8 @@ def test_a_file_part_keeps_its_bytes_and_bad_base64_is_refused_naming_the_part()
     assert (file.name, file.media_type, file.raw()) == ("b.bin", "application/octet-stream", raw)
 
     bad = publish(delegated(), name="blob", parts=[{"text": "a"}, {"file": {"bytes": "%%"}}])
-    assert bad.is_error and bad.artifact is None
+    assert bad.is_error
+    assert bad.artifact is None
     assert "parts[1].file.bytes is not base64" in bad.content
 
 
@@ -82,19 +84,22 @@ def test_append_adds_to_an_artifact_and_without_it_a_publish_replaces_it() -> No
     assert more.content == "Added 3 bytes to artifact 'log' (chunk 2, 6 bytes in all)."
     task = with_chunk(task, more, entry="tool-1-c")
     (row,) = task.artifacts
-    assert [c.entry for c in row.chunks] == ["tool-0-c", "tool-1-c"] and row.size == 6
+    assert [c.entry for c in row.chunks] == ["tool-0-c", "tool-1-c"]
+    assert row.size == 6
 
     again = publish(task, name="log", parts=[{"text": "fresh"}])
     assert again.content.startswith("Replaced artifact 'log'")
     task = with_chunk(task, again, entry="tool-2-c")
     (row,) = task.artifacts
-    assert [c.entry for c in row.chunks] == ["tool-2-c"] and row.size == 5
+    assert [c.entry for c in row.chunks] == ["tool-2-c"]
+    assert row.size == 5
 
 
 def test_a_publish_past_a_bound_is_refused_naming_the_limit_and_nothing_is_published() -> None:
     big = "x" * (ARTIFACT_CHUNK_BYTES + 1)
     refused = publish(delegated(), name="big", parts=[{"text": big}])
-    assert refused.is_error and refused.artifact is None
+    assert refused.is_error
+    assert refused.artifact is None
     assert "too large for this installation" in refused.content
     assert "256 KiB per publish (ARTIFACT_CHUNK_BYTES)" in refused.content
 
@@ -106,7 +111,8 @@ def test_a_publish_past_a_bound_is_refused_naming_the_limit_and_nothing_is_publi
         assert not result.is_error, result.content
         task = with_chunk(task, result, entry=f"tool-{i}-c")
     over = publish(task, name="long", parts=[{"text": "z"}], append=True)
-    assert over.is_error and "1.0 MiB per artifact (ARTIFACT_BYTES)" in over.content
+    assert over.is_error
+    assert "1.0 MiB per artifact (ARTIFACT_BYTES)" in over.content
     assert task.artifacts[0].size == ARTIFACT_BYTES
 
 
@@ -117,13 +123,15 @@ def test_an_artifact_has_a_bounded_number_of_chunks_and_a_task_of_artifacts() ->
             task, publish(task, name="n", parts=[{"text": "."}], append=True), 0, f"e{i}"
         )
     refused = publish(task, name="n", parts=[{"text": "."}], append=True)
-    assert refused.is_error and "(MAX_ARTIFACT_CHUNKS)" in refused.content
+    assert refused.is_error
+    assert "(MAX_ARTIFACT_CHUNKS)" in refused.content
 
     task = delegated()
     for i in range(MAX_ARTIFACTS):
         task = with_chunk(task, publish(task, name=f"a{i}", parts=[{"text": "."}]), 0, f"e{i}")
     refused = publish(task, name="one-more", parts=[{"text": "."}])
-    assert refused.is_error and "32 artifacts per task (MAX_ARTIFACTS)" in refused.content
+    assert refused.is_error
+    assert "32 artifacts per task (MAX_ARTIFACTS)" in refused.content
     # Replacing one of them is no new artifact.
     assert not publish(task, name="a3", parts=[{"text": "again"}]).is_error
 
@@ -145,7 +153,7 @@ def test_the_index_is_bounded_and_holds_no_content() -> None:
             "size": 3,
         }
     ]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at most 32 items"):
         TaskStatus(artifacts=(row,) * (MAX_ARTIFACTS + 1))
 
 
@@ -159,7 +167,8 @@ def test_complete_step_names_its_artifact_only_if_it_exists() -> None:
         task_id="t1",
         step_id="s",
     )
-    assert missing.is_error and "there is no artifact named 'report'" in missing.content
+    assert missing.is_error
+    assert "there is no artifact named 'report'" in missing.content
     task = with_chunk(task, publish(task, name="report", parts=[{"text": "r"}]))
     done = apply_intrinsic(
         "complete_step",
@@ -168,7 +177,8 @@ def test_complete_step_names_its_artifact_only_if_it_exists() -> None:
         task_id="t1",
         step_id="s",
     )
-    assert not done.is_error and done.plan is not None
+    assert not done.is_error
+    assert done.plan is not None
     assert done.plan.step("write").artifact == "report"
 
 
@@ -215,7 +225,7 @@ def test_assemble_reads_the_chunks_in_order_and_shows_no_artifact_with_a_hole() 
     assert assemble(holed, found) is None
 
 
-# -- in the loop ------------------------------------------------------------------------------------
+# -- in the loop -----------------------------------------------------------------------------------
 
 
 def _turn(journal: Any = (), task: TaskExtension | None = None) -> TurnInput:
@@ -235,7 +245,7 @@ def _script() -> ScriptedModel:
     )
 
 
-async def test_the_loop_journals_a_publish_in_its_tool_entry_and_the_outcome_carries_the_index() -> (
+async def test_the_loop_journals_each_publish_in_its_tool_entry_and_the_outcome_has_the_index() -> (
     None
 ):
     host = MemoryHost()

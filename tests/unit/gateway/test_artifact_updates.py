@@ -51,7 +51,8 @@ def texts(events: list[TaskArtifactUpdateEvent]) -> list[tuple[str, bool, bool]]
 def test_parts_render_as_text_json_and_file_bytes() -> None:
     assert part_to_a2a(ArtifactPart(text="hi")).text == "hi"
     data = part_to_a2a(ArtifactPart(data={"n": 1}))
-    assert data.data.struct_value["n"] == 1 and data.media_type == "application/json"
+    assert data.data.struct_value["n"] == 1
+    assert data.media_type == "application/json"
     raw = b"\x00\x01binary"
     file = part_to_a2a(
         ArtifactPart(
