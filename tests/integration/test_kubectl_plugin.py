@@ -4,6 +4,7 @@ plane, with a real operator answering through the scripted model server."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ from tests.eventually import eventually, eventually_async
 from tests.integration.kubectl_support import PLUGIN, Harness, run_plugin
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
+from tiny_harness.core.sizes import FILE_BYTES
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.mcp_server import McpServerThread
 
@@ -695,3 +697,56 @@ async def test_get_list_and_kubectl_get_show_a_call_that_waits_for_approval(
     [trip] = [line for line in lines if line.startswith("trip ")]
     assert "awaiting-approval" in trip.split()
     assert "weather__weather" in trip.split()
+
+
+async def test_send_with_files_hands_them_to_the_model_and_a_too_large_one_is_refused(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    model_server: ModelServer,
+    kubectl: Kubectl,
+    tmp_path: Path,
+) -> None:
+    await model_server.control.script([{"type": "text", "text": "A chart and its notes."}])
+    operator()
+    await tasks.create("files")
+    await tasks.wait("files", "TASK_STATE_INPUT_REQUIRED")
+    chart = tmp_path / "chart.png"
+    chart.write_bytes(b"\x89PNG\r\n\x1a\n chart")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("up and to the right\n")
+
+    sent = await harness.run(
+        "send", "files", "What is this?", "--file", str(chart), "--file", str(notes), "--wait"
+    )
+
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.splitlines()[1:] == ["A chart and its notes."]
+    body = (await model_server.control.requests())[-1].body
+    content = next(i for i in body["input"] if i.get("role") == "user")["content"]
+    png = base64.b64encode(chart.read_bytes()).decode()
+    assert content[1:] == [
+        {"type": "input_image", "image_url": f"data:image/png;base64,{png}", "detail": "auto"},
+        {
+            "type": "input_text",
+            "text": "Contents of notes.txt (text/plain):\nup and to the right\n",
+        },
+    ]
+
+    big = tmp_path / "big.log"
+    big.write_bytes(b"x" * (FILE_BYTES + 1))
+    before = len(kubectl.get_json("harnessmessages")["items"])
+    refused = await harness.run("send", "files", "and this", "--file", str(big))
+    missing = await harness.run("send", "files", "and this", "--file", str(tmp_path / "nope.pdf"))
+
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"Error: refused: {big} is 192 KiB, and a message may carry a file of at most 192 KiB "
+        "(this installation has no file store)"
+    )
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip()
+        == f"Error: cannot read {tmp_path / 'nope.pdf'}: No such file or directory"
+    )
+    assert len(kubectl.get_json("harnessmessages")["items"]) == before

@@ -42,7 +42,8 @@ from tiny_harness.core.clock import now
 from tiny_harness.core.command_spec import COMMAND_NAME_PATTERN
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
-from tiny_harness.core.inbox import Control
+from tiny_harness.core.inbox import Control, MessagePart
+from tiny_harness.core.sizes import FILE_BYTES
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import SubTaskRow
 from tiny_harness.kube.client import KubeError, Obj
@@ -191,18 +192,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     send = command(
         "send",
-        "send a text message to a task",
+        "send a text message to a task, with files if you attach them",
         "Send a text message to a task as a participant. Prints the message id; with --wait, "
         "also waits for the turn that reads it to end and prints the agent's reply. TEXT - "
-        "reads the message from standard input.",
+        "reads the message from standard input. --file attaches a file to the message.",
         """
         kubectl harness send hello-harness "Make it rhyme."
+        kubectl harness send hello-harness "What does this chart show?" --file chart.png
         kubectl harness send hello-harness Make it rhyme. --wait
         echo "A longer message" | kubectl harness send hello-harness -
         """,
     )
     send.add_argument("task", metavar="TASK", help="the task's name")
     send.add_argument("text", metavar="TEXT", nargs="+", help="the message (words are joined)")
+    send.add_argument(
+        "--file",
+        metavar="PATH",
+        action="append",
+        default=[],
+        type=Path,
+        help="attach a file (repeatable): images, PDFs and text reach the model, any other file "
+        "is kept with the task; at most 192 KiB in a message",
+    )
     send.add_argument("--wait", action="store_true", help="wait for the reply and print it")
     _timeout_flag(send)
 
@@ -470,13 +481,28 @@ async def _get(session: Session, args: argparse.Namespace, _: str | None) -> int
 
 async def _send(session: Session, args: argparse.Namespace, text: str | None) -> int:
     assert text is not None
+    files = [_file_part(path) for path in args.file]
     obj = await session.writable(args.task)
-    sent = await session.send_text(obj, text)
+    sent = await session.send_text(obj, text, files)
     _out(sent.spec.message_id)
     if args.wait:
         for reply in await session.replies(args.task, sent.spec.message_id, args.timeout):
             _out(reply.text)
     return 0
+
+
+def _file_part(path: Path) -> MessagePart:
+    """A file to attach, read whole; one too large to send is refused before it is read."""
+    try:
+        size = path.stat().st_size
+        if size > FILE_BYTES:
+            raise HarnessError(
+                f"refused: {path} is {size // 1024} KiB, and a message may carry a file of at "
+                f"most {FILE_BYTES // 1024} KiB (this installation has no file store)"
+            )
+        return MessagePart.of_file(path.name, path.read_bytes())
+    except OSError as exc:
+        raise HarnessError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 async def _cmd(session: Session, args: argparse.Namespace, text: str | None) -> int:

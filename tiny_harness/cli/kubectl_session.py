@@ -50,7 +50,7 @@ from tiny_harness.core.history import (
     TranscriptMessage,
     transcript,
 )
-from tiny_harness.core.inbox import Control, MessagePart, MessageSpec
+from tiny_harness.core.inbox import Control, MessagePart, MessageSpec, refuse_parts
 from tiny_harness.core.reply_ids import (
     answer_outside_turn,
     command_reply_id,
@@ -59,6 +59,7 @@ from tiny_harness.core.reply_ids import (
     turn_has_ended,
     turn_that_took,
 )
+from tiny_harness.core.sizes import refuse_size
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
@@ -328,16 +329,24 @@ class Session:
             raise NotPermittedError(refused)
         return obj, call_id
 
-    async def send_text(self, obj: Obj, text: str) -> StoredMessage:
+    async def send_text(
+        self, obj: Obj, text: str, files: Sequence[MessagePart] = ()
+    ) -> StoredMessage:
+        """Send ``text`` (and ``files``, as :meth:`MessagePart.of_file` made them); a message
+        the operator would refuse for its size or a malformed file is refused here first, with
+        the same reason, and nothing is written."""
         try:
             spec = MessageSpec(
                 task=name_of(obj),
                 message_id=str(uuid.uuid4()),
                 sender=self.participant,
-                parts=(MessagePart(text=text),),
+                parts=(MessagePart(text=text), *files),
             )
         except ValidationError as exc:
             raise invalid_task_error(exc, prefix="message") from None
+        refused = refuse_size(spec) or refuse_parts(spec.parts)
+        if refused is not None:
+            raise HarnessError(refused)
         return await self.messages.send(spec, task=obj)
 
     async def send_control(self, obj: Obj, action: Control) -> StoredMessage:

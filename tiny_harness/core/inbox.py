@@ -10,8 +10,10 @@ See ``docs/design/messages-and-history.md`` for why the inbox and the history ar
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
+import mimetypes
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
@@ -65,6 +67,13 @@ class MessagePart(Model):
         if len(given) != 1:
             raise ValueError("spec.parts: each part has one of text, data, raw or url")
         return self
+
+    @classmethod
+    def of_file(cls, name: str, data: bytes, media_type: str | None = None) -> MessagePart:
+        """A file's part: its bytes as base64, its name, and its media type (the one its name
+        implies when none is given, else ``application/octet-stream``)."""
+        guessed = media_type or mimetypes.guess_type(name)[0] or OPAQUE_TYPE
+        return cls(raw=base64.b64encode(data).decode(), filename=name, media_type=guessed)
 
     @property
     def attachment(self) -> Attachment | None:
