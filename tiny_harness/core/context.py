@@ -56,7 +56,8 @@ def _short_state(row: SubTaskRow) -> str:
 
 
 def system_prompt(task: TaskExtension, *, task_id: str) -> str:
-    """The system prompt for a task, from its goal, description, criteria, plan and sub-tasks."""
+    """The system prompt for a task, from its goal, description, criteria, plan, sub-tasks and
+    the names of its artifacts."""
     title = f"{task_id} ({task.name})" if task.name else task_id
     parts = [f"You are the agent working on task {title}.", f"Goal: {task.goal}"]
     if task.description:
@@ -73,6 +74,15 @@ def system_prompt(task: TaskExtension, *, task_id: str) -> str:
         parts.append(
             "Sub-tasks:\n"
             + "\n".join(f"- {r.task_id}: {r.goal} — {_short_state(r)}" for r in task.sub_tasks)
+        )
+    if task.artifacts:
+        # Their names, so the model can add to one or name it as a step's output; never their
+        # content, which is in the history as the calls that published it.
+        parts.append(
+            "Artifacts published (publish_artifact adds to one with append: true):\n"
+            + "\n".join(
+                f"- {a.name}: {a.size} bytes in {len(a.chunks)} chunk(s)" for a in task.artifacts
+            )
         )
     parts.append(_ENDINGS[task.effective_lifecycle])
     return "\n\n".join(parts)

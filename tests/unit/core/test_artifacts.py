@@ -20,6 +20,7 @@ from tiny_harness.core.artifacts import (
     new_chunks,
 )
 from tiny_harness.core.compaction import FixedContextWindow
+from tiny_harness.core.context import system_prompt
 from tiny_harness.core.intrinsics import apply_intrinsic
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.plan import Plan, PlanStep
@@ -299,3 +300,12 @@ async def test_a_crashed_turn_publishes_each_chunk_once_when_it_resumes() -> Non
 def test_a_kib_sized_chunk_reads_in_kib() -> None:
     result = publish(delegated(), name="k", parts=[{"text": "k" * (3 * KIB)}])
     assert "3 KiB" in result.content
+
+
+def test_the_system_prompt_names_the_artifacts_without_their_content() -> None:
+    task = with_chunk(delegated(), publish(delegated(), name="report", parts=[{"text": "SECRET"}]))
+    prompt = system_prompt(task, task_id="t1")
+    assert "Artifacts published (publish_artifact adds to one with append: true):" in prompt
+    assert "- report: 6 bytes in 1 chunk(s)" in prompt
+    assert "SECRET" not in prompt
+    assert "Artifacts published" not in system_prompt(delegated(), task_id="t1")
