@@ -16,9 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.types import StreamResponse
 
 from tests.conftest import ModelServer, OperatorProcess, operator_config
-from tests.integration.gateway_support import Replicas, Users, task_id_of
+from tests.eventually import eventually_async
+from tests.integration.gateway_support import JSONRPC, REST, Replicas, Users, task_id_of
 from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.toolserver_support import tool_outputs
@@ -280,3 +282,50 @@ async def test_a_turn_killed_right_after_its_publish_was_journaled_publishes_it_
     records = await tasks.records.for_task(await tasks.tasks.get("killed"))
     assert sum(1 for r in records for e in r.entries if getattr(e, "artifact", None)) == 1
     assert len(await model_server.control.requests()) == 2  # the publish's call was not asked again
+
+
+@pytest.mark.parametrize(("transport", "protocol"), [(JSONRPC, "0.3"), (REST, "1.0")])
+async def test_a_live_subscriber_is_streamed_the_artifact_and_any_protocol_reads_it(
+    transport: str,
+    protocol: str,
+    gateway: Replicas,
+    users: Users,
+    operator: Operator,
+    model_server: ModelServer,
+) -> None:
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "Hello."},
+            publish("summary", [{"text": "In short: "}, {"data": {"ok": True}}], "s0"),
+            {"type": "text", "text": "Summarised."},
+        ]
+    )
+    operator()
+    url = gateway().url
+    alice = await users(url, "alice")
+    task_id = task_id_of(await alice.send("Hi!"))
+    watcher = await users(url, "alice", transport=transport, protocol=protocol)
+    seen: list[StreamResponse] = []
+
+    async def follow() -> None:
+        async for event in watcher.subscribe(task_id):
+            seen.append(event)
+
+    following = asyncio.create_task(follow())
+    await eventually_async(lambda: seen, within=30, what="the subscription's first event")
+    await alice.send("Summarise it.", task_id=task_id)
+    await alice.complete(task_id)
+    await asyncio.wait_for(following, timeout=30)
+
+    kinds = [e.WhichOneof("payload") for e in seen]
+    assert kinds.count("artifact_update") == 1
+    at = kinds.index("artifact_update")
+    update = seen[at].artifact_update
+    assert (update.artifact.name, update.append, update.last_chunk) == ("summary", False, True)
+    assert update.artifact.parts[0].text == "In short: "
+    assert update.artifact.parts[1].data.struct_value["ok"] is True
+    assert seen[at + 1].status_update.status.message.parts[0].text == "Summarised."
+    (artifact,) = (await watcher.get(task_id)).artifacts
+    assert artifact.name == "summary"
+    assert artifact.parts[0].text == "In short: "
+    assert artifact.parts[1].data.struct_value["ok"] is True
