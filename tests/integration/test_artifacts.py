@@ -268,6 +268,7 @@ async def test_a_turn_killed_right_after_its_publish_was_journaled_publishes_it_
     await tasks.create("killed")
     await tasks.wait("killed", PARKED)
     await tasks.send("killed", "Log it.")
+    assert first.proc is not None
     assert await asyncio.to_thread(first.proc.wait, 60) == -9  # SIGKILL, at the failpoint
     records = await tasks.records.for_task(await tasks.tasks.get("killed"))
     published = [e for r in records for e in r.entries if getattr(e, "artifact", None)]
