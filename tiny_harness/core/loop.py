@@ -332,6 +332,11 @@ class _Turn:
         self.budget = turn.budget
         self.used = turn.used
         self.published = False
+        #: The index already holds this turn's chunks: the turn's end was written, and this is
+        #: its replay after a crash (the status is written at a turn's end and only then).
+        self.indexed = any(
+            ref.turn == turn.turn for row in turn.task.artifacts for ref in row.chunks
+        )
 
     async def run(self) -> TurnOutcome:
         for decided in self.decided:
@@ -526,13 +531,14 @@ class _Turn:
             self.questions.append(entry.question)
         if entry.artifact is not None:
             # Journaled in this entry, so published once: a replay applies the same chunk at
-            # the same place, which the index already holds if the turn's end was written.
-            ref = ChunkRef(
-                turn=self.ref.turn, entry=local_entry_id(entry.id), size=entry.artifact.size
-            )
-            artifacts = apply_chunk(self.task.artifacts, entry.artifact, ref)
-            self.task = self.task.model_copy(update={"artifacts": artifacts})
+            # the same place, unless the index is already the one this turn's end wrote.
             self.published = True
+            if not self.indexed:
+                ref = ChunkRef(
+                    turn=self.ref.turn, entry=local_entry_id(entry.id), size=entry.artifact.size
+                )
+                artifacts = apply_chunk(self.task.artifacts, entry.artifact, ref)
+                self.task = self.task.model_copy(update={"artifacts": artifacts})
 
     async def run_call(self, call: ToolCall, entry_id: str) -> ToolEntry:
         with tool_span(call, intrinsic=call.name in INTRINSIC_NAMES) as span:

@@ -229,8 +229,8 @@ def test_assemble_reads_the_chunks_in_order_and_shows_no_artifact_with_a_hole() 
 # -- in the loop -----------------------------------------------------------------------------------
 
 
-def _turn(journal: Any = (), task: TaskExtension | None = None) -> TurnInput:
-    return TurnInput(task_id="t1", turn=0, task=task or delegated(), journal=journal)
+def _turn(journal: Any = (), task: TaskExtension | None = None, number: int = 0) -> TurnInput:
+    return TurnInput(task_id="t1", turn=number, task=task or delegated(), journal=journal)
 
 
 def _script() -> ScriptedModel:
@@ -309,3 +309,34 @@ def test_the_system_prompt_names_the_artifacts_without_their_content() -> None:
     assert "- report: 6 bytes in 1 chunk(s)" in prompt
     assert "SECRET" not in prompt
     assert "Artifacts published" not in system_prompt(delegated(), task_id="t1")
+
+
+async def test_a_turn_replayed_over_the_index_its_end_wrote_leaves_that_index_as_it_was() -> None:
+    """Append, replace, append in one turn: replayed over the status its end wrote (a crash
+    just after it), the index is the one written, not the chunks applied a second time."""
+    model = ScriptedModel(
+        calls(("publish_artifact", {"name": "log", "parts": [{"text": "a"}], "append": True})),
+        calls(("publish_artifact", {"name": "log", "parts": [{"text": "b"}]})),
+        calls(("publish_artifact", {"name": "log", "parts": [{"text": "c"}], "append": True})),
+        reply("Logged."),
+    )
+    loop = CoreLoop(model, FixedContextWindow(200_000))
+    earlier = ArtifactRow(
+        artifact_id="artifact-x",
+        name="log",
+        chunks=(ChunkRef(turn=0, entry="tool-0-old", size=3),),
+        size=3,
+    )
+    before = delegated(artifacts=(earlier,))
+    host = MemoryHost()
+    host.send("Log it.")
+    first = await loop.run_turn(host, _turn(task=before, number=1))
+    assert first.artifacts is not None
+    assert [c.entry for c in first.artifacts[0].chunks] == ["tool-1-call-0", "tool-2-call-0"]
+
+    again = MemoryHost(journal=host.journal)
+    again.inbox, again.acked = host.inbox, host.acked
+    written = before.model_copy(update={"artifacts": first.artifacts})
+    replayed = await loop.run_turn(again, _turn(journal=host.journal, task=written, number=1))
+    assert replayed.artifacts == first.artifacts
+    assert len(model.requests) == 4  # the replay asked the model nothing
