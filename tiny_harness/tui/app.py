@@ -17,11 +17,21 @@ approval"), and its calls are listed above the conversation, the ones you may de
 reason (and, when the call's policy allows it, the arguments to run it with). The operator's
 answer, or its refusal, is the harness's line in the conversation and a notice.
 
+Files go with the next message: ``f7`` asks for a path and attaches the file when the harness
+would take it (:mod:`.attach`; else a notice says why, and nothing is attached), the files
+attached are named above the composer, ``f9`` drops the last, and they are sent with what is
+typed next, and named in the conversation as the harness names them. The open task's
+artifacts are listed under the conversation, each whole, as its stream and reads give them
+(:mod:`.artifacts`); ``f8`` saves the chosen one to a file, after a prompt for the path that
+proposes the artifact's own file name, and never over an existing file unless the prompt was
+told so twice.
+
 Keys (each in the footer): ``ctrl+d`` Complete, ``ctrl+c`` Cancel (both refused with a notice
 on an ended task or for a watcher), ``f5`` Approve and ``f6`` Reject (while a call waits;
 refused with the operator's reason, before anything is sent, for a call you may not decide),
-``enter`` on a sub-task row opens it, ``f4`` goes back to the parent, ``ctrl+n`` starts a new
-task, ``ctrl+t`` switches task (the tree), ``ctrl+q`` quits.
+``f7`` Attach, ``f9`` Drop attachment (while a file is attached), ``f8`` Save artifact
+(while the open task has one), ``enter`` on a sub-task row opens it, ``f4`` goes back to the
+parent, ``ctrl+n`` starts a new task, ``ctrl+t`` switches task (the tree), ``ctrl+q`` quits.
 """
 
 from __future__ import annotations
@@ -42,9 +52,16 @@ from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, S
 from textual.widgets.tree import TreeNode
 
 from tiny_harness.core.approval import Verdict
+from tiny_harness.core.sizes import kib
 from tiny_harness.tui.approvals import Call, refusal_to, summary
+from tiny_harness.tui.artifacts import content_of as artifact_bytes
+from tiny_harness.tui.artifacts import row_text as artifact_row
+from tiny_harness.tui.artifacts import save_name, written
+from tiny_harness.tui.attach import Attached, AttachError, attach
+from tiny_harness.tui.attach import shown as attached_line
 from tiny_harness.tui.decision import Asked, DecisionPrompt
 from tiny_harness.tui.new_task import NewTask
+from tiny_harness.tui.path_prompt import Chosen, PathPrompt
 from tiny_harness.tui.session import (
     Reconnecting,
     Session,
@@ -68,12 +85,18 @@ class HarnessApp(App[None]):
     #approvals-title { display: none; height: auto; padding: 0 1; color: $warning; }
     #approvals { display: none; height: auto; max-height: 16; border-bottom: solid $warning; }
     #hint { height: auto; color: $text-muted; padding: 0 1; }
+    #artifacts-title { display: none; height: auto; padding: 0 1; color: $success; }
+    #artifacts { display: none; height: auto; max-height: 6; border-bottom: solid $success; }
+    #attached { display: none; height: auto; padding: 0 1; color: $accent; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+d", "complete", "Complete", priority=True),
         Binding("ctrl+c", "cancel_task", "Cancel", priority=True),
         Binding("f5", "decide('approve')", "Approve", priority=True),
         Binding("f6", "decide('reject')", "Reject", priority=True),
+        Binding("f7", "attach", "Attach", priority=True),
+        Binding("f9", "drop_attachment", "Drop attachment", priority=True),
+        Binding("f8", "save_artifact", "Save artifact", priority=True),
         Binding("f4", "parent", "Back to parent"),
         Binding("ctrl+n", "new_task", "New task"),
         Binding("ctrl+t", "switch_task", "Switch task"),
@@ -95,6 +118,10 @@ class HarnessApp(App[None]):
         self.deciding_shown = False
         #: The calls listed, as drawn: the list is drawn again only when they change.
         self.calls_shown: list[tuple[str, str]] = []
+        #: The artifacts listed, as drawn (by id and line).
+        self.artifacts_shown: list[tuple[str, str]] = []
+        #: The files attached to the next message, in the order attached.
+        self.attached: list[Attached] = []
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -107,8 +134,11 @@ class HarnessApp(App[None]):
                 yield Static("", id="approvals-title", markup=False)
                 yield ListView(id="approvals")
                 yield RichLog(id="conversation", wrap=True, markup=False)
+                yield Static("", id="artifacts-title", markup=False)
+                yield ListView(id="artifacts")
                 yield ListView(id="subtasks")
                 yield Static("", id="hint", markup=False)
+                yield Static("", id="attached", markup=False)
                 yield Input(
                     placeholder=COMPOSER_PLACEHOLDER,
                     id="composer",
@@ -186,17 +216,17 @@ class HarnessApp(App[None]):
                 self.notify(f"Not following {task_id}: {item.reason}", severity="warning")
             else:
                 self.reconnecting = None
-                self._took(view, item)
+                self._took(view, item, "follow")
             if view.state.is_terminal and isinstance(item, Reconnecting):
                 self.reconnecting = None  # it ended meanwhile (a send's stream said so)
             self.render_view()
             if view.state.is_terminal:
                 return
 
-    def _took(self, view: TaskView, event: StreamResponse) -> None:
-        """Fold ``event`` into ``view``; after a status update, read the task again when its
-        calls may have moved (they ride on no status update)."""
-        view.take(event)
+    def _took(self, view: TaskView, event: StreamResponse, stream: str) -> None:
+        """Fold ``event`` of ``stream`` into ``view``; after a status update, read the task
+        again when its calls may have moved (they ride on no status update)."""
+        view.take(event, stream)
         if event.HasField("status_update") and view.wants_read():
             self.reread(view.task_id)
 
@@ -271,6 +301,7 @@ class HarnessApp(App[None]):
             details.append(f"← Parent: {view.parent} (f4)")
         self.query_one("#details", Static).update("\n".join(details))
         self._render_calls(calls)
+        self._render_artifacts(view)
         log = self.query_one("#conversation", RichLog)
         for line in view.lines[self.shown :]:
             log.write(f"{line.who}: {line.text}")
@@ -314,10 +345,34 @@ class HarnessApp(App[None]):
             self.deciding_shown = bool(waiting)
             self.refresh_bindings()
 
-    def _chosen(self) -> str | None:
-        """The call chosen in the list (highlighted), by id."""
-        item = self.query_one("#approvals", ListView).highlighted_child
+    def _chosen(self, where: str = "#approvals") -> str | None:
+        """The call (or artifact) chosen in its list (highlighted), by id."""
+        item = self.query_one(where, ListView).highlighted_child
         return str(item.name) if item is not None and item.name else None
+
+    def _render_artifacts(self, view: TaskView) -> None:
+        """The task's artifacts, each whole, the chosen one kept chosen."""
+        title = self.query_one("#artifacts-title", Static)
+        items = self.query_one("#artifacts", ListView)
+        wanted = [(a.artifact_id, artifact_row(a)) for a in view.artifacts]
+        title.display = items.display = bool(wanted)
+        if self.artifacts_shown == wanted:
+            return
+        had = bool(self.artifacts_shown)
+        self.artifacts_shown = wanted
+        count = len(wanted)
+        title.update(
+            f"{count} artifact{'' if count == 1 else 's'}: f8 saves the chosen one "
+            "(tab, then ↑ ↓ to choose)"
+        )
+        chosen = self._chosen("#artifacts")
+        items.clear()
+        for artifact_id, text in wanted:
+            items.append(ListItem(Label(text, markup=False), name=artifact_id))
+        ids = [artifact_id for artifact_id, _ in wanted]
+        items.index = ids.index(chosen) if chosen in ids else (0 if ids else None)
+        if had != bool(wanted):
+            self.refresh_bindings()
 
     @on(ListView.Selected, "#subtasks")
     def _sub_task(self, event: ListView.Selected) -> None:
@@ -342,13 +397,20 @@ class HarnessApp(App[None]):
             return
         event.input.value = ""
         self.query_one("#hint", Static).update("")
-        self.say(text)
+        self.say(text, files=tuple(self.attached))
 
     @work(group="send")
-    async def say(self, text: str, envelope: dict[str, Any] | None = None) -> None:
-        """Send ``text`` to the open task; with none open (or an ended one), or with an
-        ``envelope``, start a task with it."""
+    async def say(
+        self,
+        text: str,
+        envelope: dict[str, Any] | None = None,
+        files: tuple[Attached, ...] = (),
+    ) -> None:
+        """Send ``text`` and ``files`` to the open task; with none open (or an ended one), or
+        with an ``envelope``, start a task with them. The files attached go once the gateway
+        has taken them; a refusal keeps them, to drop one and send again."""
         view = self.view
+        parts = [f.part() for f in files]
         try:
             if envelope is not None or view is None or view.state.is_terminal:
                 if envelope is None:
@@ -356,7 +418,8 @@ class HarnessApp(App[None]):
                         "goal": text,
                         "participants": [{"id": self.session.me, "role": "assignee"}],
                     }
-                async for event in self.session.send(text, envelope=envelope):
+                async for event in self.session.send(text, envelope=envelope, files=parts):
+                    self._sent(files)
                     if event.HasField("task"):
                         self.open(event.task.id, push=False)
                         self.refresh_tasks()
@@ -365,17 +428,85 @@ class HarnessApp(App[None]):
             # What you said shows once the gateway has taken it (its first event comes after
             # the write), so a message it refuses outright never appears as sent.
             sent = Message(
-                message_id=str(uuid.uuid4()), role=Role.ROLE_USER, parts=[Part(text=text)]
+                message_id=str(uuid.uuid4()),
+                role=Role.ROLE_USER,
+                parts=[Part(text=text), *parts],
             )
             async for event in self.session.send(
-                text, task_id=view.task_id, message_id=sent.message_id
+                text, task_id=view.task_id, message_id=sent.message_id, files=parts
             ):
+                self._sent(files)
                 if self.view is view:
                     view.take_message(sent)
-                    view.take(event)
+                    view.take(event, sent.message_id)
                     self.render_view()
         except SessionError as exc:
             self.notify(str(exc), severity="error")
+
+    # -- files in, artifacts out -------------------------------------------------------------
+
+    def _sent(self, files: tuple[Attached, ...]) -> None:
+        """The gateway took a message with ``files``: they are attached no more."""
+        if files and any(f in self.attached for f in files):
+            self.attached = [f for f in self.attached if f not in files]
+            self._render_attached()
+
+    def _render_attached(self) -> None:
+        bar = self.query_one("#attached", Static)
+        bar.update(attached_line(self.attached))
+        bar.display = bool(self.attached)
+        self.refresh_bindings()
+
+    def action_attach(self) -> None:
+        """Ask for a path, and attach the file there when the harness would take it."""
+        if isinstance(self.screen, PathPrompt):
+            return
+
+        def chosen(picked: Chosen | None) -> None:
+            if picked is None:
+                return
+            try:
+                file = attach(picked.path, self.attached)
+            except AttachError as exc:
+                self.notify(f"Not attached: {exc}", severity="warning")
+                return
+            self.attached.append(file)
+            self._render_attached()
+
+        self.push_screen(PathPrompt("Attach a file to your next message"), chosen)
+
+    def action_drop_attachment(self) -> None:
+        if self.attached:
+            dropped = self.attached.pop()
+            self._render_attached()
+            self.notify(f"Dropped {dropped.name}", severity="information")
+
+    def action_save_artifact(self) -> None:
+        """Ask where, and save the chosen artifact there (never over a file unasked)."""
+        view = self.view
+        if view is None or not view.artifacts:
+            self.notify("this task has no artifacts yet", severity="warning")
+            return
+        if isinstance(self.screen, PathPrompt):
+            return
+        chosen = self._chosen("#artifacts")
+        artifact = next((a for a in view.artifacts if a.artifact_id == chosen), view.artifacts[0])
+
+        def save(picked: Chosen | None) -> None:
+            if picked is None:
+                return
+            data = artifact_bytes(artifact)
+            try:
+                path = written(picked.path, data, overwrite=picked.overwrite)
+            except FileExistsError:
+                self.notify(f"Not saved: {picked.path} exists", severity="warning")
+            except OSError as exc:
+                self.notify(f"Not saved: {exc.strerror or exc}", severity="error")
+            else:
+                self.notify(f"Saved {artifact.name} ({kib(len(data))}) to {path}")
+
+        title = f"Save artifact {artifact.name} to"
+        self.push_screen(PathPrompt(title, save_name(artifact), saving=True), save)
 
     # -- controls ----------------------------------------------------------------------------
 
@@ -388,8 +519,9 @@ class HarnessApp(App[None]):
     @work(group="send")
     async def completing(self, task_id: str) -> None:
         try:
+            stream = str(uuid.uuid4())
             async for event in self.session.complete(task_id):
-                self._take(task_id, event)
+                self._take(task_id, event, stream)
         except SessionError as exc:
             self.notify(str(exc), severity="error")
         self.refresh_tasks()
@@ -412,14 +544,18 @@ class HarnessApp(App[None]):
             self.render_view()
         self.refresh_tasks()
 
-    def _take(self, task_id: str, event: StreamResponse) -> None:
+    def _take(self, task_id: str, event: StreamResponse, stream: str) -> None:
         if self.view is not None and self.view.task_id == task_id:
-            self._took(self.view, event)
+            self._took(self.view, event, stream)
             self.render_view()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "decide":
             return self.deciding_shown  # in the footer only while a call waits
+        if action == "drop_attachment":
+            return bool(self.attached)
+        if action == "save_artifact":
+            return self.view is not None and bool(self.view.artifacts)
         return True
 
     def action_decide(self, verdict: Verdict) -> None:
@@ -467,7 +603,7 @@ class HarnessApp(App[None]):
             ):
                 if self.view is not None and self.view.task_id == task_id:
                     self.view.take_message(sent)
-                self._take(task_id, event)
+                self._take(task_id, event, message_id)
         except SessionError as exc:
             self.notify(str(exc), severity="error")
             return
@@ -498,7 +634,7 @@ class HarnessApp(App[None]):
     def action_new_task(self) -> None:
         def made(envelope: dict[str, Any] | None) -> None:
             if envelope is not None:
-                self.say(str(envelope["goal"]), envelope=envelope)
+                self.say(str(envelope["goal"]), envelope=envelope, files=tuple(self.attached))
 
         self.push_screen(NewTask(self.session.me), made)
 

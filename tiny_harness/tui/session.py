@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -240,15 +240,17 @@ class Session:
         task_id: str = "",
         envelope: dict[str, Any] | None = None,
         message_id: str = "",
+        files: Sequence[Part] = (),
     ) -> AsyncIterator[StreamResponse]:
-        """Send ``text`` (to ``task_id``, or as a new task described by ``envelope``) and
-        stream what the gateway answers until it ends the stream. ``message_id`` (else a new
-        one) lets the caller show the message as the history will name it."""
+        """Send ``text`` and ``files`` (to ``task_id``, or as a new task described by
+        ``envelope``) and stream what the gateway answers until it ends the stream.
+        ``message_id`` (else a new one) lets the caller show the message as the history will
+        name it."""
         message = Message(
             message_id=message_id or str(uuid.uuid4()),
             task_id=task_id,
             role=Role.ROLE_USER,
-            parts=[Part(text=text)],
+            parts=[Part(text=text), *files],
         )
         if envelope is not None:
             message.metadata.update({TASK_EXT_KEY: envelope})

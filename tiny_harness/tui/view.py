@@ -21,18 +21,37 @@ A task awaiting approval lists its calls (:meth:`TaskView.calls`, :mod:`.approva
 in the task extension of a ``Task``, not in a status update, so a view that shows calls (or
 learns that the task awaits approval) asks for the task to be read again after each status
 update (:meth:`TaskView.wants_read`).
+
+A task's artifacts (:attr:`TaskView.artifacts`) are whole in a ``Task``, and come as chunks
+(artifact updates) on a stream, each before the status update of the change that indexed it.
+Two streams of the task (the followed one, a send's) send the same chunks, and an appended
+chunk taken twice would show twice, so a stream's chunks are held until its next status
+update and taken only when that update is news to the view (:meth:`TaskView.take`); the stream
+that brought the change first brought its chunks too. A stream that ends among them resumes
+from the version before, and is sent the artifacts changed since, whole.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from a2a.types import Message, Role, StreamResponse, Task, TaskStatusUpdateEvent
+from a2a.types import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatusUpdateEvent,
+)
 
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
@@ -40,6 +59,7 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
 from tiny_harness.core.task import Lifecycle, Participant, SubTaskRow, TaskExtension, TaskUsage
 from tiny_harness.tui.approvals import AWAITING_APPROVAL, Call, badge, calls_of, is_decision_answer
+from tiny_harness.tui.artifacts import fold
 
 #: How the ids of the answers given outside a turn begin (``core.reply_ids``).
 REFUSED_PREFIX = refusal_id("")
@@ -121,8 +141,12 @@ class TaskView:
     ending: str | None = None
     #: The task's version this view last applied (None: nothing carried one yet).
     version: int | None = None
+    #: The task's artifacts, each whole (its chunks' parts joined), in the order published.
+    artifacts: tuple[Artifact, ...] = ()
     clock: Callable[[], float] = time.monotonic
     _seen: set[str] = field(default_factory=set)
+    #: Each stream's artifact updates not yet followed by a status update, by stream.
+    _held: dict[str, list[TaskArtifactUpdateEvent]] = field(default_factory=dict)
 
     # -- the fold ----------------------------------------------------------------------------
 
@@ -142,6 +166,7 @@ class TaskView:
             return
         self.version = version if version is not None else self.version
         self._status(task.status.state, sub_state_of(task.metadata))
+        self.artifacts = tuple(_copy(a) for a in task.artifacts)
         # A task with no readable extension shows its conversation only.
         with contextlib.suppress(InvalidTaskError):
             self.extension = extension_from_a2a(task)
@@ -200,15 +225,30 @@ class TaskView:
             self._ended_with(event.status.message)
             self.take_message(event.status.message)
 
-    def take(self, event: StreamResponse) -> None:
-        """One event of a stream."""
+    def take(self, event: StreamResponse, stream: str = "") -> None:
+        """One event of a stream (``stream`` names it among the task's streams the view
+        takes, for its artifact updates)."""
         if event.HasField("task"):
             if event.task.id == self.task_id:
+                self._held.pop(stream, None)
                 self.take_task(event.task)
         elif event.HasField("message"):
             self.take_message(event.message)
+        elif event.HasField("artifact_update"):
+            if event.artifact_update.task_id == self.task_id:
+                self._held.setdefault(stream, []).append(event.artifact_update)
         elif event.HasField("status_update") and event.status_update.task_id == self.task_id:
+            held = self._held.pop(stream, [])
+            if self._is_news(event.status_update):
+                for update in held:
+                    self.artifacts = fold(self.artifacts, update)
             self.take_status(event.status_update)
+
+    def _is_news(self, event: TaskStatusUpdateEvent) -> bool:
+        """Whether the update is after the version the view has applied (or either says
+        none): its change, and the chunks before it, are new to the view."""
+        version = version_of(event)
+        return version is None or self.version is None or version > self.version
 
     def _status(self, state: int, sub_state: str | None) -> None:
         try:
@@ -412,11 +452,17 @@ def is_refusal(message: Message) -> bool:
 
 def text_of(message: Message) -> str:
     """A message's text parts; a data part (a control request) shown as what it asks: a
-    decision as ``approve call_w1: fine``."""
+    decision as ``approve call_w1: fine``; a file as the line the harness names it by in a
+    message's text (``[file chart.png (image/png, 1.2 KiB)]``), unless the text has it
+    already (the history's text does)."""
     out: list[str] = []
     for part in message.parts:
         if part.HasField("text"):
             out.append(part.text)
+        elif part.HasField("raw") or part.HasField("url"):
+            line = file_line(part)
+            if not any(line in said for said in out):
+                out.append(line)
         elif part.HasField("data"):
             data = (
                 metadata_dict(part.data.struct_value) if part.data.HasField("struct_value") else {}
@@ -428,6 +474,22 @@ def text_of(message: Message) -> str:
             else:
                 out.append(f"({action} requested)" if action else "(data)")
     return "\n".join(out)
+
+
+def file_line(part: Part) -> str:
+    """How a file part is named in text, as the harness names it (``Attachment.line``)."""
+    if part.HasField("url"):
+        file = Attachment(media_type=part.media_type or "?", name=part.filename, url=part.url)
+    else:
+        data = base64.b64encode(part.raw).decode()
+        file = Attachment(media_type=part.media_type or "?", name=part.filename, data=data)
+    return file.line()
+
+
+def _copy(artifact: Artifact) -> Artifact:
+    out = Artifact()
+    out.CopyFrom(artifact)
+    return out
 
 
 def tree(

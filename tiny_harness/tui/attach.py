@@ -1,0 +1,120 @@
+"""Files attached to the next message: checked on this side first, by the harness's rules.
+
+A file is attached by its path. Its media type is guessed from its name (``mimetypes``, with
+the YAML and log names it does not know), and it is refused before anything is read or sent
+when no model can be given its kind (:func:`~tiny_harness.core.attachments.kind_of`: a person
+attaches a file for the agent to read, and an archive the agent could only be told of is more
+likely a mistake than a wish), or when its bytes pass the message's bound (a file counts as
+its base64 text, so at most :data:`~tiny_harness.core.sizes.FILE_BYTES`, and the files of one
+message together no more). The gateway checks the message again when it is sent (the text
+counts too), and its refusal is said the same way, as a notice, with nothing sent.
+
+An attached file is sent as an A2A part with its bytes (``raw``), media type and name, and it
+is named on the screen, above the composer and in the conversation, by the line the harness
+gives it in a message's text (:meth:`~tiny_harness.core.attachments.Attachment.line`).
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from a2a.types import Part
+
+from tiny_harness.core.attachments import Attachment, kind_of
+from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES, kib
+
+#: Names ``mimetypes`` does not know on every Python, whose kind the harness takes.
+EXTRA_TYPES: Final = {".yaml": "application/yaml", ".yml": "application/yaml", ".log": "text/plain"}
+#: What a refused kind is told to attach instead: the kinds every model adapter gives its model.
+READ: Final = (
+    "attach images (PNG, JPEG, GIF, WebP), PDF documents or text (text/*, JSON, XML, YAML)"
+)
+
+
+class AttachError(ValueError):
+    """Why a file cannot be attached, as a sentence naming the file."""
+
+
+@dataclass(frozen=True)
+class Attached:
+    """A file attached to the next message: its name, media type and bytes."""
+
+    name: str
+    media_type: str
+    data: bytes
+
+    @property
+    def file(self) -> Attachment:
+        return Attachment(
+            media_type=self.media_type, name=self.name, data=base64.b64encode(self.data).decode()
+        )
+
+    def line(self) -> str:
+        """``[file chart.png (image/png, 1.2 KiB)]``: as the harness names it in the text."""
+        return self.file.line()
+
+    def part(self) -> Part:
+        return Part(raw=self.data, media_type=self.media_type, filename=self.name)
+
+
+def media_type_of(name: str) -> str:
+    """The media type ``name`` implies ("" when it implies none)."""
+    guessed = mimetypes.guess_type(name, strict=False)[0]
+    return guessed or EXTRA_TYPES.get(Path(name).suffix.lower(), "")
+
+
+def encoded(size: int) -> int:
+    """How many characters of base64 ``size`` bytes are: what a file counts toward a message."""
+    return (size + 2) // 3 * 4
+
+
+def attach(path: Path, attached: Sequence[Attached] = ()) -> Attached:
+    """The file at ``path``, read, when the harness would take it beside the files already
+    ``attached``; else :class:`AttachError` saying why (and nothing read past its size)."""
+    name = path.name
+    media_type = media_type_of(name)
+    if not media_type:
+        raise AttachError(f"{name}: cannot tell what kind of file it is from its name; {READ}")
+    if kind_of(media_type) is None:
+        raise AttachError(f"{name}: no model can be given files of type {media_type}; {READ}")
+    try:
+        found = path.stat()
+    except OSError as exc:
+        raise AttachError(f"cannot attach {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(found.st_mode):
+        raise AttachError(f"cannot attach {path}: it is not a file")
+    _refuse_size(name, found.st_size, attached)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AttachError(f"cannot read {path}: {exc.strerror or exc}") from None
+    _refuse_size(name, len(data), attached)  # it may have grown since
+    return Attached(name, media_type, data)
+
+
+def _refuse_size(name: str, size: int, attached: Sequence[Attached]) -> None:
+    if encoded(size) > MESSAGE_BYTES:
+        raise AttachError(
+            f"{name} is {kib(size)}; the harness takes files of at most {kib(FILE_BYTES)} in a "
+            "message and has no file store for larger ones: send a smaller file, or (images "
+            "and PDFs) an https URL to it from another client"
+        )
+    together = encoded(size) + sum(encoded(len(a.data)) for a in attached)
+    if together > MESSAGE_BYTES:
+        raise AttachError(
+            f"{name} ({kib(size)}) would take the files attached to {kib(together * 3 // 4)}; a "
+            f"message carries at most {kib(FILE_BYTES)} of files: send some in the next message"
+        )
+
+
+def shown(attached: Sequence[Attached]) -> str:
+    """What the line above the composer says of the files attached ("" for none)."""
+    if not attached:
+        return ""
+    return "Attached: " + " ".join(a.line() for a in attached) + " · f9 drops the last"
