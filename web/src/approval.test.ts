@@ -133,7 +133,7 @@ describe("the calls waiting for approval", () => {
     for await (const _ of events) void _;
     expect(sent).toEqual([decision]);
     expect(takeMessage(emptyView("t1", "alice"), decision).lines).toEqual([
-      { messageId: decision.messageId, kind: "user", who: "you", text: "approve c1: fine" },
+      { messageId: decision.messageId, kind: "user", who: "you", text: "approve c1: fine", files: [] },
     ]);
     expect(decision.role).toBe(Role.ROLE_USER);
     expect(decision.parts).toEqual([

@@ -1,6 +1,6 @@
-import type { AgentCard } from "@a2a-js/sdk";
+import { Part, type AgentCard } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
-import { identifiedFetch, sameOrigin } from "./client";
+import { identifiedFetch, messageParts, sameOrigin } from "./client";
 import { GatewayRefusal } from "./errors";
 
 const config = { identity: "header" as const, participant_header: "X-Participant-Id" };
@@ -51,5 +51,25 @@ describe("the card", () => {
       "https://harness.example.org/",
       "https://harness.example.org/rest",
     ]);
+  });
+});
+
+describe("a message with files", () => {
+  it("is its text, then each file as raw bytes with its media type and name, as A2A 1.0 JSON", () => {
+    const png = Uint8Array.of(0x89, 0x50, 0x4e, 0x47);
+    const sent = messageParts("What is in these?", [
+      { name: "chart.png", mediaType: "image/png", bytes: png },
+      { name: "notes.txt", mediaType: "text/plain", bytes: new TextEncoder().encode("hi") },
+    ]);
+    expect(sent.map((p) => Part.toJSON(p))).toEqual([
+      { text: "What is in these?" },
+      { raw: "iVBORw==", mediaType: "image/png", filename: "chart.png" },
+      { raw: "aGk=", mediaType: "text/plain", filename: "notes.txt" },
+    ]);
+  });
+
+  it("has no empty text part when only files are sent", () => {
+    const sent = messageParts("", [{ name: "a.txt", mediaType: "text/plain", bytes: Uint8Array.of(97) }]);
+    expect(sent.map((p) => p.content?.$case)).toEqual(["raw"]);
   });
 });

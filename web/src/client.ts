@@ -110,6 +110,29 @@ function textPart(text: string): Part {
   return { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" };
 }
 
+/** A file to send: its bytes, media type and name. */
+export interface OutgoingFile {
+  name: string;
+  mediaType: string;
+  bytes: Uint8Array;
+}
+
+/** A file as an A2A 1.0 part: its bytes (`raw`, base64 in the JSON), media type and name. */
+export function filePart(file: OutgoingFile): Part {
+  return {
+    // The SDK types raw as Node's Buffer; any Uint8Array serialises the same (buffer.ts).
+    content: { $case: "raw", value: file.bytes as never },
+    metadata: undefined,
+    filename: file.name,
+    mediaType: file.mediaType,
+  };
+}
+
+/** A message's parts: its text (when there is any), then its files in the order chosen. */
+export function messageParts(text: string, files: readonly OutgoingFile[] = []): Part[] {
+  return [...(text ? [textPart(text)] : []), ...files.map(filePart)];
+}
+
 function userMessage(taskId: string, parts: Part[], metadata?: Record<string, unknown>): Message {
   return {
     messageId: crypto.randomUUID(),
@@ -180,16 +203,18 @@ export class HarnessClient {
     return this.client.getTask({ tenant: "", id: taskId });
   }
 
-  /** Send ``text`` (to ``taskId``, or as a new task described by ``envelope``); the message
-   * goes first, so the page can show it at once, then what the gateway streams. */
+  /** Send ``text`` and ``files`` (to ``taskId``, or as a new task described by ``envelope``);
+   * the message goes first, so the page can show it at once, then what the gateway streams. */
   send(
     text: string,
     target: { taskId: string } | { envelope: Envelope },
+    files: readonly OutgoingFile[] = [],
   ): { message: Message; events: AsyncGenerator<StreamResponse, void, undefined> } {
+    const parts = messageParts(text, files);
     const message =
       "taskId" in target
-        ? userMessage(target.taskId, [textPart(text)])
-        : userMessage("", [textPart(text)], { [TASK_EXT_KEY]: target.envelope });
+        ? userMessage(target.taskId, parts)
+        : userMessage("", parts, { [TASK_EXT_KEY]: target.envelope });
     return { message, events: this.stream(message) };
   }
 

@@ -187,7 +187,7 @@ describe("what Complete and Cancel may do", () => {
 });
 
 describe("merge", () => {
-  const line = (id: string): Line => ({ messageId: id, kind: "agent", who: "agent", text: id });
+  const line = (id: string): Line => ({ messageId: id, kind: "agent", who: "agent", text: id, files: [] });
   const ids = (lines: Line[]) => lines.map((l) => l.messageId);
 
   it("puts what the history adds after the line before it, and keeps lines it lacks", () => {

@@ -25,6 +25,8 @@ import {
   type TaskExtension,
 } from "./extension";
 import { isDecisionAnswer } from "./approval";
+import { takeArtifacts, takeArtifactUpdate, type ArtifactView } from "./artifacts";
+import { filesOf, type FileNote } from "./parts";
 import { isAfter } from "./resume";
 import { isTerminal, shortState, stateName, type StateName } from "./wire";
 
@@ -39,6 +41,8 @@ export interface Line {
   /** "you", another participant's id, or "agent". */
   who: string;
   text: string;
+  /** The files the message carries (a participant's attachments), shown under its text. */
+  files: FileNote[];
 }
 
 export interface TaskView {
@@ -58,6 +62,8 @@ export interface TaskView {
   /** The task's version this view last applied (null: none carried one yet); a stream that
    * resumes names it in Last-Event-ID. */
   version: string | null;
+  /** What the task has published, in the order the gateway lists it (artifacts.ts). */
+  artifacts: ArtifactView[];
 }
 
 export function emptyView(taskId: string, me: string): TaskView {
@@ -72,6 +78,7 @@ export function emptyView(taskId: string, me: string): TaskView {
     workingSince: null,
     ending: null,
     version: null,
+    artifacts: [],
   };
 }
 
@@ -88,7 +95,13 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
   }
   let next = withStatus(view, stateName(task.status?.state), subStateOf(task.metadata), now);
   const extension = extensionOf(task.metadata);
-  next = { ...next, known: true, extension: extension ?? next.extension, version: version ?? view.version };
+  next = {
+    ...next,
+    known: true,
+    extension: extension ?? next.extension,
+    version: version ?? view.version,
+    artifacts: task.artifacts.length ? takeArtifacts(next.artifacts, task.artifacts) : next.artifacts,
+  };
   const status = task.status?.message;
   // A question put to a person is the status message its task was created with, in no turn's
   // journal: while it waits, the agent's words there are the question, the conversation's first
@@ -106,7 +119,7 @@ export function takeTask(view: TaskView, task: Task, now: number): TaskView {
 /** Whether a message has anything to show: a control request (a completion, a decision) as
  * the history holds it has no words, and the harness's answer after it says what it asked. */
 function shown(message: Message): boolean {
-  return message.role !== Role.ROLE_USER || textOf(message.parts) !== "";
+  return message.role !== Role.ROLE_USER || textOf(message.parts) !== "" || filesOf(message.parts).length > 0;
 }
 
 /** One message, appended unless already shown. */
@@ -168,6 +181,11 @@ export function take(view: TaskView, event: StreamResponse, now: number): TaskVi
       return takeMessage(view, payload.value);
     case "statusUpdate":
       return takeStatus(view, payload.value, now);
+    case "artifactUpdate":
+      // No version of its own: it comes before the status update of the change it belongs to,
+      // and a resumed stream sends each changed artifact whole, so it is always taken.
+      if (payload.value.taskId !== view.taskId) return view;
+      return { ...view, artifacts: takeArtifactUpdate(view.artifacts, payload.value) };
     default:
       return view;
   }
@@ -227,13 +245,14 @@ export function lineOf(message: Message, me: string): Line {
     const sender = message.metadata?.sender;
     who = typeof sender === "string" && sender && sender !== me ? sender : "you";
   }
-  return { messageId: message.messageId, kind, who, text };
+  return { messageId: message.messageId, kind, who, text, files: filesOf(message.parts) };
 }
 
 /** A message's text parts; a data part (a control request) shown as what it asks (a decision
- * as "approve call_w1: fine"). */
+ * as "approve call_w1: fine"). Its files are not text: the line lists them (filesOf). */
 export function textOf(parts: Part[]): string {
   return parts
+    .filter((part) => part.content?.$case !== "raw" && part.content?.$case !== "url")
     .map((part) => {
       const content = part.content;
       if (content?.$case === "text") return content.value;
@@ -247,7 +266,7 @@ export function textOf(parts: Part[]): string {
         }
         return typeof action === "string" ? `(${action} requested)` : "(data)";
       }
-      return "(file)";
+      return "";
     })
     .join("\n");
 }

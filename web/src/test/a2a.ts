@@ -1,5 +1,15 @@
 // A2A objects for the unit tests, built as the gateway sends them (the SDK's decoded shapes).
-import { Role, TaskState, type Message, type StreamResponse, type Task, type TaskStatusUpdateEvent } from "@a2a-js/sdk";
+import {
+  Role,
+  TaskState,
+  type Artifact,
+  type Message,
+  type Part,
+  type StreamResponse,
+  type Task,
+  type TaskArtifactUpdateEvent,
+  type TaskStatusUpdateEvent,
+} from "@a2a-js/sdk";
 import { STATUS_EXT_KEY, TASK_EXT_KEY } from "../wire";
 
 export function message(id: string, text: string, role: Role = Role.ROLE_AGENT, metadata?: Record<string, unknown>): Message {
@@ -125,4 +135,40 @@ export function awaiting(calls: Record<string, unknown>[], opts: { id?: string; 
       approvals: calls,
     },
   });
+}
+
+/** Parts as the gateway sends an artifact's or a message's (the SDK's decoded shapes). */
+export const parts = {
+  text: (value: string, mediaType = ""): Part => ({ content: { $case: "text", value }, metadata: undefined, filename: "", mediaType }),
+  data: (value: Record<string, unknown>): Part => ({
+    content: { $case: "data", value },
+    metadata: undefined,
+    filename: "",
+    mediaType: "application/json",
+  }),
+  file: (bytes: Uint8Array, mediaType: string, filename: string): Part => ({
+    content: { $case: "raw", value: bytes as never },
+    metadata: undefined,
+    filename,
+    mediaType,
+  }),
+};
+
+export function artifact(name: string, artifactParts: Part[], description = ""): Artifact {
+  return { artifactId: `artifact-${name}`, name, description, parts: artifactParts, metadata: undefined, extensions: [] };
+}
+
+export function artifactUpdate(
+  value: Artifact,
+  opts: { append?: boolean; lastChunk?: boolean; taskId?: string } = {},
+): StreamResponse {
+  const event: TaskArtifactUpdateEvent = {
+    taskId: opts.taskId ?? "t1",
+    contextId: "ctx",
+    artifact: value,
+    append: opts.append ?? false,
+    lastChunk: opts.lastChunk ?? true,
+    metadata: undefined,
+  };
+  return { payload: { $case: "artifactUpdate", value: event } };
 }

@@ -2,17 +2,24 @@
 // card's commands, as a WAI-ARIA combobox (downshift's useCombobox): Up and Down move, Tab or
 // Enter takes the command, Escape closes the list; with the list closed, Enter sends.
 //
+// "Attach files" adds files to the next message (FilePicker.tsx), each checked first as the
+// gateway would check it (attachments.ts): a kind it does not take, or a file or message past
+// its bound, is refused here, saying why, and nothing is sent. The files go as `raw` parts
+// with their media type and name, after the text.
+//
 // A message shows at once; when the gateway refuses it before writing anything (too large,
-// too many requests) it is taken back out, and the text returns to the composer with what to
-// do about it.
+// too many requests, a file it does not take after all) it is taken back out, and its text and
+// files return to the composer with the gateway's words.
 import { useCombobox, type UseComboboxState, type UseComboboxStateChangeOptions } from "downshift";
 import { useState, type FormEvent, type KeyboardEvent } from "react";
-import type { HarnessClient } from "../client";
+import { choose, FILE_BYTES, mediaTypeOf, refuseMessage, size } from "../attachments";
+import type { HarnessClient, OutgoingFile } from "../client";
 import { accepted, offered, usage, type CommandSpec } from "../commands";
 import { explain } from "../errors";
 import { take, takeMessage, takeTask, withoutMessage } from "../fold";
 import type { ComposerWords } from "../question";
 import type { Views } from "../views";
+import { AttachedFiles, FilePicker, type Attached } from "./FilePicker";
 
 const { InputBlur, InputKeyDownEscape } = useCombobox.stateChangeTypes;
 
@@ -46,6 +53,7 @@ export function Composer({
   const [dismissed, setDismissed] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const [sending, setSending] = useState(0);
+  const [files, setFiles] = useState<Attached[]>([]);
   const commands = offered(client.commands, text);
   const open = enabled && commands.length > 0 && !dismissed;
 
@@ -81,14 +89,41 @@ export function Composer({
     setText(accepted(command));
   }
 
+  function attach(picked: File[]) {
+    const added = picked.map((file) => ({
+      key: crypto.randomUUID(),
+      file,
+      name: file.name,
+      mediaType: mediaTypeOf(file.name, file.type),
+      size: file.size,
+    }));
+    const { chosen, refused } = choose(files, added, text);
+    setFiles(chosen);
+    setProblem(refused.length ? refused.join(" ") : null);
+  }
+
   async function submit(event: FormEvent) {
     event.preventDefault();
     if (open) return; // Enter on the list takes the command
     const body = text.trim();
-    if (!body || !enabled) return;
-    const { message, events } = client.send(body, { taskId });
+    if ((!body && !files.length) || !enabled) return;
+    const tooLarge = refuseMessage(files, body);
+    if (tooLarge) {
+      setProblem(tooLarge);
+      return;
+    }
+    const sent = files;
+    let outgoing: OutgoingFile[];
+    try {
+      outgoing = await Promise.all(sent.map(read));
+    } catch {
+      setProblem("A chosen file could not be read (moved or deleted?): remove it and choose it again.");
+      return;
+    }
+    const { message, events } = client.send(body, { taskId }, outgoing);
     views.apply(taskId, (v) => takeMessage(v, message));
     setText("");
+    setFiles([]);
     setProblem(null);
     setSending((n) => n + 1);
     let written = false;
@@ -104,6 +139,7 @@ export function Composer({
           // Refused before anything was written: nothing was sent, so take it back.
           views.apply(taskId, (v) => withoutMessage(v, message.messageId));
           setText((now) => now || body);
+          setFiles((now) => (now.length ? now : sent));
         }
         return;
       }
@@ -159,16 +195,26 @@ export function Composer({
           : null}
       </ul>
         </div>
-        <button type="submit" className="primary" disabled={!enabled || !text.trim() || open}>
+        <FilePicker enabled={enabled} onAdd={attach} />
+        <button type="submit" className="primary" disabled={!enabled || (!text.trim() && !files.length) || open}>
           {sending ? "Sending…" : words.send}
         </button>
       </div>
+      <AttachedFiles files={files} onRemove={(key) => setFiles((now) => now.filter((f) => f.key !== key))} />
       <p id="composer-hint" className="help">
         {words.hint}
+      </p>
+      <p id="composer-files-hint" className="help">
+        Files: images (PNG, JPEG, GIF, WebP), PDFs or text, up to {size(FILE_BYTES)} each.
       </p>
       <p id="composer-problem" className="problem" role="alert">
         {problem}
       </p>
     </form>
   );
+}
+
+/** A chosen file's bytes, as the message carries them. */
+async function read(file: Attached): Promise<OutgoingFile> {
+  return { name: file.name, mediaType: file.mediaType, bytes: new Uint8Array(await file.file.arrayBuffer()) };
 }

@@ -4,7 +4,9 @@
 // "← Parent" for a sub-task. A question put to a person (a participant task) says whom it asks
 // and what they can do about it, or its answer once given, and its composer takes the answer.
 // A task awaiting approval lists its calls above the conversation, with Approve and Reject
-// (Approvals.tsx); the calls ride on no status event, so the re-read below brings them.
+// (Approvals.tsx); the calls ride on no status event, so the re-read below brings them. A
+// message's files show under its text (a small preview for an image), and what the task has
+// published shows below the conversation (Artifacts.tsx).
 //
 // The task is read once (GetTask, with its history), then followed (SubscribeToTask) for as
 // long as the page is open, through reconnections, each resuming from the last version the
@@ -37,7 +39,10 @@ import { composerWords, guidance, title, viewQuestion, type Question } from "../
 import { reconnectPause } from "../resume";
 import { isTerminal } from "../wire";
 import type { Views } from "../views";
+import { size } from "../attachments";
+import type { FileNote } from "../parts";
 import { Approvals } from "./Approvals";
+import { Artifacts } from "./Artifacts";
 import { Composer } from "./Composer";
 import { StateBadges } from "./StateBadges";
 
@@ -167,19 +172,22 @@ export function TaskPage({
       {question ? <QuestionPanel question={question} /> : null}
       {view.known ? <Approvals client={client} views={views} view={view} /> : null}
       <div className="task-body">
-        <section className="conversation" aria-labelledby="conversation-title">
-          <h2 id="conversation-title" className="visually-hidden">
-            Conversation
-          </h2>
-          <Conversation lines={view.lines} known={view.known} />
-          <Composer
-            client={client}
-            views={views}
-            taskId={taskId}
-            enabled={canSend(view)}
-            words={composerWords(view)}
-          />
-        </section>
+        <div className="task-main">
+          <section className="conversation" aria-labelledby="conversation-title">
+            <h2 id="conversation-title" className="visually-hidden">
+              Conversation
+            </h2>
+            <Conversation lines={view.lines} known={view.known} />
+            <Composer
+              client={client}
+              views={views}
+              taskId={taskId}
+              enabled={canSend(view)}
+              words={composerWords(view)}
+            />
+          </section>
+          <Artifacts artifacts={view.artifacts} />
+        </div>
         <aside className="details" aria-label="Task details">
           <Details view={view} role={role} />
         </aside>
@@ -220,12 +228,39 @@ function Conversation({ lines, known }: { lines: Line[]; known: boolean }) {
               ref={i === lines.length - 1 ? end : undefined}
             >
               <span className="who">{who(line)}</span>
-              <span className="text">{line.text}</span>
+              {line.text ? <span className="text">{line.text}</span> : null}
+              {line.files.length ? <Files files={line.files} /> : null}
             </li>
           ))}
         </ol>
       )}
     </div>
+  );
+}
+
+/** A message's files: name, type and size, and a small preview of an image. */
+function Files({ files }: { files: FileNote[] }) {
+  return (
+    <ul className="line-files" aria-label="Attached files">
+      {files.map((file, i) => (
+        <li key={i}>
+          {file.preview ? <img src={file.preview} alt={`Preview of ${file.name}`} /> : null}
+          <span className="file-name">
+            {file.url && /^https?:\/\//i.test(file.url) ? (
+              <a href={file.url} rel="noopener noreferrer" target="_blank">
+                {file.name}
+              </a>
+            ) : (
+              file.name
+            )}
+          </span>
+          <span className="muted">
+            {file.mediaType}
+            {file.size !== null ? ` · ${size(file.size)}` : null}
+          </span>
+        </li>
+      ))}
+    </ul>
   );
 }
 
