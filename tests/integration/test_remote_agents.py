@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import eventually_async
+from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.remote_support import (
     CALLER,
@@ -264,12 +265,24 @@ async def greeted(tasks: Tasks) -> tuple[dict[str, Any], dict[str, Any]]:
     return done, parent
 
 
+async def kept_as_artifact(harness: Harness, tasks: Tasks) -> None:
+    """The agent's artifact (of :func:`greeted`'s sub-task) is the sub-task's own: in its
+    index, and read whole by a participant of the parent with ``kubectl harness artifact``."""
+    child = (await the_child(tasks, "greet"))["metadata"]["name"]
+    [row] = (await tasks.status(child))["artifacts"]
+    assert (row["name"], row["size"], len(row["chunks"])) == ("answer", 15, 1)
+    written = await harness.run("artifact", child, "answer")
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == "echo: Say hello"
+
+
 async def test_a_foreign_a2a_agent_does_the_sub_task(
     kubectl: Kubectl,
     tasks: Tasks,
     operator: Operator,
     model_server: ModelServer,
     foreign: ForeignAgent,
+    harness: Harness,
 ) -> None:
     await model_server.control.script(ASK_ECHO)
     operator()
@@ -283,6 +296,7 @@ async def test_a_foreign_a2a_agent_does_the_sub_task(
     assert done["message"] == "echo: Say hello"
     assert parent["message"] == "Echo said hello."
     assert foreign.executor.received == ["Say hello"]
+    await kept_as_artifact(harness, tasks)
 
 
 # -- failures: each ends the sub-task FAILED with a reason that says what to look at ------------
@@ -438,7 +452,7 @@ async def test_completing_the_sub_task_completes_the_remote_task(
 
 
 async def test_an_agent_that_does_not_stream_is_followed_by_polling(
-    kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer
+    kubectl: Kubectl, tasks: Tasks, operator: Operator, model_server: ModelServer, harness: Harness
 ) -> None:
     async with ForeignAgent(streaming=False).running() as polled:
         await model_server.control.script(ASK_ECHO)
@@ -449,3 +463,4 @@ async def test_an_agent_that_does_not_stream_is_followed_by_polling(
 
     assert done["message"] == "echo: Say hello"
     assert polled.executor.received == ["Say hello"]
+    await kept_as_artifact(harness, tasks)

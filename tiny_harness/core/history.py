@@ -27,6 +27,7 @@ from tiny_harness.core.turn import (
     CompactionEntry,
     DrainEntry,
     ModelEntry,
+    RemoteArtifactEntry,
     RemoteSentEntry,
     RemoteStatusEntry,
     ToolEntry,
@@ -67,7 +68,8 @@ RecordEntry = Annotated[
     | NoticeEntry
     | AckEntry
     | RemoteSentEntry
-    | RemoteStatusEntry,
+    | RemoteStatusEntry
+    | RemoteArtifactEntry,
     Field(discriminator="kind"),
 ]
 ENTRIES: TypeAdapter[tuple[RecordEntry, ...]] = TypeAdapter(tuple[RecordEntry, ...])

@@ -18,19 +18,35 @@ Pure: no I/O, tested without a network.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import base64
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from a2a.types import Artifact, Message, Role, StreamResponse, Task, TaskStatus
+from a2a.helpers.proto_helpers import get_data_parts
+from a2a.types import Artifact, Message, Part, Role, StreamResponse, Task, TaskStatus
 
 from tiny_harness.core.a2a_task import state_from_a2a
+from tiny_harness.core.artifacts import (
+    ArtifactChunk,
+    ArtifactFile,
+    ArtifactPart,
+    ArtifactRow,
+    ChunkRef,
+    apply_chunk,
+    local_entry_id,
+    refuse_publish,
+)
+from tiny_harness.core.attachments import OPAQUE_TYPE
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
-from tiny_harness.core.sizes import entry_text
+from tiny_harness.core.sizes import ARTIFACT_CHUNK_BYTES, entry_text
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
 from tiny_harness.core.turn import (
+    RemoteArtifactEntry,
     RemoteRef,
     RemoteReply,
     RemoteSentEntry,
@@ -60,6 +76,36 @@ def reply_id(message_id: str) -> str:
     return f"remote:{message_id}"
 
 
+def artifact_parts(parts: Iterable[Part]) -> tuple[ArtifactPart, ...]:
+    """A remote artifact's parts as the sub-task keeps them: text, a JSON object (any other
+    JSON value under ``value``), a file's bytes, and a file's URL as a line of text."""
+    out: list[ArtifactPart] = []
+    for part in parts:
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            out.append(ArtifactPart(text=part.text))
+        elif kind == "data":
+            value = get_data_parts([part])[0]
+            out.append(ArtifactPart(data=value if isinstance(value, dict) else {"value": value}))
+        elif kind == "raw":
+            data = base64.b64encode(part.raw).decode()
+            media = part.media_type or OPAQUE_TYPE
+            out.append(
+                ArtifactPart(file=ArtifactFile(name=part.filename, media_type=media, data=data))
+            )
+        elif kind == "url":
+            out.append(ArtifactPart(text=f"{part.filename or 'file'}: {part.url}"))
+    return tuple(out)
+
+
+def content_digest(before: str, parts: Iterable[ArtifactPart]) -> str:
+    """An artifact's content after ``parts`` were added to what ``before`` digests ("" for a
+    new or replaced artifact): equal digests, equal content, so a poll that shows an artifact
+    again is recognised and kept once."""
+    body = json.dumps([p.model_dump(mode="json", exclude_none=True) for p in parts], sort_keys=True)
+    return hashlib.sha256(f"{before}\0{body}".encode()).hexdigest()[:32]
+
+
 @dataclass
 class RemoteView:
     """The remote task as seen so far. ``replies`` are what its agent said since the view was
@@ -73,6 +119,10 @@ class RemoteView:
     text: str = ""
     replies: list[RemoteReply] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    #: The remote artifacts kept: each one's content digest, by its remote id.
+    digests: dict[str, str] = field(default_factory=dict)
+    #: Chunks of remote artifacts folded but not journaled yet, with their digests.
+    chunks: list[tuple[ArtifactChunk, str]] = field(default_factory=list)
 
     @classmethod
     def of(cls, ref: RemoteRef | None) -> RemoteView:
@@ -86,6 +136,7 @@ class RemoteView:
             text=ref.text,
         )
         view.seen.update(ref.said)
+        view.digests.update(ref.artifacts)
         if ref.message_id:
             view.seen.add(ref.message_id)
         return view
@@ -110,8 +161,9 @@ class RemoteView:
                 self.message_id = reply_id(event.message.message_id)
                 self.text = entry_text(_text(event.message.parts), "remote reply")
         elif event.HasField("artifact_update"):
-            self._ids(event.artifact_update.task_id, event.artifact_update.context_id)
-            self._artifact(event.artifact_update.artifact)
+            update = event.artifact_update
+            self._ids(update.task_id, update.context_id)
+            self._artifact(update.artifact, append=update.append)
         return self.key() != before
 
     def take_task(self, task: Task) -> None:
@@ -123,10 +175,13 @@ class RemoteView:
             self._artifact(artifact)
         self._status(task.status, sub_state_of(task.metadata))
 
-    def take_entry(self, entry: RemoteSentEntry | RemoteStatusEntry) -> None:
+    def take_entry(self, entry: RemoteSentEntry | RemoteStatusEntry | RemoteArtifactEntry) -> None:
         """What this turn's journal already recorded (a resumed turn starts from it)."""
         if isinstance(entry, RemoteSentEntry):
             self._ids(entry.task_id, entry.context_id)
+            return
+        if isinstance(entry, RemoteArtifactEntry):
+            self.digests[entry.artifact.artifact_id] = entry.digest
             return
         self.state, self.sub_state = entry.state, entry.sub_state
         self.message_id, self.text = entry.message_id, entry.text
@@ -168,12 +223,48 @@ class RemoteView:
             # Bounded before it is journaled: a long reply is cut, never refused by etcd.
             self.replies.append(RemoteReply(id=rid, text=entry_text(text, "remote reply")))
 
-    def _artifact(self, artifact: Artifact) -> None:
+    def _artifact(self, artifact: Artifact, *, append: bool = False) -> None:
         text = _text(artifact.parts)
         rid = f"artifact:{artifact.artifact_id}"
         if text and artifact.artifact_id and rid not in self.seen:
             self.seen.add(rid)
             self.replies.append(RemoteReply(id=rid, text=entry_text(text, "remote artifact")))
+        self._keep(artifact, append)
+
+    def _keep(self, artifact: Artifact, append: bool) -> None:
+        """Keep the artifact (a chunk of it) as the sub-task's own, once: an update that adds
+        to one kept already is a chunk appended to it; a whole artifact (a poll's, a replaced
+        one) is kept again only when its content changed. A chunk past one journal entry's
+        bound is not kept, and the model is told so in place of it."""
+        parts = artifact_parts(artifact.parts)
+        key = artifact.artifact_id
+        if not parts or not key:
+            return
+        kept = self.digests.get(key)
+        append = append and kept is not None
+        digest = content_digest(kept if append and kept is not None else "", parts)
+        if digest == kept:
+            return
+        self.digests[key] = digest
+        size = sum(p.size for p in parts)
+        name = artifact.name or key
+        if size > ARTIFACT_CHUNK_BYTES:
+            note = (
+                f"The agent's artifact {name!r} sent {size:,} bytes at once, more than this "
+                f"installation keeps in one piece ({ARTIFACT_CHUNK_BYTES:,} bytes): it was not "
+                "kept."
+            )
+            self.replies.append(RemoteReply(id=f"artifact-too-large:{key}:{digest}", text=note))
+            return
+        chunk = ArtifactChunk(
+            artifact_id=key,
+            name=name[:128],
+            description=artifact.description[:1024],
+            parts=parts,
+            append=append,
+            size=size,
+        )
+        self.chunks.append((chunk, digest))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -230,6 +321,9 @@ def remote_ref_of(entries: Iterable[object]) -> RemoteRef | None:
         if isinstance(entry, RemoteSentEntry):
             if ref is None:
                 ref = RemoteRef(task_id=entry.task_id, context_id=entry.context_id)
+        elif isinstance(entry, RemoteArtifactEntry) and ref is not None:
+            kept = {**ref.artifacts, entry.artifact.artifact_id: entry.digest}
+            ref = ref.model_copy(update={"artifacts": kept})
         elif isinstance(entry, RemoteStatusEntry) and ref is not None:
             ref = ref.model_copy(
                 update={
@@ -241,3 +335,19 @@ def remote_ref_of(entries: Iterable[object]) -> RemoteRef | None:
                 }
             )
     return ref
+
+
+def kept_artifacts(
+    rows: Sequence[ArtifactRow], kept: Iterable[RemoteArtifactEntry], turn: int
+) -> tuple[ArtifactRow, ...]:
+    """The sub-task's artifact index with the remote chunks this turn kept; a chunk past the
+    task's bounds (``core/artifacts.refuse_publish``) is left out of the index, as a publish
+    past them would be refused."""
+    out = tuple(rows)
+    for entry in kept:
+        chunk = entry.artifact
+        if refuse_publish(out, chunk.name, chunk.size, chunk.append) is not None:
+            continue
+        ref = ChunkRef(turn=turn, entry=local_entry_id(entry.id), size=chunk.size)
+        out = apply_chunk(out, chunk, ref)
+    return out

@@ -207,6 +207,18 @@ class RemoteStatusEntry(_Data):
     replies: tuple[RemoteReply, ...] = ()
 
 
+class RemoteArtifactEntry(_Data):
+    """A chunk of a remote task's artifact, kept as an artifact of the sub-task that mirrors
+    it: its parts are here, as a publish's are in its tool entry, and the sub-task's index
+    names this entry (``core/artifacts.py``). ``digest`` is the artifact's content as of this
+    chunk, so a poll that shows the same artifact again keeps nothing twice."""
+
+    kind: Literal["remote_artifact"] = "remote_artifact"
+    id: str
+    artifact: ArtifactChunk
+    digest: str
+
+
 class RemoteRef(_Data):
     """Where a task's conversation with its remote agent stands after its earlier turns: the
     remote task (None: none yet, the brief creates it), and its last status seen."""
@@ -219,6 +231,10 @@ class RemoteRef(_Data):
     text: str = ""
     said: tuple[str, ...] = Field(
         default=(), description="The ids of what the remote agent said, mirrored already."
+    )
+    artifacts: dict[str, str] = Field(
+        default_factory=dict,
+        description="The remote artifacts kept already: each one's content digest, by its id.",
     )
 
 
@@ -247,7 +263,8 @@ JournalEntry = Annotated[
     | DrainEntry
     | CompactionEntry
     | RemoteSentEntry
-    | RemoteStatusEntry,
+    | RemoteStatusEntry
+    | RemoteArtifactEntry,
     Field(discriminator="kind"),
 ]
 

@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Final, TypeVar
 
 import httpx
@@ -65,7 +65,7 @@ from tiny_harness.core.control import control_part
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.llm import ChatMessage
-from tiny_harness.core.remote_view import RemoteView
+from tiny_harness.core.remote_view import RemoteView, kept_artifacts
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import TaskLink, TaskSpec
 from tiny_harness.core.tools import TurnTools
@@ -73,6 +73,7 @@ from tiny_harness.core.turn import (
     DrainEntry,
     InboundMessage,
     OutcomeKind,
+    RemoteArtifactEntry,
     RemoteRef,
     RemoteSentEntry,
     RemoteStatusEntry,
@@ -311,6 +312,7 @@ class RemoteLoop:
         drain: DrainEntry | None = None
         sent: RemoteSentEntry | None = None
         statuses = 0
+        kept: list[RemoteArtifactEntry] = []
         for entry in turn.journal:
             if isinstance(entry, DrainEntry):
                 drain = entry
@@ -319,6 +321,9 @@ class RemoteLoop:
                 view.take_entry(entry)
             elif isinstance(entry, RemoteStatusEntry):
                 statuses += 1
+                view.take_entry(entry)
+            elif isinstance(entry, RemoteArtifactEntry):
+                kept.append(entry)
                 view.take_entry(entry)
         awaiting: str | frozenset[str]
         if turn.decided and view.task_id:
@@ -330,13 +335,13 @@ class RemoteLoop:
             if drain is None:
                 inbound = [m for m in await host.drain() if m.sub_task is None]
                 if not inbound:
-                    return await self.end(host, turn, view, agent=agent)
+                    return await self.end(host, turn, view, agent=agent, kept=kept)
                 drain = DrainEntry(id=ref.drain(0), messages=tuple(inbound))
                 await host.checkpoint(drain)
                 await host.flush()  # the message is fixed before it is sent: a resend is the same
             before = sent.before if sent is not None else view.message_id
             awaiting = before
-        follow = _Following(host, ref, drain, view, before, sent, statuses)
+        follow = _Following(host, ref, drain, view, before, sent, statuses, kept)
         events = self.exchange(agent, turn, drain, view, sent)
         timeout = agent.spec.answer_timeout_seconds if agent.spec is not None else 600
         async with contextlib.aclosing(events):
@@ -351,7 +356,9 @@ class RemoteLoop:
                     more = await step
                 if not more:
                     break
-        return await self.end(host, turn, view, drain.messages if drain else (), agent=agent)
+        return await self.end(
+            host, turn, view, drain.messages if drain else (), agent=agent, kept=follow.kept
+        )
 
     async def relay(
         self, agent: Agent, host: JournalHost, turn: TurnInput, view: RemoteView
@@ -494,9 +501,11 @@ class RemoteLoop:
         taken: tuple[InboundMessage, ...] = (),
         *,
         agent: Agent,
+        kept: Sequence[RemoteArtifactEntry] = (),
     ) -> TurnOutcome:
-        """Settle the turn as the remote task is: its state and sub-state, its status text;
-        a remote task that waits for approval parks this one with its calls (relay.py)."""
+        """Settle the turn as the remote task is: its state and sub-state, its status text,
+        the remote artifacts ``kept`` as its own; a remote task that waits for approval parks
+        this one with its calls (relay.py)."""
         history = [
             *turn.history,
             *(m.said() for m in taken),
@@ -526,6 +535,7 @@ class RemoteLoop:
             message_id=view.message_id or f"{turn.ref.prefix}/end",
             history=tuple(history),
             approvals=approvals,
+            artifacts=kept_artifacts(turn.task.artifacts, kept, turn.turn) if kept else None,
         )
         await host.end_turn(outcome)
         return outcome
@@ -544,8 +554,10 @@ class _Following:
         before: str,
         sent: RemoteSentEntry | None,
         statuses: int,
+        kept: list[RemoteArtifactEntry],
     ) -> None:
         self.host = host
+        self.kept = kept
         self.ref = ref
         self.drain = drain
         self.view = view
@@ -586,6 +598,13 @@ class _Following:
             )
             await self.host.checkpoint(self.sent)
             await self.host.flush()  # the remote task's id, before it is followed
+        for chunk, digest in view.chunks:
+            kept = RemoteArtifactEntry(
+                id=f"{self.ref.prefix}/artifact-{len(self.kept)}", artifact=chunk, digest=digest
+            )
+            await self.host.checkpoint(kept)
+            self.kept.append(kept)
+        view.chunks.clear()
         if changed and view.state is not None:
             entry = view.entry(f"{self.ref.prefix}/remote-{self.statuses}", self.journaled)
             await self.host.checkpoint(entry)

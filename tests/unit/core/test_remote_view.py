@@ -21,10 +21,15 @@ from a2a.types import (
 from a2a.types import TaskState as A2AState
 
 from tiny_harness.core.extensions import STATUS_EXT_KEY
-from tiny_harness.core.remote_view import RemoteView, remote_ref_of, reply_id
-from tiny_harness.core.sizes import CHUNK_BYTES, ENTRY_TEXT_BYTES
+from tiny_harness.core.remote_view import RemoteView, kept_artifacts, remote_ref_of, reply_id
+from tiny_harness.core.sizes import ARTIFACT_CHUNK_BYTES, CHUNK_BYTES, ENTRY_TEXT_BYTES
 from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.turn import RemoteRef, RemoteSentEntry, RemoteStatusEntry
+from tiny_harness.core.turn import (
+    RemoteArtifactEntry,
+    RemoteRef,
+    RemoteSentEntry,
+    RemoteStatusEntry,
+)
 
 
 def agent_says(message_id: str, text: str) -> Message:
@@ -195,3 +200,86 @@ def test_a_remote_reply_too_long_to_journal_is_cut_to_an_entry_and_says_so() -> 
     assert reply.text.endswith("[the remote reply was 512 KiB; only its first 256 KiB are kept]")
     entry = view.entry("t/remote-0", 0)
     assert len(entry.model_dump_json()) < CHUNK_BYTES
+
+
+# -- a remote agent's artifacts, kept as the sub-task's own ------------------------------------
+
+
+def artifact_update(
+    artifact_id: str, *parts: Part, append: bool = False, name: str = "report"
+) -> StreamResponse:
+    update = TaskArtifactUpdateEvent(
+        task_id="r-1",
+        context_id="c-1",
+        artifact=Artifact(artifact_id=artifact_id, name=name, parts=list(parts)),
+        append=append,
+    )
+    return StreamResponse(artifact_update=update)
+
+
+def test_a_remote_artifact_is_kept_as_chunks_appended_in_order_and_each_once() -> None:
+    view = RemoteView.of(None)
+    view.take(artifact_update("a-1", Part(text="Part one.")))
+    view.take(artifact_update("a-1", Part(text="Part two."), append=True))
+    view.take(artifact_update("a-1", Part(text="Part two."), append=True))  # a later chunk
+
+    chunks = [chunk for chunk, _ in view.chunks]
+    assert [(c.artifact_id, c.name, c.append) for c in chunks] == [
+        ("a-1", "report", False),
+        ("a-1", "report", True),
+        ("a-1", "report", True),
+    ]
+    assert [c.parts[0].text for c in chunks] == ["Part one.", "Part two.", "Part two."]
+
+
+def test_a_poll_that_shows_a_kept_artifact_again_keeps_nothing_and_a_changed_one_again() -> None:
+    view = RemoteView.of(None)
+    task = Task(id="r-1", context_id="c-1", status=TaskStatus(state=A2AState.TASK_STATE_WORKING))
+    task.artifacts.append(
+        Artifact(
+            artifact_id="a-1",
+            name="chart",
+            parts=[Part(raw=b"\x89PNG", media_type="image/png", filename="chart.png")],
+        )
+    )
+    view.take(StreamResponse(task=task))
+    view.take(StreamResponse(task=task))
+    [(chunk, digest)] = view.chunks
+    assert chunk.parts[0].file is not None
+    assert (chunk.parts[0].file.name, chunk.parts[0].file.raw()) == ("chart.png", b"\x89PNG")
+
+    # The next turn starts from what the journal kept: the same artifact is not kept again.
+    sent = RemoteSentEntry(id="t/turn-1/sent-0", message_id="m", task_id="r-1")
+    kept = RemoteArtifactEntry(id="t/turn-1/artifact-0", artifact=chunk, digest=digest)
+    later = RemoteView.of(remote_ref_of([sent, kept]))
+    later.take(StreamResponse(task=task))
+    assert later.chunks == []
+    task.artifacts[0].parts.append(Part(text="A caption."))
+    later.take(StreamResponse(task=task))
+    assert [(c.append, len(c.parts)) for c, _ in later.chunks] == [(False, 2)]
+
+
+def test_kept_chunks_make_the_sub_tasks_index_within_its_bounds() -> None:
+    view = RemoteView.of(None)
+    view.take(artifact_update("a-1", Part(text="x" * 100)))
+    view.take(artifact_update("a-1", Part(text="y" * 50), append=True))
+    entries = [
+        RemoteArtifactEntry(id=f"t/turn-2/artifact-{i}", artifact=chunk, digest=digest)
+        for i, (chunk, digest) in enumerate(view.chunks)
+    ]
+
+    [row] = kept_artifacts((), entries, turn=2)
+
+    assert (row.artifact_id, row.name, row.size) == ("a-1", "report", 150)
+    assert [(ref.turn, ref.entry) for ref in row.chunks] == [(2, "artifact-0"), (2, "artifact-1")]
+
+
+def test_a_remote_chunk_too_large_to_keep_is_said_instead() -> None:
+    view = RemoteView.of(None)
+    view.take(artifact_update("a-1", Part(text="z" * (ARTIFACT_CHUNK_BYTES + 1))))
+
+    assert view.chunks == []
+    assert view.replies[-1].text == (
+        "The agent's artifact 'report' sent 262,145 bytes at once, more than this installation "
+        "keeps in one piece (262,144 bytes): it was not kept."
+    )
