@@ -29,7 +29,7 @@ told so twice.
 Keys (each in the footer): ``ctrl+d`` Complete, ``ctrl+c`` Cancel (both refused with a notice
 on an ended task or for a watcher), ``f5`` Approve and ``f6`` Reject (while a call waits;
 refused with the operator's reason, before anything is sent, for a call you may not decide),
-``f7`` Attach, ``f9`` Drop attachment (while a file is attached), ``f8`` Save artifact
+``f7`` Attach, ``f9`` Drop file (while a file is attached), ``f8`` Save artifact
 (while the open task has one), ``enter`` on a sub-task row opens it, ``f4`` goes back to the
 parent, ``ctrl+n`` starts a new task, ``ctrl+t`` switches task (the tree), ``ctrl+q`` quits.
 """
@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from pathlib import Path
 from typing import Any, ClassVar
 
 from a2a.types import Message, Part, Role, StreamResponse, Task
@@ -95,7 +96,7 @@ class HarnessApp(App[None]):
         Binding("f5", "decide('approve')", "Approve", priority=True),
         Binding("f6", "decide('reject')", "Reject", priority=True),
         Binding("f7", "attach", "Attach", priority=True),
-        Binding("f9", "drop_attachment", "Drop attachment", priority=True),
+        Binding("f9", "drop_attachment", "Drop file", priority=True),
         Binding("f8", "save_artifact", "Save artifact", priority=True),
         Binding("f4", "parent", "Back to parent"),
         Binding("ctrl+n", "new_task", "New task"),
@@ -505,7 +506,7 @@ class HarnessApp(App[None]):
             else:
                 self.notify(f"Saved {artifact.name} ({kib(len(data))}) to {path}")
 
-        title = f"Save artifact {artifact.name} to"
+        title = f"Save artifact {artifact.name} to (a relative path is in {Path.cwd()})"
         self.push_screen(PathPrompt(title, save_name(artifact), saving=True), save)
 
     # -- controls ----------------------------------------------------------------------------
