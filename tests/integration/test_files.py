@@ -17,8 +17,10 @@ from a2a.utils.errors import InvalidParamsError
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import NotYet, eventually_async
 from tests.integration.gateway_support import JSONRPC, REST, A2AUser, Replicas, cluster_objects
+from tests.integration.kubectl_support import Harness
 from tiny_harness.a2a_gateway.card import REST_PREFIX
 from tiny_harness.core.sizes import FILE_BYTES
+from tiny_harness.kube.crd import REPO_ROOT
 
 pytestmark = pytest.mark.controlplane
 
@@ -228,3 +230,108 @@ async def test_opaque_binary_data_is_taken_kept_and_named_to_the_model(
         "but could not be given to you: files of type application/octet-stream cannot be given "
         "to a model]"
     ) in body
+
+
+#: Where the transcript of the file-in, artifact-out walk is written (the README shows it).
+CAPTURE = REPO_ROOT / "docs" / "screens" / "files-and-artifacts.txt"
+CHANGES = "- faster sends\n- streams that resume\n- approvals\n"
+NOTES_MD = "# Release 1.2\n\n## Changes\n\n- Sends are faster.\n- Streams resume.\n- Approvals.\n"
+
+
+async def test_a_file_in_becomes_an_artifact_out_through_a2a_and_kubectl(
+    operator: Operator, model_server: ModelServer, gateway: Replicas, harness: Harness
+) -> None:
+    """The walk a user makes: hand a task a file over A2A, get its result back as an
+    artifact, streamed, read with GetTask and downloaded with ``kubectl harness artifact``."""
+    notes = base64.b64encode(NOTES_MD.encode()).decode()
+    publish = {
+        "name": "publish_artifact",
+        "id": "call_notes",
+        "arguments": {
+            "name": "release-notes",
+            "description": "Release notes for 1.2",
+            "parts": [
+                {
+                    "file": {
+                        "name": "release-notes.md",
+                        "media_type": "text/markdown",
+                        "bytes": notes,
+                    }
+                }
+            ],
+        },
+    }
+    await model_server.control.script(
+        [
+            {"type": "tool_calls", "calls": [publish]},
+            {"type": "text", "text": "The release notes are the artifact release-notes."},
+        ]
+    )
+    operator()
+    alice = await A2AUser.connect(gateway().url, "alice", transport=JSONRPC)
+    asked = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=[
+            Part(text="Write the release notes from these changes."),
+            Part(raw=CHANGES.encode(), media_type="text/plain", filename="changes.txt"),
+        ],
+    )
+    try:
+        events = await alice.stream(asked)
+        task_id = next(e.task.id for e in events if e.HasField("task"))
+        [update] = [e.artifact_update for e in events if e.HasField("artifact_update")]
+        task = await alice.get(task_id)
+    finally:
+        await alice.close()
+    downloaded = await harness.run("artifact", task_id, "release-notes")
+
+    # The model read the file as text, in the Responses wire format.
+    first = (await model_server.control.requests())[0].body
+    content = next(i for i in first["input"] if i.get("role") == "user")["content"]
+    assert content[-1] == {
+        "type": "input_text",
+        "text": f"Contents of changes.txt (text/plain):\n{CHANGES}",
+    }
+    # The artifact: streamed once, whole in GetTask, byte for byte from kubectl.
+    assert (update.artifact.name, update.append, update.last_chunk) == (
+        "release-notes",
+        False,
+        True,
+    )
+    [artifact] = task.artifacts
+    [part] = artifact.parts
+    assert (artifact.name, part.filename, part.media_type, part.raw) == (
+        "release-notes",
+        "release-notes.md",
+        "text/markdown",
+        NOTES_MD.encode(),
+    )
+    assert downloaded.returncode == 0, downloaded.stderr
+    assert downloaded.stdout == NOTES_MD
+
+    replies = [
+        p.text
+        for e in events
+        if e.HasField("status_update")
+        for p in e.status_update.status.message.parts
+        if p.text
+    ]
+    capture = "\n".join(
+        [
+            f"$ a2a send (JSON-RPC, a2a-sdk): text + changes.txt (text/plain, {len(CHANGES)} B)",
+            "  alice  > Write the release notes from these changes.",
+            f"           [file changes.txt (text/plain, {len(CHANGES)} B)]",
+            "  model  ← input_text: Contents of changes.txt (text/plain): …",
+            "  model  → publish_artifact(name=release-notes, parts=[file release-notes.md])",
+            f"  stream ← artifact update: {update.artifact.name} (append={update.append}, "
+            f"last_chunk={update.last_chunk}, {len(NOTES_MD)} B)",
+            f"  agent  > {replies[-1]}",
+            f"$ a2a get {task_id}: artifacts = "
+            f"[{artifact.name}: {part.filename} ({part.media_type}, {len(part.raw)} B)]",
+            f"$ kubectl harness artifact {task_id} release-notes > release-notes.md",
+            *(f"  {line}" for line in downloaded.stdout.splitlines()),
+            "",
+        ]
+    )
+    CAPTURE.write_text(capture.replace(task_id, "<task>"))
