@@ -22,7 +22,8 @@ in the task extension of a ``Task``, not in a status update, so a view that show
 learns that the task awaits approval) asks for the task to be read again after each status
 update (:meth:`TaskView.wants_read`).
 
-A task's artifacts (:attr:`TaskView.artifacts`) are whole in a ``Task``, and come as chunks
+A task's artifacts (:attr:`TaskView.artifacts`) are whole in a ``Task`` read (a send's opening
+``Task`` carries none, as it carries no history, and leaves them as they are), and come as chunks
 (artifact updates) on a stream, each before the status update of the change that indexed it.
 Two streams of the task (the followed one, a send's) send the same chunks, and an appended
 chunk taken twice would show twice, so a stream's chunks are held until its next status
@@ -166,7 +167,10 @@ class TaskView:
             return
         self.version = version if version is not None else self.version
         self._status(task.status.state, sub_state_of(task.metadata))
-        self.artifacts = tuple(_copy(a) for a in task.artifacts)
+        if task.artifacts:
+            # A task's artifacts are never taken away, and a send's opening task comes without
+            # them (as without its history): one that carries none leaves the view's.
+            self.artifacts = tuple(_copy(a) for a in task.artifacts)
         # A task with no readable extension shows its conversation only.
         with contextlib.suppress(InvalidTaskError):
             self.extension = extension_from_a2a(task)

@@ -92,7 +92,12 @@ def test_a_task_read_gives_the_artifacts_whole_and_an_older_one_does_not() -> No
     assert names_and_texts(view) == [("report", ["one", "two"])]
 
     older = waiting(version=11)
+    older.artifacts.append(artifact("report", text_part("one")))
     view.take_task(older)
+    assert names_and_texts(view) == [("report", ["one", "two"])]
+
+    # A send's opening task carries none (nor its history): what the view has stays.
+    view.take_task(waiting(version=12))
     assert names_and_texts(view) == [("report", ["one", "two"])]
 
     # A stream's opening task drops what that stream held before it.
