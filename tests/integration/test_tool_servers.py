@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import subprocess
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess, free_port
+from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
 from tests.integration.toolserver_support import (
     declare,
@@ -26,7 +28,7 @@ from tests.integration.toolserver_support import (
 from tiny_harness.core.secret_destinations import origin_of
 from tiny_harness.core.tool_server import SECRET_ANNOTATION
 from tiny_harness.kube.crd import REPO_ROOT
-from tiny_harness.testing.mcp_server import McpServerThread
+from tiny_harness.testing.mcp_server import CHART_PNG, McpServerThread
 
 pytestmark = pytest.mark.controlplane
 
@@ -108,6 +110,31 @@ async def test_a_tool_call_reaches_the_server_and_its_result_the_models_next_req
         ({"city": "Oslo"}, "trip/turn-1/tool-0-call_w1")
     ]
     assert task_condition(status)["status"] == "True"
+
+
+async def test_an_image_a_tool_returns_is_kept_as_an_artifact_and_the_model_told_so(
+    tasks: Tasks, model_server: ModelServer, weather: McpServerThread, harness: Harness
+) -> None:
+    chart = {
+        "type": "tool_calls",
+        "calls": [{"name": "weather__chart", "arguments": {"title": "rain"}, "id": "call_c1"}],
+    }
+    await model_server.control.script([chart, {"type": "text", "text": "The chart is kept."}])
+
+    status = await ask(tasks, "charts", "Chart the rain.", toolServers=["weather"])
+
+    assert status["message"] == "The chart is kept."
+    [row] = status["artifacts"]
+    assert row["name"] == "weather__chart-call_c1"
+    _, second = await model_server.control.requests()
+    assert tool_outputs(second) == [
+        "The chart of rain.\n\n[an image (image/png)]\n\n"
+        "[Kept as the artifact 'weather__chart-call_c1': image-1.png (image/png, 72 B).]"
+    ]
+    argv = harness.argv("artifact", "charts", "weather__chart-call_c1")
+    written = await asyncio.to_thread(subprocess.run, argv, capture_output=True, timeout=120)
+    assert written.returncode == 0, written.stderr
+    assert written.stdout == CHART_PNG
 
 
 async def test_a_default_server_is_offered_to_a_task_that_names_none(

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from pydantic import Field, model_validator
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.sizes import (
     ARTIFACT_BYTES,
     ARTIFACT_CHUNK_BYTES,
@@ -290,3 +291,32 @@ def assemble(
 def turns_of(rows: Iterable[ArtifactRow]) -> set[int]:
     """The turns whose records hold the chunks of ``rows``."""
     return {ref.turn for row in rows for ref in row.chunks}
+
+
+def tool_files_chunk(
+    rows: Sequence[ArtifactRow], tool: str, call_id: str, files: Sequence[Attachment]
+) -> tuple[ArtifactChunk | None, str]:
+    """The files a tool's result carried (an image, a binary resource), as one artifact named
+    for the call, and the line the model reads of it: where it is kept, or why it is not (a
+    bound of :func:`refuse_publish`: nothing is kept then, and nothing is retried)."""
+    parts = tuple(
+        ArtifactPart(file=ArtifactFile(name=f.name, media_type=f.media_type, data=f.data or ""))
+        for f in files
+        if f.data is not None
+    )
+    if not parts:
+        return None, ""
+    name = f"{tool}-{call_id}"[:ARTIFACT_NAME_MAX]
+    size = sum(p.size for p in parts)
+    listed = ", ".join(f.line().removeprefix("[file ").removesuffix("]") for f in files)
+    refused = refuse_publish(rows, name, size, append=False)
+    if refused is not None:
+        return None, f"[The files the tool returned ({listed}) were not kept: {refused}.]"
+    chunk = ArtifactChunk(
+        artifact_id=artifact_id_for(name),
+        name=name,
+        description=f"What tool {tool} returned (call {call_id})",
+        parts=parts,
+        size=size,
+    )
+    return chunk, f"[Kept as the artifact {name!r}: {listed}.]"

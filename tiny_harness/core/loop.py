@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tiny_harness.core import approval_steps
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import PendingApproval
-from tiny_harness.core.artifacts import ChunkRef, apply_chunk, local_entry_id
+from tiny_harness.core.artifacts import ChunkRef, apply_chunk, local_entry_id, tool_files_chunk
 from tiny_harness.core.compaction import (
     ContextWindows,
     compact,
@@ -564,6 +564,11 @@ class _Turn:
         if call.name not in INTRINSIC_NAMES:
             context = ToolContext(task_id=self.ref.task_id, call_id=entry_id)
             result = await self.invoker.run(call, args, context)
+            if result.files and not result.is_error:
+                chunk, kept = tool_files_chunk(
+                    self.task.artifacts, call.name, call.id, result.files
+                )
+                return entry(f"{result.content}\n\n{kept}", artifact=chunk)
             return entry(result.content, is_error=result.is_error)
         applied = apply_intrinsic(
             call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id

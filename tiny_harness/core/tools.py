@@ -21,6 +21,7 @@ from typing import Any, Final
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, ToolCall, ToolSpec
 
@@ -45,6 +46,16 @@ class ToolContext:
 
 #: A tool's body: takes the validated arguments, returns text (or JSON-able data) for the model.
 ToolFunction = Callable[[dict[str, Any], ToolContext], Awaitable[object] | object]
+
+
+@dataclass(frozen=True)
+class FileOutput:
+    """A tool's result that carries files besides its text (an MCP image, a binary
+    resource): the text is what the model reads; each file is kept as an artifact of the task
+    by the loop, which tells the model so."""
+
+    text: str
+    files: tuple[Attachment, ...]
 
 
 class ToolError(HarnessError):
@@ -252,6 +263,10 @@ class ToolInvoker:
                 call,
                 f"tool {call.name!r} failed: {type(exc).__name__}: {exc}. Try other arguments "
                 "or another way to reach the goal",
+            )
+        if isinstance(result, FileOutput):
+            return ChatMessage(
+                role="tool", content=result.text, files=result.files, tool_call_id=call.id
             )
         return ChatMessage(role="tool", content=_render(result), tool_call_id=call.id)
 

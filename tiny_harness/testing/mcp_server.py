@@ -7,7 +7,8 @@ arguments), so a test can count how often a tool really ran and see the id it ca
 - ``weather(city)``: ``Sunny in <city>.``, instantly;
 - ``slow(seconds)``: waits, then says so (for timeouts);
 - ``big(size)``: ``size`` characters (for the result-size limit);
-- ``broken()``: fails on the server's side (an MCP error result).
+- ``broken()``: fails on the server's side (an MCP error result);
+- ``chart(title)``: a line of text and a small PNG (:data:`CHART_PNG`), an image result.
 
 In a test, :class:`McpServerThread` runs it on a thread of its own, so a test blocked in a
 synchronous wait never stalls it. From a shell, ``python -m tiny_harness.testing.mcp_server
@@ -24,9 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import uvicorn
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 
 LOOPBACK: Final = "127.0.0.1"
+#: The image ``chart`` returns: a PNG signature and a few bytes, enough to be told apart.
+CHART_PNG: Final = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ def build_server(calls: list[ServedCall]) -> MCPServer:
     async def big(size: int, ctx: Context) -> str:
         calls.append(_served(ctx, "big", {"size": size}))
         return "x" * size
+
+    @server.tool(description="A chart of the given title, as an image.", structured_output=False)
+    async def chart(title: str, ctx: Context) -> list[object]:
+        calls.append(_served(ctx, "chart", {"title": title}))
+        return [f"The chart of {title}.", Image(data=CHART_PNG, format="png")]
 
     @server.tool(description="Always fails.")
     async def broken(ctx: Context) -> str:

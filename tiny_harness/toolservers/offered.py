@@ -21,6 +21,7 @@ import mcp_types
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.tool_server import MAX_TOOLS, DiscoveredTool
 from tiny_harness.core.tools import (
+    FileOutput,
     Tool,
     ToolContext,
     ToolError,
@@ -30,7 +31,7 @@ from tiny_harness.core.tools import (
 )
 from tiny_harness.toolservers.client import Endpoint, Outcome, ToolServerError, call_tool
 from tiny_harness.toolservers.names import exposed_name
-from tiny_harness.toolservers.results import cut_to_limit, render_result
+from tiny_harness.toolservers.results import cut_to_limit, render_result, result_files
 
 #: Told about every call: the server, how it ended (ok, truncated, error, or a
 #: :data:`~tiny_harness.toolservers.client.Outcome`), and how long it took.
@@ -116,7 +117,7 @@ def build_tools(
 def _calling(
     endpoint: Endpoint, tool: str, limit: int, observe: CallObserver | None
 ) -> ToolFunction:
-    async def run(args: dict[str, Any], context: ToolContext) -> str:
+    async def run(args: dict[str, Any], context: ToolContext) -> str | FileOutput:
         started = time.perf_counter()
         outcome = "ok"
         try:
@@ -133,7 +134,8 @@ def _calling(
                 )
             if cut:
                 outcome = "truncated"
-            return text
+            files = result_files(result)
+            return FileOutput(text, files) if files else text
         finally:
             if observe is not None:
                 observe(endpoint.server, outcome, time.perf_counter() - started)

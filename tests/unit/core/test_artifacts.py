@@ -18,7 +18,9 @@ from tiny_harness.core.artifacts import (
     assemble,
     chunks_of,
     new_chunks,
+    tool_files_chunk,
 )
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.compaction import FixedContextWindow
 from tiny_harness.core.context import system_prompt
 from tiny_harness.core.intrinsics import apply_intrinsic
@@ -340,3 +342,32 @@ async def test_a_turn_replayed_over_the_index_its_end_wrote_leaves_that_index_as
     replayed = await loop.run_turn(again, _turn(journal=host.journal, task=written, number=1))
     assert replayed.artifacts == first.artifacts
     assert len(model.requests) == 4  # the replay asked the model nothing
+
+
+# -- a tool's files --------------------------------------------------------------------------
+
+
+def test_the_files_a_tool_returns_are_one_artifact_named_for_the_call() -> None:
+    png = Attachment(media_type="image/png", name="image-1.png", data="iVBORw0KGgo=")
+
+    chunk, said = tool_files_chunk((), "charts__plot", "call_7", [png])
+
+    assert chunk is not None
+    assert (chunk.name, chunk.append, len(chunk.parts)) == ("charts__plot-call_7", False, 1)
+    assert chunk.parts[0].file is not None
+    assert chunk.parts[0].file.raw() == b"\x89PNG\r\n\x1a\n"
+    assert said == "[Kept as the artifact 'charts__plot-call_7': image-1.png (image/png, 8 B).]"
+
+
+def test_files_past_a_bound_are_not_kept_and_the_model_is_told_which() -> None:
+    huge = Attachment(
+        media_type="application/pdf",
+        name="scan.pdf",
+        data=base64.b64encode(b"x" * ARTIFACT_CHUNK_BYTES).decode(),
+    )
+
+    chunk, said = tool_files_chunk((), "docs__scan", "call_8", [huge])
+
+    assert chunk is None
+    assert said.startswith("[The files the tool returned (scan.pdf (application/pdf, 256.0 KiB))")
+    assert "too large for this installation" in said

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import mcp_types
 
-from tiny_harness.toolservers.results import cut_to_limit, render_result
+from tiny_harness.toolservers.results import cut_to_limit, render_result, result_files
 
 
 def result(*content: mcp_types.ContentBlock, **fields: object) -> mcp_types.CallToolResult:
@@ -34,6 +34,27 @@ def test_what_text_cannot_carry_is_named_not_inlined() -> None:
     assert "aGVsbG8=" not in text
     assert "image/png" in text
     assert "report: file:///r.txt" in text
+
+
+def test_images_and_binary_resources_are_handed_on_as_files_and_the_rest_is_not() -> None:
+    files = result_files(
+        result(
+            mcp_types.TextContent(type="text", text="a chart and its data"),
+            mcp_types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
+            mcp_types.EmbeddedResource(
+                type="resource",
+                resource=mcp_types.BlobResourceContents(
+                    uri="file:///exports/data.parquet", blob="AAEC", mime_type=None
+                ),
+            ),
+            mcp_types.ResourceLink(type="resource_link", name="report", uri="file:///r.txt"),
+        )
+    )
+
+    assert [(f.name, f.media_type, f.data) for f in files] == [
+        ("image-1.png", "image/png", "aGVsbG8="),
+        ("data.parquet", "application/octet-stream", "AAEC"),
+    ]
 
 
 def test_structured_content_is_json_when_there_is_no_text() -> None:
