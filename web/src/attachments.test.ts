@@ -9,6 +9,7 @@ import {
   refuseFile,
   refuseMessage,
   size,
+  unread,
   type Chosen,
 } from "./attachments";
 
@@ -38,16 +39,14 @@ describe("the files the composer takes", () => {
     expect(mediaTypeOf("notes.md", "")).toBe("text/markdown");
     expect(mediaTypeOf("values.YML", "")).toBe("application/yaml");
     expect(mediaTypeOf("chart.png", "image/png")).toBe("image/png");
-    expect(mediaTypeOf("Makefile", "")).toBe("");
+    expect(mediaTypeOf("Makefile", "")).toBe("application/octet-stream");
   });
 
-  it("refuses a kind it does not take, naming what is taken", () => {
-    expect(refuseFile(file("site.zip", "application/zip", 10))).toBe(
-      "site.zip was not sent: files of type application/zip are not taken. The harness takes " +
-        "images (PNG, JPEG, GIF, WebP), PDF documents, or text (text/*, JSON, XML, YAML).",
-    );
-    expect(refuseFile(file("Makefile", "", 10))).toMatch(/^Makefile was not sent: its type is not known/);
-    expect(refuseFile(file("chart.png", "image/png", 10))).toBeNull();
+  it("takes any kind, and says when the model cannot read it", () => {
+    expect(refuseFile(file("site.zip", "application/zip", 10))).toBeNull();
+    expect(unread(file("site.zip", "application/zip", 10))).toBe("kept with the task, and the model told only its name");
+    expect(unread(file("chart.png", "image/png", 10))).toBeNull();
+    expect(unread(file("notes.md", "text/markdown", 10))).toBeNull();
   });
 
   it("refuses a file past 192 KiB, saying its size and the bound", () => {
@@ -73,12 +72,11 @@ describe("the files the composer takes", () => {
     const kept = file("notes.txt", "text/plain", 10);
     const { chosen, refused } = choose(
       [kept],
-      [file("chart.png", "image/png", 2048), file("site.zip", "application/zip", 1), file("big.png", "image/png", FILE_BYTES + 1)],
+      [file("chart.png", "image/png", 2048), file("big.png", "image/png", FILE_BYTES + 1), file("site.zip", "application/zip", 1)],
     );
-    expect(chosen.map((f) => f.name)).toEqual(["notes.txt", "chart.png"]);
-    expect(refused).toHaveLength(2);
-    expect(refused[0]).toMatch(/^site\.zip/);
-    expect(refused[1]).toMatch(/^big\.png is too large to send/);
+    expect(chosen.map((f) => f.name)).toEqual(["notes.txt", "chart.png", "site.zip"]);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(/^big\.png is too large to send/);
   });
 
   it("says sizes as people read them", () => {

@@ -1,13 +1,14 @@
-// Files a participant attaches to a message, checked here before anything is sent: the same
-// kinds and bounds the gateway takes, so a file it would refuse is refused at once, on the page,
-// saying why and what is taken.
+// Files a participant attaches to a message, checked here before anything is sent: the bound
+// the gateway keeps, so a file it would refuse is refused at once, on the page, saying why; and
+// whether the model can read the file, so the page can say when it cannot.
 //
-// The server's rules live in tiny_harness/core/attachments.py (the kinds: IMAGE_TYPES, PDF_TYPE,
-// text/* and TEXT_APPLICATION_TYPES, and TAKEN, the words a refusal lists them in) and
-// tiny_harness/core/sizes.py (MESSAGE_BYTES, FILE_BYTES, and message_bytes: a file counts as its
-// base64 text); tiny_harness/a2a_gateway/rendering.py (message_parts) applies them to an
-// inbound message. Keep the three below equal to them; the gateway still checks every message,
-// and its refusal is shown as it is (the composer's error path).
+// The server's rules live in tiny_harness/core/sizes.py (MESSAGE_BYTES, FILE_BYTES, and
+// message_bytes: a file counts as its base64 text) and tiny_harness/core/attachments.py (any
+// file is taken and kept; kind_of says which a model reads: IMAGE_TYPES, PDF_TYPE, text/* and
+// TEXT_APPLICATION_TYPES; a file with no media type is OPAQUE_TYPE);
+// tiny_harness/a2a_gateway/rendering.py (message_parts) applies them to an inbound message.
+// Keep the values below equal to them; the gateway still checks every message, and its refusal
+// is shown as it is (the composer's error path).
 import { base64Length } from "./base64";
 
 const KIB = 1024;
@@ -16,7 +17,7 @@ export const MESSAGE_BYTES = 256 * KIB;
 /** core/sizes.py FILE_BYTES: the largest file whose base64 fits a message. */
 export const FILE_BYTES = (MESSAGE_BYTES * 3) / 4;
 
-/** core/attachments.py IMAGE_TYPES: the images every model adapter takes. */
+/** core/attachments.py IMAGE_TYPES: the images a model is given as images. */
 export const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 /** core/attachments.py PDF_TYPE. */
 export const PDF_TYPE = "application/pdf";
@@ -27,22 +28,10 @@ export const TEXT_APPLICATION_TYPES: ReadonlySet<string> = new Set([
   "application/yaml",
   "application/x-yaml",
 ]);
-/** core/attachments.py TAKEN, less the URLs (the composer sends bytes). */
-export const TAKEN = "images (PNG, JPEG, GIF, WebP), PDF documents, or text (text/*, JSON, XML, YAML)";
-
-/** What the file picker offers first (any file may still be chosen, and is then checked). */
-export const ACCEPT = [
-  ...IMAGE_TYPES,
-  PDF_TYPE,
-  "text/*",
-  ...TEXT_APPLICATION_TYPES,
-  ".md",
-  ".csv",
-  ".json",
-  ".xml",
-  ".yaml",
-  ".yml",
-].join(",");
+/** core/attachments.py OPAQUE_TYPE: a file whose type is not known. */
+export const OPAQUE_TYPE = "application/octet-stream";
+/** What a model reads, in words. */
+export const READ = "images (PNG, JPEG, GIF, WebP), PDFs and text (text/*, JSON, XML, YAML)";
 
 export type FileKind = "image" | "pdf" | "text";
 
@@ -51,8 +40,8 @@ export function baseType(mediaType: string): string {
   return (mediaType.split(";", 1)[0] ?? "").trim().toLowerCase();
 }
 
-/** The kind of file ``mediaType`` names, or null when the gateway does not take it
- * (core/attachments.py kind_of). */
+/** The kind of file ``mediaType`` names, or null when no model can be given it: such a file is
+ * kept with the task and named to the model, which cannot read it (core/attachments.py kind_of). */
 export function kindOf(mediaType: string): FileKind | null {
   const base = baseType(mediaType);
   if (IMAGE_TYPES.has(base)) return "image";
@@ -62,7 +51,7 @@ export function kindOf(mediaType: string): FileKind | null {
 }
 
 /** The media types a file's name implies when the browser gives none (a .md or .yaml file
- * often comes with an empty type); as the gateway does for a part without one, by its name. */
+ * often comes with an empty type), as the gateway guesses for a part without one. */
 const BY_EXTENSION: Readonly<Record<string, string>> = {
   png: "image/png",
   jpg: "image/jpeg",
@@ -84,7 +73,12 @@ const BY_EXTENSION: Readonly<Record<string, string>> = {
 export function mediaTypeOf(name: string, given: string): string {
   if (given) return given;
   const extension = name.includes(".") ? (name.split(".").pop() ?? "").toLowerCase() : "";
-  return BY_EXTENSION[extension] ?? "";
+  return BY_EXTENSION[extension] ?? OPAQUE_TYPE;
+}
+
+/** Whether the model can read the file; when not, what the page says of it. */
+export function unread(file: Chosen): string | null {
+  return kindOf(file.mediaType) === null ? "kept with the task, and the model told only its name" : null;
 }
 
 /** A file as the composer holds it until it is sent: what the checks read. */
@@ -111,14 +105,8 @@ export function choose<T extends Chosen>(
   return { chosen: out, refused };
 }
 
-/** Why one file cannot be sent (null: it can): its kind, then its size. */
+/** Why one file cannot be sent (null: it can): any kind is taken, within the bound. */
 export function refuseFile(file: Chosen): string | null {
-  if (!file.mediaType) {
-    return `${file.name} was not sent: its type is not known. The harness takes ${TAKEN}.`;
-  }
-  if (kindOf(file.mediaType) === null) {
-    return `${file.name} was not sent: files of type ${file.mediaType} are not taken. The harness takes ${TAKEN}.`;
-  }
   if (file.size > FILE_BYTES) {
     return (
       `${file.name} is too large to send: ${size(file.size)}, and a file may be at most ` +

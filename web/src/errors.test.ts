@@ -37,4 +37,10 @@ describe("errors as what to do", () => {
     expect(rereadAfter(new TypeError("Failed to fetch"))).toBeNull();
     expect(rereading(1000)).toBe("Too many requests: the list is read again in about 1 s.");
   });
+
+  it("keeps a sentence that starts with a name from the request as it is spelled", () => {
+    const refused = new Error("message.parts[2]: the file notes.txt is 200 KiB; send a smaller file");
+    expect(explain(refused)).toBe("message.parts[2]: the file notes.txt is 200 KiB; send a smaller file.");
+    expect(explain(new Error("bob may not cancel"))).toBe("Bob may not cancel.");
+  });
 });

@@ -74,6 +74,9 @@ function lower(text: string): string {
 
 function sentence(text: string): string {
   const trimmed = text.trim();
-  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  // A sentence that starts with a name from the request (message.parts[2]: ...) keeps it as
+  // it is spelled.
+  const named = /^[a-z_]+[.[]/.test(trimmed);
+  const capital = named ? trimmed : trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
   return /[.!?)]$/.test(capital) ? capital : `${capital}.`;
 }

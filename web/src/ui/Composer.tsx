@@ -3,8 +3,8 @@
 // Enter takes the command, Escape closes the list; with the list closed, Enter sends.
 //
 // "Attach files" adds files to the next message (FilePicker.tsx), each checked first as the
-// gateway would check it (attachments.ts): a kind it does not take, or a file or message past
-// its bound, is refused here, saying why, and nothing is sent. The files go as `raw` parts
+// gateway would check it (attachments.ts): a file or message past its bound is refused here,
+// saying why, and nothing is sent; a kind the model cannot read is sent, and said so. The files go as `raw` parts
 // with their media type and name, after the text.
 //
 // A message shows at once; when the gateway refuses it before writing anything (too large,
@@ -12,7 +12,7 @@
 // files return to the composer with the gateway's words.
 import { useCombobox, type UseComboboxState, type UseComboboxStateChangeOptions } from "downshift";
 import { useState, type FormEvent, type KeyboardEvent } from "react";
-import { choose, FILE_BYTES, mediaTypeOf, refuseMessage, size } from "../attachments";
+import { choose, FILE_BYTES, mediaTypeOf, READ, refuseMessage, size } from "../attachments";
 import type { HarnessClient, OutgoingFile } from "../client";
 import { accepted, offered, usage, type CommandSpec } from "../commands";
 import { explain } from "../errors";
@@ -205,7 +205,7 @@ export function Composer({
         {words.hint}
       </p>
       <p id="composer-files-hint" className="help">
-        Files: images (PNG, JPEG, GIF, WebP), PDFs or text, up to {size(FILE_BYTES)} each.
+        Files of up to {size(FILE_BYTES)} each; the model reads {READ}.
       </p>
       <p id="composer-problem" className="problem" role="alert">
         {problem}

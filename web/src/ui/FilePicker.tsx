@@ -1,9 +1,10 @@
 // The composer's files: a real file input (visually hidden, so its label can look like a
 // button; it still takes the focus, and its label shows the focus ring) labelled "Attach
 // files", and the files chosen for the next message, each with its type, size and a remove
-// button. What may be chosen is checked by attachments.ts before it is listed; the composer
-// says why a file was refused.
-import { ACCEPT, size, type Chosen } from "../attachments";
+// button, and a note on any the model cannot read (the gateway keeps it and names it to the
+// model). Each file is checked by attachments.ts before it is listed; the composer says why
+// one was refused.
+import { size, unread, type Chosen } from "../attachments";
 
 export interface Attached extends Chosen {
   /** Tells two files of the same name apart in the list. */
@@ -21,7 +22,6 @@ export function FilePicker({ enabled, onAdd }: { enabled: boolean; onAdd: (files
         className="visually-hidden file-input"
         type="file"
         multiple
-        accept={ACCEPT}
         disabled={!enabled}
         aria-describedby="composer-files-hint composer-problem"
         onChange={(event) => {
@@ -55,6 +55,7 @@ export function AttachedFiles({
           <span className="muted">
             {f.mediaType} · {size(f.size)}
           </span>
+          {unread(f) ? <span className="note">Not read by the model: {unread(f)}.</span> : null}
           <button
             type="button"
             className="ghost"
