@@ -446,6 +446,10 @@ class HarnessApp(App[None]):
 
     # -- files in, artifacts out -------------------------------------------------------------
 
+    def _prompting(self) -> bool:
+        """Whether a prompt or form is open (the keys of the main screen wait for it)."""
+        return len(self.screen_stack) > 1
+
     def _sent(self, files: tuple[Attached, ...]) -> None:
         """The gateway took a message with ``files``: they are attached no more."""
         if files and any(f in self.attached for f in files):
@@ -460,7 +464,7 @@ class HarnessApp(App[None]):
 
     def action_attach(self) -> None:
         """Ask for a path, and attach the file there when the harness would take it."""
-        if isinstance(self.screen, PathPrompt):
+        if self._prompting():
             return
 
         def chosen(picked: Chosen | None) -> None:
@@ -477,7 +481,7 @@ class HarnessApp(App[None]):
         self.push_screen(PathPrompt("Attach a file to your next message"), chosen)
 
     def action_drop_attachment(self) -> None:
-        if self.attached:
+        if self.attached and not self._prompting():
             dropped = self.attached.pop()
             self._render_attached()
             self.notify(f"Dropped {dropped.name}", severity="information")
@@ -488,7 +492,7 @@ class HarnessApp(App[None]):
         if view is None or not view.artifacts:
             self.notify("this task has no artifacts yet", severity="warning")
             return
-        if isinstance(self.screen, PathPrompt):
+        if self._prompting():
             return
         chosen = self._chosen("#artifacts")
         artifact = next((a for a in view.artifacts if a.artifact_id == chosen), view.artifacts[0])

@@ -160,6 +160,10 @@ async def test_files_attached_are_sent_named_and_the_published_artifact_saved(
         await until(pilot, lambda: notes not in text(app, "#attached"))
         assert noticed(app, "Dropped notes.md")
         await prompt(pilot, "f7", str(tmp_path / "notes.md"))
+        await pilot.press("f7", "f8", "f9")  # a prompt open: the main screen's keys wait
+        await pilot.pause()
+        assert len(app.screen_stack) == 2
+        assert [f.name for f in app.attached] == ["chart.png"]
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, PathPrompt))
         assert [f.name for f in app.attached] == ["chart.png"]
