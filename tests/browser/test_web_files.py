@@ -173,6 +173,11 @@ async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_
     await composer(page).focus()
     await composer(page).press("Tab")
     await expect(attach(page)).to_be_focused()
+    # The input itself is visually hidden: its label, drawn as a button, shows the focus ring.
+    ring = await page.locator("label[for=composer-files]").evaluate(
+        "e => getComputedStyle(e).outlineStyle + ' ' + getComputedStyle(e).outlineWidth"
+    )
+    assert ring == "solid 3px", ring
 
     # Refused on the page: a file past the bound; nothing is listed, nothing can be sent.
     too_large = b"\x89PNG\r\n\x1a\n" + bytes(200 * 1024)

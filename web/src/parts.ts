@@ -4,8 +4,9 @@
 // Text is shown as text (React renders it as text, never as markup: a text/html or Markdown
 // artifact reads as its source), a JSON object pretty-printed, an image inline from its bytes
 // as a data: URL (the page's Content-Security-Policy allows data: images and nothing else from
-// outside), and only the image kinds the harness takes (no SVG, which is a document with
-// scripts); any other file by its name, type and size, with a download link.
+// outside), and only the image kinds a model reads (core/attachments.py IMAGE_TYPES; no SVG,
+// a document that can hold scripts); any other file by its name, type and size, with a
+// download link.
 import type { Artifact, Part } from "@a2a-js/sdk";
 import { baseType, IMAGE_TYPES, kindOf } from "./attachments";
 import { toBase64 } from "./base64";
@@ -37,7 +38,7 @@ export function bytesOf(part: Part): Uint8Array | null {
   return part.content?.$case === "raw" ? (part.content.value as Uint8Array) : null;
 }
 
-/** An image's bytes as a data: URL, only for the image kinds the harness takes. */
+/** An image's bytes as a data: URL, only for the image kinds a model reads. */
 export function imageSource(mediaType: string, bytes: Uint8Array): string | null {
   const base = baseType(mediaType);
   return IMAGE_TYPES.has(base) ? `data:${base};base64,${toBase64(bytes)}` : null;
