@@ -211,6 +211,7 @@ class HarnessApp(App[None]):
             if self.view is not view:
                 return
             if isinstance(item, Reconnecting):
+                view.ended("follow")
                 self.reconnecting = f"reconnecting… ({item.reason})"
             elif isinstance(item, Unfollowed):
                 self.reconnecting = f"not following: {item.reason}"
@@ -441,6 +442,7 @@ class HarnessApp(App[None]):
                     view.take_message(sent)
                     view.take(event, sent.message_id)
                     self.render_view()
+            view.ended(sent.message_id)
         except SessionError as exc:
             self.notify(str(exc), severity="error")
 

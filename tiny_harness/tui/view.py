@@ -248,6 +248,11 @@ class TaskView:
                     self.artifacts = fold(self.artifacts, update)
             self.take_status(event.status_update)
 
+    def ended(self, stream: str) -> None:
+        """``stream`` ended: the chunks it held go (a resumed stream sends the artifacts
+        changed since its version whole)."""
+        self._held.pop(stream, None)
+
     def _is_news(self, event: TaskStatusUpdateEvent) -> bool:
         """Whether the update is after the version the view has applied (or either says
         none): its change, and the chunks before it, are new to the view."""

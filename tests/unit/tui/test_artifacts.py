@@ -109,6 +109,18 @@ def test_a_task_read_gives_the_artifacts_whole_and_an_older_one_does_not() -> No
     assert names_and_texts(view) == [("report", ["three"])]
 
 
+def test_a_stream_that_ends_among_its_chunks_drops_them() -> None:
+    view = TaskView.of(waiting(version=10), "alice")
+    view.take(chunk("report", text_part("one")), "follow")
+    view.ended("follow")
+    view.take(status_update(11), "follow")
+    assert view.artifacts == ()
+    # The resumed stream sends what changed since the version the view has, whole.
+    view.take(chunk("report", text_part("one"), text_part("two")), "follow")
+    view.take(status_update(12), "follow")
+    assert names_and_texts(view) == [("report", ["one", "two"])]
+
+
 def test_another_tasks_chunks_are_not_taken() -> None:
     view = TaskView.of(waiting(version=10), "alice")
     view.take(chunk("report", text_part("one"), task_id="other"), "follow")
