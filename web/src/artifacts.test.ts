@@ -73,6 +73,22 @@ describe("a task's artifacts", () => {
     expect(texts(takeTask(view, old, 0))).toEqual([["report", "new"]]);
   });
 
+  it("keeps an artifact's object when a read brings it unchanged, and not when it changed", () => {
+    const png = Uint8Array.of(1, 2, 3);
+    const read = () => {
+      const t = task();
+      t.artifacts = [artifact("chart", [parts.file(Uint8Array.from(png), "image/png", "c.png")]), artifact("figures", [parts.data({ a: 1 })])];
+      return t;
+    };
+    const first = takeTask(opened(), read(), 0);
+    const again = takeTask(first, read(), 0);
+    expect(again.artifacts[0]).toBe(first.artifacts[0]);
+    expect(again.artifacts[1]).toBe(first.artifacts[1]);
+    const changed = read();
+    changed.artifacts[0] = artifact("chart", [parts.file(Uint8Array.of(1, 2, 4), "image/png", "c.png")]);
+    expect(takeTask(first, changed, 0).artifacts[0]).not.toBe(first.artifacts[0]);
+  });
+
   it("uses the id when an artifact has no name", () => {
     const nameless = { ...artifact("x", [parts.text("t")]), name: "" };
     expect(takeArtifacts([], [nameless])[0]?.name).toBe("artifact-x");

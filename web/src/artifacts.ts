@@ -28,11 +28,42 @@ function viewOf(artifact: Artifact, receiving = false): ArtifactView {
 }
 
 /** ``list`` with a Task's artifacts taken as they are (whole), each in its place (a new one
- * last), and those the Task lacks kept. */
+ * last), and those the Task lacks kept. An artifact the page already has as the Task has it
+ * keeps its object, so what the page made of it (an image's data: URL, a download's object
+ * URL) is not made again at each re-read. */
 export function takeArtifacts(list: readonly ArtifactView[], artifacts: readonly Artifact[]): ArtifactView[] {
   let out = [...list];
-  for (const artifact of artifacts) out = put(out, viewOf(artifact));
+  for (const artifact of artifacts) {
+    const had = out.find((a) => a.artifactId === artifact.artifactId);
+    if (had && !had.receiving && sameArtifact(had, artifact)) continue;
+    out = put(out, viewOf(artifact));
+  }
   return out;
+}
+
+function sameArtifact(had: ArtifactView, artifact: Artifact): boolean {
+  return (
+    had.name === (artifact.name || artifact.artifactId) &&
+    had.description === artifact.description &&
+    had.parts.length === artifact.parts.length &&
+    had.parts.every((part, i) => samePart(part, artifact.parts[i]))
+  );
+}
+
+function samePart(a: Part, b: Part | undefined): boolean {
+  if (!b || a.mediaType !== b.mediaType || a.filename !== b.filename) return false;
+  const x = a.content;
+  const y = b.content;
+  if (x?.$case !== y?.$case) return false;
+  if (x?.$case === "raw" && y?.$case === "raw") return sameBytes(x.value as Uint8Array, y.value as Uint8Array);
+  if (x?.$case === "data" && y?.$case === "data") return JSON.stringify(x.value) === JSON.stringify(y.value);
+  return x?.value === y?.value;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** ``list`` with one artifact update folded in. */

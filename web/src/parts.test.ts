@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Role } from "@a2a-js/sdk";
 import { emptyView, takeMessage } from "./fold";
-import { artifactSize, content, downloadOf, fileDownload, filesOf, safeName, SHOWN_CHARS, shownPart } from "./parts";
+import { artifactSize, content, downloadOf, fileDownload, filesOf, previewOf, safeName, SHOWN_CHARS, shownPart } from "./parts";
 import { artifact, message, parts } from "./test/a2a";
 
 const PNG = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2, 255);
@@ -117,15 +117,10 @@ describe("a message's files in the conversation", () => {
     const [line] = takeMessage(emptyView("t1", "alice"), sent).lines;
     expect(line?.text).toBe("What is in these?");
     expect(line?.files).toEqual([
-      {
-        name: "chart.png",
-        mediaType: "image/png",
-        size: PNG.length,
-        preview: `data:image/png;base64,${Buffer.from(PNG).toString("base64")}`,
-        url: null,
-      },
-      { name: "notes.txt", mediaType: "text/plain", size: 2, preview: null, url: null },
+      { name: "chart.png", mediaType: "image/png", size: PNG.length, bytes: PNG, url: null },
+      { name: "notes.txt", mediaType: "text/plain", size: 2, bytes: bytes("hi"), url: null },
     ]);
+    expect(line?.files.map(previewOf)).toEqual([`data:image/png;base64,${Buffer.from(PNG).toString("base64")}`, null]);
   });
 
   it("shows a message of files alone, and a file at a URL by its link", () => {
@@ -136,7 +131,7 @@ describe("a message's files in the conversation", () => {
     const [line] = takeMessage(emptyView("t1", "alice"), sent).lines;
     expect(line?.text).toBe("");
     expect(filesOf(sent.parts)).toEqual([
-      { name: "spec.pdf", mediaType: "application/pdf", size: null, preview: null, url: "https://example.com/spec.pdf" },
+      { name: "spec.pdf", mediaType: "application/pdf", size: null, bytes: null, url: "https://example.com/spec.pdf" },
     ]);
     expect(line?.files).toHaveLength(1);
   });

@@ -27,9 +27,15 @@ export interface FileNote {
   mediaType: string;
   /** Its size in bytes (null for a URL). */
   size: number | null;
-  /** A small preview's source: an image's bytes as a data: URL (null for anything else). */
-  preview: string | null;
+  /** Its bytes (null for a URL); an image's preview is made of them (previewOf), when the line
+   * is shown, not at each read of the history. */
+  bytes: Uint8Array | null;
   url: string | null;
+}
+
+/** A small preview's source: an image's bytes as a data: URL (null for anything else). */
+export function previewOf(file: FileNote): string | null {
+  return file.bytes ? imageSource(file.mediaType, file.bytes) : null;
 }
 
 const OCTETS = "application/octet-stream";
@@ -98,9 +104,9 @@ export function filesOf(parts: readonly Part[]): FileNote[] {
     if (content?.$case === "raw") {
       const bytes = content.value as Uint8Array;
       const mediaType = part.mediaType || OCTETS;
-      out.push({ name: part.filename || "file", mediaType, size: bytes.length, preview: imageSource(mediaType, bytes), url: null });
+      out.push({ name: part.filename || "file", mediaType, size: bytes.length, bytes, url: null });
     } else if (content?.$case === "url") {
-      out.push({ name: part.filename || content.value, mediaType: part.mediaType, size: null, preview: null, url: content.value });
+      out.push({ name: part.filename || content.value, mediaType: part.mediaType, size: null, bytes: null, url: content.value });
     }
   }
   return out;

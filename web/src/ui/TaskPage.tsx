@@ -17,7 +17,7 @@
 // on no event), so each one also asks for a re-read of the task, one at a time; the fold
 // places what the read adds.
 import type { Task } from "@a2a-js/sdk";
-import { useEffect, useRef, useState, useSyncExternalStore } from "react";
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import { sleep, type HarnessClient } from "../client";
 import { explain, GatewayRefusal, isUnreachable } from "../errors";
 import {
@@ -40,7 +40,7 @@ import { reconnectPause } from "../resume";
 import { isTerminal } from "../wire";
 import type { Views } from "../views";
 import { size } from "../attachments";
-import type { FileNote } from "../parts";
+import { previewOf, type FileNote } from "../parts";
 import { Approvals } from "./Approvals";
 import { Artifacts } from "./Artifacts";
 import { Composer } from "./Composer";
@@ -238,13 +238,15 @@ function Conversation({ lines, known }: { lines: Line[]; known: boolean }) {
   );
 }
 
-/** A message's files: name, type and size, and a small preview of an image. */
+/** A message's files: name, type and size, and a small preview of an image (made once for the
+ * line: a line the history brings again keeps its object). */
 function Files({ files }: { files: FileNote[] }) {
+  const previews = useMemo(() => files.map(previewOf), [files]);
   return (
     <ul className="line-files" aria-label="Attached files">
       {files.map((file, i) => (
         <li key={i}>
-          {file.preview ? <img src={file.preview} alt={`Preview of ${file.name}`} /> : null}
+          {previews[i] ? <img src={previews[i]} alt={`Preview of ${file.name}`} /> : null}
           <span className="file-name">
             {file.url && /^https?:\/\//i.test(file.url) ? (
               <a href={file.url} rel="noopener noreferrer" target="_blank">
