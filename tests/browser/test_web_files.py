@@ -9,8 +9,8 @@ grown past its bound on the way) shows the gateway's words, and the text and fil
 the composer. Sent, the files show in the conversation (the image as a small preview) and reach the
 scripted model as the provider's image and text inputs (its recorded request). The model
 publishes three artifacts, a text, a JSON object and a PNG: the page shows them as they stream
-in (the text as text, the JSON pretty-printed, the image inline), and again from GetTask after
-a reload; each downloads through the page's link as the bytes published. Every screen passes
+in, every read of the task refused meanwhile (the text as text, the JSON pretty-printed, the
+image inline), and again from GetTask after a reload; each downloads through the page's link as the bytes published. Every screen passes
 axe-core in both themes and is photographed in both (``docs/screens/web/``)."""
 
 from __future__ import annotations
@@ -240,6 +240,19 @@ async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_
     await browser.check(page, "files-refused-by-the-gateway")
     await page.unroute("**/*", grow)
 
+    # From here until the reload, every GetTask fails: what the page shows of the artifacts
+    # can come only from the streams' artifact updates.
+    reads: list[str] = []
+
+    async def no_reads(route: Route, request: Request) -> None:
+        if request.method == "POST" and '"method":"GetTask"' in (request.post_data or ""):
+            reads.append(request.url)
+            await route.abort()
+        else:
+            await route.continue_()
+
+    await page.route("**/*", no_reads)
+
     # Sent: the files show under the question, the image as a small preview.
     await page.get_by_role("button", name="Send", exact=True).click()
     sent = log(page).locator(".line.user")
@@ -254,11 +267,15 @@ async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_
     )
     await expect(to_send(page)).to_be_hidden()
 
-    # The model's artifacts stream in: text as text, JSON pretty-printed, the image inline.
+    # The model's artifacts stream in (no read of the task succeeds meanwhile): text as text,
+    # JSON pretty-printed, the image inline.
     await expect(log(page)).to_contain_text(REPLY)
     await browser.check(page, "files-sent")
     await show_artifacts(page)
     await browser.check(page, "artifacts")
+
+    assert reads, "the page read the task while the test refused it"
+    await page.unroute("**/*", no_reads)
 
     # The model read the files as the provider's image and text inputs.
     requests = await model_server.control.requests()
