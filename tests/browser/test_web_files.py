@@ -6,15 +6,17 @@ refused on the page, saying why, and nothing is sent; a small PNG, a text file a
 are listed (name, type, size, a remove button; the archive said to be kept but not read by the
 model) and the first two sent with her question. A send the gateway refuses anyway (a file
 grown past its bound on the way) shows the gateway's words, and the text and files come back to
-the composer. Sent, the files show in the conversation (the image as a small preview) and reach the
-scripted model as the provider's image and text inputs (its recorded request). The model
-publishes three artifacts, a text, a JSON object and a PNG: the page shows them as they stream
-in, every read of the task refused meanwhile (the text as text, the JSON pretty-printed, the
-image inline), and again from GetTask after a reload; each downloads through the page's link as the bytes published. Every screen passes
-axe-core in both themes and is photographed in both (``docs/screens/web/``)."""
+the composer. Sent, the files show in the conversation (the image as a small preview) and
+reach the scripted model as the provider's image and text inputs (its recorded request). The
+model publishes three artifacts, a text, a JSON object and a PNG: the page shows them as they
+stream in, every read of the task refused meanwhile (the text as text, the JSON
+pretty-printed, the image inline), and again from GetTask after a reload; each downloads
+through the page's link as the bytes published. Every screen passes axe-core in both themes
+and is photographed in both (``docs/screens/web/``)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -49,7 +51,9 @@ def png(width: int, height: int) -> bytes:
     """A real PNG (an RGB gradient), as a browser would render it."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     rows = b"".join(
         b"\x00" + b"".join(bytes((x * 255 // width, y * 255 // height, 160)) for x in range(width))
@@ -148,7 +152,7 @@ async def downloaded(page: Page, link: Any) -> tuple[str, bytes]:
         await link.click()
     download = await info.value
     path = await download.path()
-    return download.suggested_filename, Path(path).read_bytes()
+    return download.suggested_filename, await asyncio.to_thread(Path(path).read_bytes)
 
 
 async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_show_and_download(
@@ -293,7 +297,10 @@ async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_
         "image_url": "data:image/png;base64," + base64.b64encode(CHART).decode(),
         "detail": "auto",
     } in content
-    assert {"type": "input_text", "text": "Contents of notes.txt (text/plain):\n" + NOTES} in content
+    assert {
+        "type": "input_text",
+        "text": "Contents of notes.txt (text/plain):\n" + NOTES,
+    } in content
     assert QUESTION in json.dumps(content)
 
     # Each downloads through its link as what was published.
