@@ -21,7 +21,9 @@ from tiny_harness.a2a_gateway.app import build_app
 from tiny_harness.a2a_gateway.identity import HeaderIdentity
 from tiny_harness.a2a_gateway.web import ui_routes
 from tiny_harness.core import extensions
+from tiny_harness.core.attachments import IMAGE_TYPES, OPAQUE_TYPE, PDF_TYPE, TEXT_APPLICATION_TYPES
 from tiny_harness.core.settings import GatewaySettings
+from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES
 from tiny_harness.kube.crd import REPO_ROOT
 
 
@@ -130,3 +132,25 @@ def test_the_ui_spells_the_extension_keys_as_the_harness_does() -> None:
 
     for name in ("TASK_EXT_KEY", "STATUS_EXT_KEY", "COMMANDS_EXT_URI", "EVENT_MEDIA_TYPE"):
         assert spelled[name] == getattr(extensions, name), name
+
+
+def test_the_ui_checks_files_by_the_harnesss_own_bounds_and_kinds() -> None:
+    """web/src/attachments.ts repeats core/sizes.py and core/attachments.py in TypeScript (the
+    page refuses a file before sending it): the two must say the same."""
+    source = (REPO_ROOT / "web/src/attachments.ts").read_text()
+
+    assert "export const MESSAGE_BYTES = 256 * KIB;" in source
+    assert MESSAGE_BYTES == 256 * 1024
+    assert "export const FILE_BYTES = (MESSAGE_BYTES * 3) / 4;" in source
+    assert FILE_BYTES == MESSAGE_BYTES * 3 // 4
+    assert f'export const PDF_TYPE = "{PDF_TYPE}";' in source
+    assert f'export const OPAQUE_TYPE = "{OPAQUE_TYPE}";' in source
+    for name, expected in (
+        ("IMAGE_TYPES", IMAGE_TYPES),
+        ("TEXT_APPLICATION_TYPES", TEXT_APPLICATION_TYPES),
+    ):
+        declared = re.search(
+            rf"export const {name}: ReadonlySet<string> = new Set\(\[(.*?)\]\)", source, re.S
+        )
+        assert declared is not None, name
+        assert set(re.findall(r'"([^"]+)"', declared.group(1))) == set(expected), name
