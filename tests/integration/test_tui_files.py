@@ -1,8 +1,9 @@
 """Files in and artifacts out in the TUI, driven by Textual's Pilot against a real gateway,
-operator and control plane, with the scripted model: alice's zip and a file past the message's
-bound are refused with a notice and nothing is sent; she attaches a real PNG and a text file,
-and her first message carries them to the model (its recorded request holds the image and the
-text); the model publishes a report in two chunks and the PNG back as a chart; the TUI lists
+operator and control plane, with the scripted model: a file past the message's bound is
+refused with a notice and nothing is sent; alice attaches a real PNG, a text file and a zip
+(said to be kept with the task, the model told only its name), and her first message carries
+them to the model (its recorded request holds the image, the text and the note naming the
+zip); the model publishes a report in two chunks and the PNG back as a chart; the TUI lists
 both, each whole, and f8 saves each where the prompt says, byte for byte; the next turn's
 chunk, carried by two streams, shows once, and a save over the first is made only when told
 twice. The screen with the artifacts listed is written to ``docs/screens/tui-files.txt``."""
@@ -156,26 +157,27 @@ async def test_files_reach_the_model_and_its_artifacts_are_listed_and_saved(
 
     app = HarnessApp(alice)
     async with app.run_test(size=(140, 45)) as pilot:
-        # Refused before anything is sent: a kind no model is given, a file too large.
-        await path_prompt(pilot, "f7", str(files / "logs.zip"))
-        await until(pilot, lambda: noticed(app, noticed_part("Not attached: logs.zip: no model")))
+        # Refused before anything is sent: a file too large for a message.
         await path_prompt(pilot, "f7", str(files / "huge.txt"))
         await until(pilot, lambda: noticed(app, noticed_part("Not attached: huge.txt is 192 KiB")))
         assert app.attached == []
         assert await alice.tasks() == []
         assert await model_server.control.requests() == []
 
-        # A PNG and a text file, sent with the goal of a new task.
+        # A PNG, a text file and a zip, sent with the goal of a new task.
         await path_prompt(pilot, "f7", str(files / "chart.png"))
         await path_prompt(pilot, "f7", str(files / "notes.md"))
-        assert [f.name for f in app.attached] == ["chart.png", "notes.md"]
+        await path_prompt(pilot, "f7", str(files / "logs.zip"))
+        await until(pilot, lambda: noticed(app, noticed_part("Attached logs.zip, but files of")))
+        assert [f.name for f in app.attached] == ["chart.png", "notes.md", "logs.zip"]
         app.query_one("#composer").focus()
         await pilot.press(*"Summarise these", "enter")
         await until(pilot, lambda: f"agent: {ANSWER}" in said(app))
         assert app.attached == []
         chart_line = f"[file chart.png (image/png, {len(CHART)} B)]"
         notes_line = f"[file notes.md (text/markdown, {len(NOTES)} B)]"
-        assert f"you: Summarise these\n{chart_line}\n{notes_line}" in said(app)
+        zip_line = "[file logs.zip (application/zip, 22 B)]"
+        assert f"you: Summarise these\n{chart_line}\n{notes_line}\n{zip_line}" in said(app)
 
         # The model was given both, in its wire format (Responses).
         first = (await model_server.control.requests())[0].body
@@ -189,6 +191,10 @@ async def test_files_reach_the_model_and_its_artifacts_are_listed_and_saved(
             "type": "input_text",
             "text": f"Contents of notes.md (text/markdown):\n{NOTES}",
         }
+        assert (
+            "[the file logs.zip (application/zip) is kept with the task but could not be "
+            in (content[3]["text"])
+        )
 
         # Both artifacts listed, the report's two chunks as one.
         report_size = len("".join(REPORT).encode())

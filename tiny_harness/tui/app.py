@@ -17,8 +17,9 @@ approval"), and its calls are listed above the conversation, the ones you may de
 reason (and, when the call's policy allows it, the arguments to run it with). The operator's
 answer, or its refusal, is the harness's line in the conversation and a notice.
 
-Files go with the next message: ``f7`` asks for a path and attaches the file when the harness
-would take it (:mod:`.attach`; else a notice says why, and nothing is attached), the files
+Files go with the next message: ``f7`` asks for a path and attaches the file when the gateway
+would take it (:mod:`.attach`; else a notice says why, and nothing is attached; a notice says
+so too of a file no model can be given, kept with the task and named to the model), the files
 attached are named above the composer, ``f9`` drops the last, and they are sent with what is
 typed next, and named in the conversation as the harness names them. The open task's
 artifacts are listed under the conversation, each whole, as its stream and reads give them
@@ -58,7 +59,7 @@ from tiny_harness.tui.approvals import Call, refusal_to, summary
 from tiny_harness.tui.artifacts import content_of as artifact_bytes
 from tiny_harness.tui.artifacts import row_text as artifact_row
 from tiny_harness.tui.artifacts import save_name, written
-from tiny_harness.tui.attach import Attached, AttachError, attach
+from tiny_harness.tui.attach import KEPT, Attached, AttachError, attach
 from tiny_harness.tui.attach import shown as attached_line
 from tiny_harness.tui.decision import Asked, DecisionPrompt
 from tiny_harness.tui.new_task import NewTask
@@ -479,6 +480,8 @@ class HarnessApp(App[None]):
                 return
             self.attached.append(file)
             self._render_attached()
+            if file.unread:
+                self.notify(f"Attached {file.name}, but {file.unread}: {KEPT}", severity="warning")
 
         self.push_screen(PathPrompt("Attach a file to your next message"), chosen)
 

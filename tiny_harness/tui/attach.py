@@ -1,13 +1,16 @@
-"""Files attached to the next message: checked on this side first, by the harness's rules.
+"""Files attached to the next message: checked on this side first, by the gateway's rules.
 
 A file is attached by its path. Its media type is guessed from its name (``mimetypes``, with
-the YAML and log names it does not know), and it is refused before anything is read or sent
-when no model can be given its kind (:func:`~tiny_harness.core.attachments.kind_of`: a person
-attaches a file for the agent to read, and an archive the agent could only be told of is more
-likely a mistake than a wish), or when its bytes pass the message's bound (a file counts as
-its base64 text, so at most :data:`~tiny_harness.core.sizes.FILE_BYTES`, and the files of one
-message together no more). The gateway checks the message again when it is sent (the text
-counts too), and its refusal is said the same way, as a notice, with nothing sent.
+the YAML and log names it does not know; a name that tells none is opaque bytes,
+``application/octet-stream``, as the gateway takes a file sent without a type). The gateway
+takes a file of any kind, and so does the TUI: one no model can be given (an archive, say:
+:attr:`~tiny_harness.core.attachments.Attachment.unread`) is kept with the task and named to
+the model, which is said when it is attached and beside it above the composer. What is refused
+before anything is read or sent is what the gateway would refuse: bytes past the message's
+bound (a file counts as its base64 text, so at most :data:`~tiny_harness.core.sizes.FILE_BYTES`,
+and the files of one message together no more). The gateway checks the message again when it
+is sent (the text counts too), and its refusal is said the same way, as a notice, with nothing
+sent.
 
 An attached file is sent as an A2A part with its bytes (``raw``), media type and name, and it
 is named on the screen, above the composer and in the conversation, by the line the harness
@@ -26,15 +29,13 @@ from typing import Final
 
 from a2a.types import Part
 
-from tiny_harness.core.attachments import Attachment, kind_of
+from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment
 from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES, kib
 
 #: Names ``mimetypes`` does not know on every Python, whose kind the harness takes.
 EXTRA_TYPES: Final = {".yaml": "application/yaml", ".yml": "application/yaml", ".log": "text/plain"}
-#: What a refused kind is told to attach instead: the kinds every model adapter gives its model.
-READ: Final = (
-    "attach images (PNG, JPEG, GIF, WebP), PDF documents or text (text/*, JSON, XML, YAML)"
-)
+#: What becomes of a file no model is given (the web UI says the same).
+KEPT: Final = "kept with the task, and the model told only its name"
 
 
 class AttachError(ValueError):
@@ -59,14 +60,19 @@ class Attached:
         """``[file chart.png (image/png, 1.2 KiB)]``: as the harness names it in the text."""
         return self.file.line()
 
+    @property
+    def unread(self) -> str | None:
+        """Why no model is given this file (None: every model is), as the harness says it."""
+        return self.file.unread
+
     def part(self) -> Part:
         return Part(raw=self.data, media_type=self.media_type, filename=self.name)
 
 
 def media_type_of(name: str) -> str:
-    """The media type ``name`` implies ("" when it implies none)."""
+    """The media type ``name`` implies (opaque bytes when it implies none)."""
     guessed = mimetypes.guess_type(name, strict=False)[0]
-    return guessed or EXTRA_TYPES.get(Path(name).suffix.lower(), "")
+    return guessed or EXTRA_TYPES.get(Path(name).suffix.lower(), OPAQUE_TYPE)
 
 
 def encoded(size: int) -> int:
@@ -75,14 +81,10 @@ def encoded(size: int) -> int:
 
 
 def attach(path: Path, attached: Sequence[Attached] = ()) -> Attached:
-    """The file at ``path``, read, when the harness would take it beside the files already
+    """The file at ``path``, read, when the gateway would take it beside the files already
     ``attached``; else :class:`AttachError` saying why (and nothing read past its size)."""
     name = path.name
     media_type = media_type_of(name)
-    if not media_type:
-        raise AttachError(f"{name}: cannot tell what kind of file it is from its name; {READ}")
-    if kind_of(media_type) is None:
-        raise AttachError(f"{name}: no model can be given files of type {media_type}; {READ}")
     try:
         found = path.stat()
     except OSError as exc:
@@ -117,4 +119,5 @@ def shown(attached: Sequence[Attached]) -> str:
     """What the line above the composer says of the files attached ("" for none)."""
     if not attached:
         return ""
-    return "Attached: " + " ".join(a.line() for a in attached) + " · f9 drops the last"
+    named = [a.line() + (f" ({KEPT})" if a.unread else "") for a in attached]
+    return "Attached: " + " ".join(named) + " · f9 drops the last"

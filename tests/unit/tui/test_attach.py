@@ -1,8 +1,8 @@
-"""Files attached in the TUI, checked before anything is sent: a kind no model can be given,
-a file whose kind its name does not tell, one past the message's bound, files together past
-it, a directory or a missing path are each refused with a sentence saying why; an attached
-file is named as the harness names it, in the line above the composer and in the
-conversation, once even when the history's text names it too."""
+"""Files attached in the TUI, checked before anything is sent by the gateway's rules: a file
+past the message's bound, files together past it, a directory or a missing path are each
+refused with a sentence saying why; a kind no model can be given, or one its name does not
+tell, is attached and said so; an attached file is named as the harness names it, in the line
+above the composer and in the conversation, once even when the history's text names it too."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def test_an_image_and_a_text_are_attached_with_their_types_and_named_as_the_harn
     assert notes.media_type == "text/markdown"
     assert attach(tmp_path / "config.yaml").media_type == "application/yaml"
     assert chart.line() == f"[file chart.png (image/png, {len(PNG)} B)]"
+    assert chart.unread is None
+    assert notes.unread is None
     part = chart.part()
     assert (part.raw, part.media_type, part.filename) == (PNG, "image/png", "chart.png")
     assert shown([chart, notes]) == (
@@ -46,14 +48,20 @@ def test_an_image_and_a_text_are_attached_with_their_types_and_named_as_the_harn
     assert shown([]) == ""
 
 
-def test_a_kind_no_model_is_given_is_refused_naming_what_to_attach(tmp_path: Path) -> None:
+def test_a_kind_no_model_is_given_is_attached_and_said_so(tmp_path: Path) -> None:
     (tmp_path / "logs.zip").write_bytes(b"PK\x03\x04")
     (tmp_path / "Makefile").write_text("all:\n")
-    zipped = refusal(tmp_path / "logs.zip")
-    assert zipped.startswith("logs.zip: no model can be given files of type application/zip; ")
-    assert "images (PNG, JPEG, GIF, WebP), PDF documents or text" in zipped
-    assert refusal(tmp_path / "Makefile").startswith(
-        "Makefile: cannot tell what kind of file it is from its name; attach images"
+    zipped = attach(tmp_path / "logs.zip")
+    assert zipped.media_type == "application/zip"
+    assert zipped.unread == "files of type application/zip cannot be given to a model"
+    # A name that tells no kind: opaque bytes, as the gateway takes a file sent without a type.
+    opaque = attach(tmp_path / "Makefile")
+    assert opaque.media_type == "application/octet-stream"
+    assert opaque.unread is not None
+    assert attach(tmp_path / "Makefile").part().media_type == "application/octet-stream"
+    assert shown([zipped]) == (
+        "Attached: [file logs.zip (application/zip, 4 B)] (kept with the task, and the model "
+        "told only its name) · f9 drops the last"
     )
 
 
