@@ -598,10 +598,13 @@ class HarnessApp(App[None]):
     async def deciding(self, task_id: str, call_id: str, verdict: Verdict, asked: Asked) -> None:
         """Send the decision, and say the operator's answer (or its refusal) as a notice too."""
         message_id = str(uuid.uuid4())
-        # Shown once the gateway has taken it (its first event), before the answer to it.
+        # Shown once the gateway has taken it (its first event), or just before the answer to
+        # it when the followed stream brings that first.
         sent = decision_message(
             task_id, call_id, verdict, reason=asked.reason, message_id=message_id
         )
+        if self.view is not None and self.view.task_id == task_id:
+            self.view.sending(sent)
         try:
             async for event in self.session.decide(
                 task_id,

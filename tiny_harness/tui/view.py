@@ -148,6 +148,8 @@ class TaskView:
     _seen: set[str] = field(default_factory=set)
     #: Each stream's artifact updates not yet followed by a status update, by stream.
     _held: dict[str, list[TaskArtifactUpdateEvent]] = field(default_factory=dict)
+    #: Messages being sent from here, not shown yet, by id (:meth:`sending`).
+    _sending: dict[str, Message] = field(default_factory=dict)
 
     # -- the fold ----------------------------------------------------------------------------
 
@@ -184,10 +186,23 @@ class TaskView:
             self._ended_with(task.status.message)
             self.take_message(task.status.message)
 
+    def sending(self, message: Message) -> None:
+        """``message`` is being sent from here. It shows once the gateway has taken it (its
+        own stream's first event, when the sender takes it), or just before the harness's
+        answer to it (``cmd-<id>``, ``refused-<id>``), which another stream (the followed one)
+        can bring first."""
+        self._sending[message.message_id] = message
+
     def take_message(self, message: Message) -> None:
         if not message.message_id or message.message_id in self._seen:
             return
         self._seen.add(message.message_id)
+        self._sending.pop(message.message_id, None)
+        for prefix in (COMMAND_PREFIX, REFUSED_PREFIX):
+            if message.message_id.startswith(prefix):
+                asked = self._sending.get(message.message_id.removeprefix(prefix))
+                if asked is not None:
+                    self.take_message(asked)
         if message.role == Role.ROLE_USER and not text_of(message):
             # A control request (a completion, a decision) as the history holds it: no words,
             # and the harness's answer after it says what it asked.
