@@ -400,7 +400,7 @@ class HarnessApp(App[None]):
             return
         event.input.value = ""
         self.query_one("#hint", Static).update("")
-        self.say(text, files=tuple(self.attached))
+        self.say(text, files=self._handed())
 
     @work(group="send")
     async def say(
@@ -410,8 +410,8 @@ class HarnessApp(App[None]):
         files: tuple[Attached, ...] = (),
     ) -> None:
         """Send ``text`` and ``files`` to the open task; with none open (or an ended one), or
-        with an ``envelope``, start a task with them. The files attached go once the gateway
-        has taken them; a refusal keeps them, to drop one and send again."""
+        with an ``envelope``, start a task with them. A refusal attaches the files again, to
+        drop one and send again."""
         view = self.view
         parts = [f.part() for f in files]
         try:
@@ -422,7 +422,6 @@ class HarnessApp(App[None]):
                         "participants": [{"id": self.session.me, "role": "assignee"}],
                     }
                 async for event in self.session.send(text, envelope=envelope, files=parts):
-                    self._sent(files)
                     if event.HasField("task"):
                         self.open(event.task.id, push=False)
                         self.refresh_tasks()
@@ -438,7 +437,6 @@ class HarnessApp(App[None]):
             async for event in self.session.send(
                 text, task_id=view.task_id, message_id=sent.message_id, files=parts
             ):
-                self._sent(files)
                 if self.view is view:
                     view.take_message(sent)
                     view.take(event, sent.message_id)
@@ -446,6 +444,9 @@ class HarnessApp(App[None]):
             view.ended(sent.message_id)
         except SessionError as exc:
             self.notify(str(exc), severity="error")
+            if files:
+                self.attached[:0] = files
+                self._render_attached()
 
     # -- files in, artifacts out -------------------------------------------------------------
 
@@ -453,11 +454,14 @@ class HarnessApp(App[None]):
         """Whether a prompt or form is open (the keys of the main screen wait for it)."""
         return len(self.screen_stack) > 1
 
-    def _sent(self, files: tuple[Attached, ...]) -> None:
-        """The gateway took a message with ``files``: they are attached no more."""
-        if files and any(f in self.attached for f in files):
-            self.attached = [f for f in self.attached if f not in files]
+    def _handed(self) -> tuple[Attached, ...]:
+        """The files attached, handed to the message about to be sent (attached no more: a
+        second message sent meanwhile does not carry them again)."""
+        files = tuple(self.attached)
+        if files:
+            self.attached = []
             self._render_attached()
+        return files
 
     def _render_attached(self) -> None:
         bar = self.query_one("#attached", Static)
@@ -466,7 +470,7 @@ class HarnessApp(App[None]):
         self.refresh_bindings()
 
     def action_attach(self) -> None:
-        """Ask for a path, and attach the file there when the harness would take it."""
+        """Ask for a path, and attach the file there when the gateway would take it."""
         if self._prompting():
             return
 
@@ -647,7 +651,7 @@ class HarnessApp(App[None]):
     def action_new_task(self) -> None:
         def made(envelope: dict[str, Any] | None) -> None:
             if envelope is not None:
-                self.say(str(envelope["goal"]), envelope=envelope, files=tuple(self.attached))
+                self.say(str(envelope["goal"]), envelope=envelope, files=self._handed())
 
         self.push_screen(NewTask(self.session.me), made)
 
