@@ -1,8 +1,8 @@
 """Files attached to the next message: checked on this side first, by the gateway's rules.
 
-A file is attached by its path. Its media type is guessed from its name (``mimetypes``, with
-the YAML and log names it does not know; a name that tells none is opaque bytes,
-``application/octet-stream``, as the gateway takes a file sent without a type). The gateway
+A file is attached by its path. Its media type is the one its name implies, as ``kubectl harness
+send --file`` and the gateway guess it (:meth:`~tiny_harness.core.inbox.MessagePart.of_file`; a
+name that implies none is opaque bytes, ``application/octet-stream``). The gateway
 takes a file of any kind, and so does the TUI: one no model can be given (an archive, say:
 :attr:`~tiny_harness.core.attachments.Attachment.unread`) is kept with the task and named to
 the model, which is said when it is attached and beside it above the composer. What is refused
@@ -20,7 +20,6 @@ gives it in a message's text (:meth:`~tiny_harness.core.attachments.Attachment.l
 from __future__ import annotations
 
 import base64
-import mimetypes
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,10 +29,9 @@ from typing import Final
 from a2a.types import Part
 
 from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment
+from tiny_harness.core.inbox import MessagePart
 from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES, kib
 
-#: Names ``mimetypes`` does not know on every Python, whose kind the harness takes.
-EXTRA_TYPES: Final = {".yaml": "application/yaml", ".yml": "application/yaml", ".log": "text/plain"}
 #: What becomes of a file no model is given (the web UI says the same).
 KEPT: Final = "kept with the task, and the model told only its name"
 
@@ -69,12 +67,6 @@ class Attached:
         return Part(raw=self.data, media_type=self.media_type, filename=self.name)
 
 
-def media_type_of(name: str) -> str:
-    """The media type ``name`` implies (opaque bytes when it implies none)."""
-    guessed = mimetypes.guess_type(name, strict=False)[0]
-    return guessed or EXTRA_TYPES.get(Path(name).suffix.lower(), OPAQUE_TYPE)
-
-
 def encoded(size: int) -> int:
     """How many characters of base64 ``size`` bytes are: what a file counts toward a message."""
     return (size + 2) // 3 * 4
@@ -84,7 +76,6 @@ def attach(path: Path, attached: Sequence[Attached] = ()) -> Attached:
     """The file at ``path``, read, when the gateway would take it beside the files already
     ``attached``; else :class:`AttachError` saying why (and nothing read past its size)."""
     name = path.name
-    media_type = media_type_of(name)
     try:
         found = path.stat()
     except OSError as exc:
@@ -97,7 +88,7 @@ def attach(path: Path, attached: Sequence[Attached] = ()) -> Attached:
     except OSError as exc:
         raise AttachError(f"cannot read {path}: {exc.strerror or exc}") from None
     _refuse_size(name, len(data), attached)  # it may have grown since
-    return Attached(name, media_type, data)
+    return Attached(name, MessagePart.of_file(name, data).media_type or OPAQUE_TYPE, data)
 
 
 def _refuse_size(name: str, size: int, attached: Sequence[Attached]) -> None:

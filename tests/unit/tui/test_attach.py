@@ -13,7 +13,7 @@ import pytest
 from a2a.types import Message, Part, Role
 
 from tiny_harness.core.sizes import FILE_BYTES
-from tiny_harness.tui.attach import AttachError, attach, encoded, media_type_of, shown
+from tiny_harness.tui.attach import AttachError, attach, encoded, shown
 from tiny_harness.tui.view import TaskView, text_of
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR chart"
@@ -30,12 +30,12 @@ def test_an_image_and_a_text_are_attached_with_their_types_and_named_as_the_harn
 ) -> None:
     (tmp_path / "chart.png").write_bytes(PNG)
     (tmp_path / "notes.md").write_text("Release 1.2\n")
-    (tmp_path / "config.yaml").write_text("a: 1\n")
+    (tmp_path / "rows.json").write_text('{"a": 1}\n')
     chart = attach(tmp_path / "chart.png")
     notes = attach(tmp_path / "notes.md", [chart])
     assert (chart.name, chart.media_type, chart.data) == ("chart.png", "image/png", PNG)
     assert notes.media_type == "text/markdown"
-    assert attach(tmp_path / "config.yaml").media_type == "application/yaml"
+    assert attach(tmp_path / "rows.json").media_type == "application/json"
     assert chart.line() == f"[file chart.png (image/png, {len(PNG)} B)]"
     assert chart.unread is None
     assert notes.unread is None
@@ -92,7 +92,6 @@ def test_a_directory_or_a_missing_path_is_refused(tmp_path: Path) -> None:
     assert refusal(tmp_path / "gone.txt") == (
         f"cannot attach {tmp_path}/gone.txt: No such file or directory"
     )
-    assert media_type_of("run.log") == "text/plain"
 
 
 def test_a_sent_file_shows_as_its_line_once() -> None:
