@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -26,7 +25,7 @@ from pydantic import ValidationError
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
 from tiny_harness.core.artifacts import ArtifactRow
-from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment, refuse_file
+from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment, media_type_of, refuse_file
 from tiny_harness.core.control import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
@@ -457,7 +456,7 @@ def _file_part(index: int, part: Part) -> MessagePart:
     decided at the turn, ``core/attachments.py``); a malformed URL or a file past the message's
     bound is refused, naming the part. A part without a media type is given the one its file
     name implies, else ``application/octet-stream``."""
-    media_type = part.media_type or mimetypes.guess_type(part.filename)[0] or OPAQUE_TYPE
+    media_type = part.media_type or (media_type_of(part.filename) if part.filename else OPAQUE_TYPE)
     data = base64.b64encode(part.raw).decode() if part.HasField("raw") else None
     url = part.url if part.HasField("url") else None
     reason = refuse_file(data=data, url=url)

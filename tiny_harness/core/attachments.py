@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import mimetypes
+from pathlib import PurePosixPath
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
@@ -60,6 +62,25 @@ READ_TYPES: Final = (
     "image/webp",
     "application/pdf",
 )
+
+
+#: Names whose media type Python's table does not know on every platform, but people attach.
+_BY_SUFFIX: Final = {
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".log": "text/plain",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+    ".toml": "application/toml",
+}
+
+
+def media_type_of(name: str) -> str:
+    """The media type a file's name implies (``application/octet-stream`` when it implies
+    none): how every way in (the gateway, ``kubectl harness send --file``, the TUI) names a
+    file sent without a type, so the same file is read the same way whichever way it came."""
+    suffix = PurePosixPath(name).suffix.lower()
+    return _BY_SUFFIX.get(suffix) or mimetypes.guess_type(name, strict=False)[0] or OPAQUE_TYPE
 
 
 def kind_of(media_type: str) -> FileKind | None:

@@ -13,14 +13,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import mimetypes
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
 from pydantic import Field, model_validator
 
 from tiny_harness.core.approval import DecisionRequest
-from tiny_harness.core.attachments import OPAQUE_TYPE, URL_CHARS, Attachment, refuse_file
+from tiny_harness.core.attachments import (
+    OPAQUE_TYPE,
+    URL_CHARS,
+    Attachment,
+    media_type_of,
+    refuse_file,
+)
 from tiny_harness.core.vocabulary import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
@@ -72,7 +77,7 @@ class MessagePart(Model):
     def of_file(cls, name: str, data: bytes, media_type: str | None = None) -> MessagePart:
         """A file's part: its bytes as base64, its name, and its media type (the one its name
         implies when none is given, else ``application/octet-stream``)."""
-        guessed = media_type or mimetypes.guess_type(name)[0] or OPAQUE_TYPE
+        guessed = media_type or media_type_of(name)
         return cls(raw=base64.b64encode(data).decode(), filename=name, media_type=guessed)
 
     @property

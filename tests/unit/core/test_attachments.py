@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from tiny_harness.core.attachments import Attachment, kind_of
+from tiny_harness.core.attachments import Attachment, kind_of, media_type_of
 from tiny_harness.core.inbox import MessagePart, MessageSpec, refuse_parts
 from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES, refuse_size
 
@@ -147,3 +147,21 @@ def test_a_text_file_reads_as_its_decoded_text() -> None:
 
     assert note.text() == "héllo"
     assert note.line() == "[file n.txt (text/plain, 6 B)]"
+
+
+@pytest.mark.parametrize(
+    ("name", "media_type"),
+    [
+        ("values.yaml", "application/yaml"),
+        ("build.LOG", "text/plain"),
+        ("notes.md", "text/markdown"),
+        ("chart.png", "image/png"),
+        ("spec.pdf", "application/pdf"),
+        ("blob", "application/octet-stream"),
+    ],
+)
+def test_a_files_name_implies_its_media_type_the_same_way_everywhere(
+    name: str, media_type: str
+) -> None:
+    assert media_type_of(name) == media_type
+    assert MessagePart.of_file(name, b"x").media_type == media_type
