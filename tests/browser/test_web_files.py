@@ -20,8 +20,6 @@ import asyncio
 import base64
 import json
 import re
-import struct
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +30,7 @@ from playwright.async_api import Page, Request, Route, expect
 from tests.browser.conftest import Browser
 from tests.browser.test_web_ui import composer, log, title
 from tests.conftest import ModelServer, OperatorProcess
+from tests.files_support import png, publish
 from tests.integration.gateway_support import Replicas
 from tests.integration.lifecycle_support import Tasks
 from tiny_harness.core.sizes import FILE_BYTES
@@ -47,43 +46,14 @@ SUMMARY: Final = "Sales rose 12% in the quarter.\n<b>Costs</b> stayed flat."
 FIGURES: Final = {"quarter": "Q3", "sales": [120, 134, 150], "currency": "EUR"}
 
 
-def png(width: int, height: int) -> bytes:
+def gradient(width: int, height: int) -> bytes:
     """A real PNG (an RGB gradient), as a browser would render it."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-        )
-
-    rows = b"".join(
-        b"\x00" + b"".join(bytes((x * 255 // width, y * 255 // height, 160)) for x in range(width))
-        for y in range(height)
-    )
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+    return png(width, height, lambda x, y: bytes((x * 255 // width, y * 255 // height, 160)))
 
 
-CHART: Final = png(48, 32)
+CHART: Final = gradient(48, 32)
 #: What the model publishes: a different picture from the one alice sends.
-PUBLISHED: Final = png(160, 96)
-
-
-def publish(name: str, parts: list[dict[str, Any]], call: str, **more: Any) -> dict[str, Any]:
-    return {
-        "type": "tool_calls",
-        "calls": [
-            {
-                "name": "publish_artifact",
-                "arguments": {"name": name, "parts": parts, **more},
-                "id": call,
-            }
-        ],
-    }
+PUBLISHED: Final = gradient(160, 96)
 
 
 SCRIPT: Final = [

@@ -20,6 +20,7 @@ from a2a.types import StreamResponse
 
 from tests.conftest import ModelServer, OperatorProcess, operator_config
 from tests.eventually import eventually_async
+from tests.files_support import publish
 from tests.integration.gateway_support import JSONRPC, REST, Replicas, Users, task_id_of
 from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
@@ -35,19 +36,6 @@ PARKED = "TASK_STATE_INPUT_REQUIRED"
 #: summary request would take a scripted answer) runs.
 BIG = 8 * 1024
 PNG = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + bytes(range(256)) * 4
-
-
-def publish(name: str, parts: list[dict[str, Any]], call: str, **more: Any) -> dict[str, Any]:
-    return {
-        "type": "tool_calls",
-        "calls": [
-            {
-                "name": "publish_artifact",
-                "arguments": {"name": name, "parts": parts, **more},
-                "id": call,
-            }
-        ],
-    }
 
 
 def report_chunks() -> list[str]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import base64
 import io
-import struct
-import zlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +23,7 @@ from textual.widgets import Input, Label, ListView
 
 from tests.conftest import ModelServer, OperatorProcess
 from tests.eventually import eventually_async
+from tests.files_support import png, publish
 from tests.integration.gateway_support import Replicas
 from tests.tui_support import lasting_notices, noticed, noticed_part
 from tiny_harness.core.sizes import FILE_BYTES
@@ -43,32 +42,7 @@ ANSWER: Final = "The report and the chart are published."
 MORE: Final = " And a line more."
 
 
-def png(width: int = 2, height: int = 2) -> bytes:
-    """A real PNG (RGB, red), as a client would attach one."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
 CHART: Final = png()
-
-
-def publish(name: str, parts: list[dict[str, Any]], call: str, **more: Any) -> dict[str, Any]:
-    arguments = {"name": name, "parts": parts, **more}
-    return {
-        "type": "tool_calls",
-        "calls": [{"name": "publish_artifact", "arguments": arguments, "id": call}],
-    }
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], Any], within: float = 60) -> None:
