@@ -396,7 +396,11 @@ class HarnessApp(App[None]):
     @on(Input.Submitted, "#composer")
     def _submit(self, event: Input.Submitted) -> None:
         text = event.value.strip()
-        if not text:
+        if not text and not self.attached:
+            return
+        if not text and (self.view is None or self.view.state.is_terminal):
+            # A new task needs its goal in words; the files wait for it.
+            self.notify("Say what the task is: the files go with it", severity="warning")
             return
         event.input.value = ""
         self.query_one("#hint", Static).update("")
@@ -432,7 +436,7 @@ class HarnessApp(App[None]):
             sent = Message(
                 message_id=str(uuid.uuid4()),
                 role=Role.ROLE_USER,
-                parts=[Part(text=text), *parts],
+                parts=[*([Part(text=text)] if text else []), *parts],
             )
             async for event in self.session.send(
                 text, task_id=view.task_id, message_id=sent.message_id, files=parts

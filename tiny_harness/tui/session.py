@@ -243,14 +243,15 @@ class Session:
         files: Sequence[Part] = (),
     ) -> AsyncIterator[StreamResponse]:
         """Send ``text`` and ``files`` (to ``task_id``, or as a new task described by
-        ``envelope``) and stream what the gateway answers until it ends the stream.
+        ``envelope``; files alone, to a task, when ``text`` is empty) and stream what the
+        gateway answers until it ends the stream.
         ``message_id`` (else a new one) lets the caller show the message as the history will
         name it."""
         message = Message(
             message_id=message_id or str(uuid.uuid4()),
             task_id=task_id,
             role=Role.ROLE_USER,
-            parts=[Part(text=text), *files],
+            parts=[*([Part(text=text)] if text else []), *files],
         )
         if envelope is not None:
             message.metadata.update({TASK_EXT_KEY: envelope})

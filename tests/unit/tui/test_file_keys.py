@@ -231,3 +231,34 @@ async def test_with_no_artifact_and_no_file_attached_f8_and_f9_do_nothing() -> N
         await pilot.pause()
         assert not isinstance(app.screen, PathPrompt)
         assert not app.query_one("#artifacts").display
+
+
+async def test_files_alone_go_to_an_open_task_and_an_empty_composer_sends_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.md").write_text("Release 1.2\n")
+    desk = Desk()
+    app = HarnessApp(desk)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 45)) as pilot:
+        await opened(pilot)
+        app.query_one("#composer", Input).focus()
+        await pilot.press("enter")  # nothing typed, nothing attached: nothing is sent
+        await pilot.pause()
+        assert desk.sent == []
+
+        await answer(pilot, "f7", str(tmp_path / "notes.md"))
+        app.query_one("#composer", Input).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: desk.sent != [])
+        [(said, files)] = desk.sent
+        assert said == ""
+        assert [(p.filename, p.raw) for p in files] == [("notes.md", b"Release 1.2\n")]
+        assert app.attached == []
+        assert app.view is not None
+        await until(
+            pilot,
+            lambda: (
+                [line.text for line in app.view.lines if line.who == "you"][-1:]  # type: ignore[union-attr]
+                == ["[file notes.md (text/markdown, 12 B)]"]
+            ),
+        )
