@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.llm import ChatMessage, LLMRequest, ModelAdapter, ToolSpec, Usage
 from tiny_harness.core.task import Effort
 
@@ -64,7 +65,33 @@ def estimate_message_tokens(message: ChatMessage) -> int:
     chars = len(message.content)
     for call in message.tool_calls:
         chars += len(call.name) + len(call.arguments_json) + len(call.id)
-    return -(-chars // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS
+    files = sum(estimate_file_tokens(f) for f in message.files)
+    return -(-chars // CHARS_PER_TOKEN) + files + MESSAGE_OVERHEAD_TOKENS
+
+
+#: What one image costs at most at a provider's default detail (Anthropic counts about
+#: width x height / 750, capped near this; OpenAI's high detail comes to about 1,100): an
+#: estimate that errs high, so compaction runs before a window is passed, never after.
+IMAGE_TOKENS: Final = 1600
+#: A PDF at a URL, whose size is not known here: a few pages' worth.
+URL_PDF_TOKENS: Final = 4 * IMAGE_TOKENS
+#: The note that stands for a file a model is not given.
+NOTE_TOKENS: Final = 64
+
+
+def estimate_file_tokens(file: Attachment) -> int:
+    """Estimated tokens a file costs the model it is given to (``core/attachments.py`` says
+    in which form): an image at most :data:`IMAGE_TOKENS`, a text file its text, a PDF its
+    bytes as text (its pages are read as text and images), a file not given its note."""
+    if file.unread is not None:
+        return NOTE_TOKENS
+    if file.kind == "image":
+        return IMAGE_TOKENS
+    if file.kind == "text":
+        return estimate_tokens(file.text())
+    if file.data is None:
+        return URL_PDF_TOKENS
+    return max(IMAGE_TOKENS, -(-file.size // CHARS_PER_TOKEN))
 
 
 def estimate_history_tokens(history: Sequence[ChatMessage]) -> int:

@@ -3,15 +3,22 @@ summary plus the recent tail, never parting a tool call from its results."""
 
 from __future__ import annotations
 
+import base64
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.compaction import (
     CHARS_PER_TOKEN,
+    IMAGE_TOKENS,
+    NOTE_TOKENS,
     SUMMARY_PREFIX,
     SUMMARY_SYSTEM,
+    URL_PDF_TOKENS,
     FixedContextWindow,
     compacted_history,
+    estimate_file_tokens,
     estimate_message_tokens,
     estimate_tokens,
     summary_request,
@@ -166,3 +173,27 @@ async def test_a_history_within_budget_is_sent_as_it_is() -> None:
     )
     assert len(model.requests) == 1
     assert model.requests[0].messages == history
+
+
+def test_a_messages_files_count_toward_its_estimate_erring_high() -> None:
+    text_file = Attachment(
+        media_type="text/plain", name="n.txt", data=base64.b64encode(b"x" * 4000).decode()
+    )
+    image = Attachment(media_type="image/png", name="c.png", data="iVBORw0KGgo=")
+    pdf = Attachment(
+        media_type="application/pdf", name="s.pdf", data=base64.b64encode(b"%" * 40_000).decode()
+    )
+    archive = Attachment(media_type="application/zip", name="a.zip", data="UEs=")
+    plain = estimate_message_tokens(ChatMessage(role="user", content="see"))
+
+    def with_file(file: Attachment) -> int:
+        return estimate_message_tokens(ChatMessage(role="user", content="see", files=(file,)))
+
+    assert with_file(text_file) - plain == 1000
+    assert with_file(image) - plain == IMAGE_TOKENS
+    assert with_file(pdf) - plain == 10_000
+    assert with_file(archive) - plain == NOTE_TOKENS
+    assert (
+        estimate_file_tokens(Attachment(media_type="application/pdf", url="https://x.test/s.pdf"))
+        == URL_PDF_TOKENS
+    )
