@@ -24,38 +24,29 @@ from typing import Any, Final
 
 import aiohttp
 
-from tiny_harness.cli import kubectl_artifact
+from tiny_harness.cli import kubectl_artifact, kubectl_watch
 from tiny_harness.cli import kubectl_render as render
 from tiny_harness.cli.kubectl_session import (
     KubeconfigError,
     Session,
     current_namespace,
-    name_of,
+    file_part,
     open_api,
-    role_of,
-    state_of,
-    status_of,
     who_am_i,
 )
-from tiny_harness.core.approval import DecisionRequest, Verdict, undecided
+from tiny_harness.core.approval import DecisionRequest, Verdict
 from tiny_harness.core.clock import now
 from tiny_harness.core.command_spec import COMMAND_NAME_PATTERN
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
-from tiny_harness.core.inbox import Control, MessagePart
-from tiny_harness.core.sizes import FILE_BYTES
-from tiny_harness.core.states import SubState, TaskState
-from tiny_harness.core.task import SubTaskRow
-from tiny_harness.kube.client import KubeError, Obj
+from tiny_harness.core.inbox import Control
+from tiny_harness.core.states import TaskState
+from tiny_harness.kube.client import KubeError
 from tiny_harness.kube.names import PLURAL
-from tiny_harness.kube.watching import WatchExpiredError, watch_client, watch_object
 
 PROG: Final = "kubectl harness"
 DEFAULT_TIMEOUT: Final = 30.0
 DEFAULT_HISTORY: Final = 20
-#: How often ``watch`` re-reads the transcript when the task itself has not changed: a
-#: command's reply or a refusal is a journal entry that changes no task status.
-WATCH_REREAD_SECONDS: Final = 2.0
 
 _REASONS: Final = {
     400: "BadRequest",
@@ -328,23 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
         _timeout_flag(p)
 
     watch = command(
-        "watch",
-        "follow a task's state changes and replies until it ends",
-        "Print the task's state changes, sub-task changes and new messages as they happen, "
-        "until the task ends or you stop it (Ctrl-C).",
-        """
-        kubectl harness watch hello-harness
-        kubectl harness watch hello-harness --history 5
-        """,
+        kubectl_watch.NAME, kubectl_watch.HELP, kubectl_watch.DESCRIPTION, kubectl_watch.EXAMPLES
     )
-    watch.add_argument("task", metavar="TASK", help="the task's name")
-    watch.add_argument(
-        "--history",
-        type=_count,
-        default=0,
-        metavar="N",
-        help="first print the last N messages (default: %(default)s)",
-    )
+    kubectl_watch.add_arguments(watch, count=_count)
 
     artifact = command(
         kubectl_artifact.NAME,
@@ -481,7 +458,7 @@ async def _get(session: Session, args: argparse.Namespace, _: str | None) -> int
 
 async def _send(session: Session, args: argparse.Namespace, text: str | None) -> int:
     assert text is not None
-    files = [_file_part(path) for path in args.file]
+    files = [file_part(path) for path in args.file]
     obj = await session.writable(args.task)
     sent = await session.send_text(obj, text, files)
     _out(sent.spec.message_id)
@@ -489,20 +466,6 @@ async def _send(session: Session, args: argparse.Namespace, text: str | None) ->
         for reply in await session.replies(args.task, sent.spec.message_id, args.timeout):
             _out(reply.text)
     return 0
-
-
-def _file_part(path: Path) -> MessagePart:
-    """A file to attach, read whole; one too large to send is refused before it is read."""
-    try:
-        size = path.stat().st_size
-        if size > FILE_BYTES:
-            raise HarnessError(
-                f"refused: {path} is {size // 1024} KiB, and a message may carry a file of at "
-                f"most {FILE_BYTES // 1024} KiB (this installation has no file store)"
-            )
-        return MessagePart.of_file(path.name, path.read_bytes())
-    except OSError as exc:
-        raise HarnessError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 async def _cmd(session: Session, args: argparse.Namespace, text: str | None) -> int:
@@ -568,118 +531,6 @@ async def _cancel(session: Session, args: argparse.Namespace, _: str | None) -> 
     return await _end(session, args, "cancel")
 
 
-# -- watch -----------------------------------------------------------------------------------
-
-
-class _Follower:
-    """What ``watch`` has printed so far, and what it prints next."""
-
-    def __init__(self, session: Session, name: str) -> None:
-        self.session = session
-        self.name = name
-        self.seen: set[str] = set()
-        self.state: tuple[TaskState, str | None] | None = None
-        self.rows: dict[str, tuple[TaskState, str | None]] = {}
-
-    def say(self, text: str) -> None:
-        _out(render.watch_line(now(), text))
-
-    async def messages(self, *, show: bool = True) -> None:
-        for said in await self.session.conversation(self.name):
-            if said.message.message_id in self.seen:
-                continue
-            self.seen.add(said.message.message_id)
-            if show:
-                self.say(render.message_text(said.message, pending=False))
-
-    def changes(self, obj: Obj) -> bool:
-        """Print what changed in the task; True once it has ended."""
-        status = status_of(obj)
-        for row in status.sub_tasks:
-            self._row(row)
-        state = (state_of(obj), status.sub_state)
-        if state != self.state:
-            self.state = state
-            text = f"{self.name}: {render.state_text(*state)}"
-            if state[0].is_terminal and status.message:
-                text += f" - {status.message}"
-            self.say(text)
-            if status.sub_state == SubState.AWAITING_APPROVAL:
-                for pending in undecided(status.approvals):
-                    self.say(render.waiting_call(pending))
-        return state[0].is_terminal
-
-    def _row(self, row: SubTaskRow) -> None:
-        now = (row.state, row.sub_state)
-        if self.rows.get(row.task_id) != now:
-            if row.task_id in self.rows or self.state is not None:
-                self.say(render.row_change(row))
-            self.rows[row.task_id] = now
-
-
-async def _watch(session: Session, args: argparse.Namespace, _: str | None) -> int:
-    obj = await session.visible(args.task)
-    follower = _Follower(session, args.task)
-    conversation = await session.conversation(args.task)
-    for said in conversation[-args.history :] if args.history else []:
-        follower.say(render.message_text(said.message, pending=said.pending))
-    await follower.messages(show=False)
-    if follower.changes(obj):
-        return 0
-    events: asyncio.Queue[Obj | BaseException | None] = asyncio.Queue()
-    producer = asyncio.create_task(_follow(session, obj, events))
-    try:
-        while True:
-            try:
-                async with asyncio.timeout(WATCH_REREAD_SECONDS):
-                    item = await events.get()
-            except TimeoutError:
-                await follower.messages()
-                continue
-            if isinstance(item, BaseException):
-                raise item
-            if item is None:
-                raise HarnessError(f"the task {args.task} was deleted")
-            if role_of(item, session.participant) is None:
-                raise TaskNotFoundError(args.task)
-            await follower.messages()
-            if follower.changes(item):
-                return 0
-    finally:
-        producer.cancel()
-        await asyncio.gather(producer, return_exceptions=True)
-
-
-async def _follow(
-    session: Session, obj: Obj, events: asyncio.Queue[Obj | BaseException | None]
-) -> None:
-    """Every committed version of the task, into ``events``; None when it is deleted."""
-    name = name_of(obj)
-    version = str(obj["metadata"]["resourceVersion"])
-    api = watch_client(session.api)
-    try:
-        while True:
-            try:
-                async for event in watch_object(
-                    api, session.namespace, PLURAL, name, resource_version=version
-                ):
-                    if event.type == "DELETED":
-                        await events.put(None)
-                        return
-                    version = event.resource_version
-                    await events.put(event.object)
-            except WatchExpiredError:
-                fresh = await session.tasks.get(name)
-                version = str(fresh["metadata"]["resourceVersion"])
-                await events.put(fresh)
-    except TaskNotFoundError:
-        await events.put(None)
-    except Exception as exc:  # handed to the printing loop, which reports it
-        await events.put(exc)
-    finally:
-        await api.close()
-
-
 _COMMANDS: Final[dict[str, Handler]] = {
     "list": _list,
     "get": _get,
@@ -690,7 +541,7 @@ _COMMANDS: Final[dict[str, Handler]] = {
     "reject": _reject,
     "complete": _complete,
     "cancel": _cancel,
-    "watch": _watch,
+    kubectl_watch.NAME: kubectl_watch.run,
 }
 
 

@@ -59,7 +59,7 @@ from tiny_harness.core.reply_ids import (
     turn_has_ended,
     turn_that_took,
 )
-from tiny_harness.core.sizes import refuse_size
+from tiny_harness.core.sizes import FILE_BYTES, refuse_size
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
@@ -180,6 +180,20 @@ def drained(records: Iterable[TurnRecord], message_id: str) -> bool:
         for record in records
         for entry in record.entries
     )
+
+
+def file_part(path: Path) -> MessagePart:
+    """A file to attach, read whole; one too large to send is refused before it is read."""
+    try:
+        size = path.stat().st_size
+        if size > FILE_BYTES:
+            raise HarnessError(
+                f"refused: {path} is {size // 1024} KiB, and a message may carry a file of at "
+                f"most {FILE_BYTES // 1024} KiB (this installation has no file store)"
+            )
+        return MessagePart.of_file(path.name, path.read_bytes())
+    except OSError as exc:
+        raise HarnessError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def said_after(messages: Sequence[TranscriptMessage], message_id: str) -> list[TranscriptMessage]:
