@@ -11,8 +11,13 @@ reach the scripted model as the provider's image and text inputs (its recorded r
 model publishes three artifacts, a text, a JSON object and a PNG: the page shows them as they
 stream in, every read of the task refused meanwhile (the text as text, the JSON
 pretty-printed, the image inline), and again from GetTask after a reload; each downloads
-through the page's link as the bytes published. Every screen passes axe-core in both themes
-and is photographed in both (``docs/screens/web/``)."""
+through the page's link as the bytes published.
+
+Bob creates a task from the new-task form with a PNG attached: the form refuses a file too large
+in the composer's words, lists the PNG, and when the gateway refuses the first message anyway
+keeps the goal and the file with the gateway's words; created, the task's page shows the image
+under the first message, and the scripted model's request holds it. Every screen passes axe-core
+in both themes and is photographed in both (``docs/screens/web/``)."""
 
 from __future__ import annotations
 
@@ -27,7 +32,7 @@ from typing import Any, Final
 import pytest
 from playwright.async_api import Page, Request, Route, expect
 
-from tests.browser.conftest import Browser
+from tests.browser.conftest import Browser, Harness
 from tests.browser.test_web_ui import composer, log, title
 from tests.conftest import ModelServer, OperatorProcess
 from tests.files_support import png, publish
@@ -296,6 +301,104 @@ async def test_files_attached_in_the_composer_reach_the_model_and_its_artifacts_
     await expect(
         log(page).locator(".line.user").get_by_role("img", name="Preview of chart.png")
     ).to_be_visible()
+    assert browser.errors.get(page) == []
+
+
+NEW_GOAL: Final = "Say what this picture shows"
+NEW_REPLY: Final = "A gradient, blue to pink."
+PICTURE: Final = gradient(24, 24)
+TOO_LARGE: Final = (
+    "huge.png is too large to send: 200 KiB, and a file may be at most 192 KiB (it travels "
+    "as base64, a third larger, in a message of at most 256 KiB). Send a smaller file."
+)
+
+
+async def test_a_new_task_created_with_a_png_attached_gives_the_model_the_image(
+    browser: Browser, harness: Harness, model_server: ModelServer
+) -> None:
+    replica = await harness(NEW_REPLY)
+    page = await browser.page(replica, query="?new")
+    await browser.sign_in(page, "bob")
+    goal = page.get_by_label("Goal")
+    await goal.fill(NEW_GOAL)
+    create = page.get_by_role("button", name="Create task")
+
+    # The file input is reached by keyboard right after the goal, the first message's text.
+    await goal.press("Tab")
+    await expect(attach(page)).to_be_focused()
+    ring = await page.locator("label.file-label").evaluate(
+        "e => getComputedStyle(e).outlineStyle + ' ' + getComputedStyle(e).outlineWidth"
+    )
+    assert ring == "solid 3px", ring
+
+    # Refused in the form, in the composer's words: nothing is listed.
+    too_large = b"\x89PNG\r\n\x1a\n" + bytes(200 * 1024)
+    await attach(page).set_input_files(file("huge.png", "image/png", too_large))
+    await expect(page.get_by_role("alert")).to_have_text(TOO_LARGE)
+    await expect(to_send(page)).to_be_hidden()
+
+    # Chosen: listed with its type and size, the refusal gone.
+    await attach(page).set_input_files(file("picture.png", "image/png", PICTURE))
+    await expect(page.get_by_role("alert")).to_have_count(0)
+    listed = to_send(page).get_by_role("listitem")
+    await expect(listed).to_have_count(1)
+    await expect(listed.nth(0)).to_contain_text(f"picture.pngimage/png · {size(len(PICTURE))}")
+    await browser.check(page, "new-task-files")
+
+    # The gateway refuses the first message anyway (the file grown on the way): its words are
+    # shown, and the form keeps the goal and the file; no task is made.
+    picture = base64.b64encode(PICTURE).decode()
+    grown = base64.b64encode(b"x" * 200 * 1024).decode()
+
+    async def grow(route: Route, request: Request) -> None:
+        body = request.post_data or ""
+        if request.method == "POST" and "SendStreamingMessage" in body:
+            body = body.replace(f'"raw":"{picture}"', f'"raw":"{grown}"')
+            await route.fulfill(response=await route.fetch(post_data=body))
+        else:
+            await route.continue_()
+
+    await page.route("**/*", grow)
+    await create.click()
+    await expect(page.get_by_role("alert")).to_have_text(
+        re.compile(r"^message\.parts\[1\]: the file picture\.png is 200 KiB; .* at most 192 KiB")
+    )
+    await expect(goal).to_have_value(NEW_GOAL)
+    await expect(listed).to_have_count(1)
+    await expect(page).to_have_url(re.compile(r"\?new$"))
+    await expect(create).to_be_enabled()
+    await browser.check(page, "new-task-files-refused-by-the-gateway")
+    await page.unroute("**/*", grow)
+
+    # Created: the task's page shows the picture under the first message.
+    await create.click()
+    await expect(title(page)).to_have_text(NEW_GOAL)
+    first = log(page).locator(".line.user").first
+    await expect(first.locator(".text")).to_have_text(NEW_GOAL)
+    attached = first.get_by_role("list", name="Attached files").get_by_role("listitem")
+    await expect(attached).to_have_count(1)
+    await expect(attached.nth(0)).to_contain_text(f"picture.pngimage/png · {size(len(PICTURE))}")
+    preview = attached.nth(0).get_by_role("img", name="Preview of picture.png")
+    await expect(preview).to_have_attribute("src", "data:image/png;base64," + picture)
+    await expect(log(page)).to_contain_text(NEW_REPLY)
+    await browser.check(page, "new-task-files-sent")
+
+    # The model was given the picture as the provider's image input, with the goal.
+    requests = await model_server.control.requests()
+    with_image = [
+        r
+        for r in requests
+        if isinstance(r.body, dict)
+        and any(c.get("type") == "input_image" for c in user_content(r.body))
+    ]
+    assert with_image, "no model request carried the image"
+    content = user_content(with_image[0].body)
+    assert {
+        "type": "input_image",
+        "image_url": "data:image/png;base64," + picture,
+        "detail": "auto",
+    } in content
+    assert NEW_GOAL in json.dumps(content)
     assert browser.errors.get(page) == []
 
 

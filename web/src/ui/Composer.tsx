@@ -3,23 +3,26 @@
 // Enter takes the command, Escape closes the list; with the list closed, Enter sends.
 //
 // "Attach files" adds files to the next message (FilePicker.tsx), each checked first as the
-// gateway would check it (attachments.ts): a file or message past its bound is refused here,
-// saying why, and nothing is sent; a kind the model cannot read is sent, and said so. The files go as `raw` parts
-// with their media type and name, after the text.
+// gateway would check it (chosen.ts, attachments.ts: the new-task form checks the same way): a
+// file or message past its bound is refused here, saying why, and nothing is sent; a kind the
+// model cannot read is sent, and said so. The files go as `raw` parts with their media type and
+// name, after the text.
 //
 // A message shows at once; when the gateway refuses it before writing anything (too large,
 // too many requests, a file it does not take after all) it is taken back out, and its text and
 // files return to the composer with the gateway's words.
 import { useCombobox, type UseComboboxState, type UseComboboxStateChangeOptions } from "downshift";
 import { useState, type FormEvent, type KeyboardEvent } from "react";
-import { choose, FILE_BYTES, mediaTypeOf, READ, refuseMessage, size } from "../attachments";
-import type { HarnessClient, OutgoingFile } from "../client";
+import { attach as attachTo, outgoing, type Attached } from "../chosen";
+import type { HarnessClient } from "../client";
 import { accepted, offered, usage, type CommandSpec } from "../commands";
 import { explain } from "../errors";
 import { take, takeMessage, takeTask, withoutMessage } from "../fold";
 import type { ComposerWords } from "../question";
 import type { Views } from "../views";
-import { AttachedFiles, FilePicker, type Attached } from "./FilePicker";
+import { AttachedFiles, FilePicker, FilesHint } from "./FilePicker";
+
+const FILES_INPUT = "composer-files";
 
 const { InputBlur, InputKeyDownEscape } = useCombobox.stateChangeTypes;
 
@@ -90,16 +93,9 @@ export function Composer({
   }
 
   function attach(picked: File[]) {
-    const added = picked.map((file) => ({
-      key: crypto.randomUUID(),
-      file,
-      name: file.name,
-      mediaType: mediaTypeOf(file.name, file.type),
-      size: file.size,
-    }));
-    const { chosen, refused } = choose(files, added, text);
-    setFiles(chosen);
-    setProblem(refused.length ? refused.join(" ") : null);
+    const taken = attachTo(files, picked, text);
+    setFiles(taken.files);
+    setProblem(taken.problem);
   }
 
   async function submit(event: FormEvent) {
@@ -107,20 +103,13 @@ export function Composer({
     if (open) return; // Enter on the list takes the command
     const body = text.trim();
     if ((!body && !files.length) || !enabled) return;
-    const tooLarge = refuseMessage(files, body);
-    if (tooLarge) {
-      setProblem(tooLarge);
-      return;
-    }
     const sent = files;
-    let outgoing: OutgoingFile[];
-    try {
-      outgoing = await Promise.all(sent.map(read));
-    } catch {
-      setProblem("A chosen file could not be read (moved or deleted?): remove it and choose it again.");
+    const ready = await outgoing(sent, body);
+    if (ready.problem !== null) {
+      setProblem(ready.problem);
       return;
     }
-    const { message, events } = client.send(body, { taskId }, outgoing);
+    const { message, events } = client.send(body, { taskId }, ready.files);
     views.apply(taskId, (v) => takeMessage(v, message));
     setText("");
     setFiles([]);
@@ -195,26 +184,28 @@ export function Composer({
           : null}
       </ul>
         </div>
-        <FilePicker enabled={enabled} onAdd={attach} />
+        <FilePicker
+          id={FILES_INPUT}
+          describedBy="composer-files-hint composer-problem"
+          enabled={enabled}
+          onAdd={attach}
+        />
         <button type="submit" className="primary" disabled={!enabled || (!text.trim() && !files.length) || open}>
           {sending ? "Sending…" : words.send}
         </button>
       </div>
-      <AttachedFiles files={files} onRemove={(key) => setFiles((now) => now.filter((f) => f.key !== key))} />
+      <AttachedFiles
+        files={files}
+        inputId={FILES_INPUT}
+        onRemove={(key) => setFiles((now) => now.filter((f) => f.key !== key))}
+      />
       <p id="composer-hint" className="help">
         {words.hint}
       </p>
-      <p id="composer-files-hint" className="help">
-        Files of up to {size(FILE_BYTES)} each; the model reads {READ}.
-      </p>
+      <FilesHint id="composer-files-hint" />
       <p id="composer-problem" className="problem" role="alert">
         {problem}
       </p>
     </form>
   );
-}
-
-/** A chosen file's bytes, as the message carries them. */
-async function read(file: Attached): Promise<OutgoingFile> {
-  return { name: file.name, mediaType: file.mediaType, bytes: new Uint8Array(await file.file.arrayBuffer()) };
 }

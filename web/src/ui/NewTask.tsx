@@ -1,14 +1,18 @@
-// The new-task form: a goal, acceptance criteria (one per line), and who else takes part with
-// which role. The goal is the task's first message; the task opens as soon as the gateway has
-// created it, and the first reply streams into it there.
+// The new-task form: a goal, files to go with it, acceptance criteria (one per line), and who
+// else takes part with which role. The goal is the task's first message, its files `raw` parts
+// after it, checked and refused as the composer's are (chosen.ts, FilePicker.tsx); the task
+// opens as soon as the gateway has created it, and the first reply streams into it there. A
+// refusal, the form's own or the gateway's, keeps everything typed and chosen.
 import type { StreamResponse } from "@a2a-js/sdk";
 import { useId, useState, type FormEvent } from "react";
+import { attach, outgoing, type Attached } from "../chosen";
 import type { HarnessClient } from "../client";
 import { envelope, FormError, ROLES } from "../envelope";
 import { explain } from "../errors";
 import type { Role } from "../extension";
 import { take, takeMessage } from "../fold";
 import type { Views } from "../views";
+import { AttachedFiles, FilePicker, FilesHint } from "./FilePicker";
 
 interface Person {
   key: number;
@@ -28,6 +32,7 @@ export function NewTask({
   const [goal, setGoal] = useState("");
   const [criteria, setCriteria] = useState("");
   const [people, setPeople] = useState<Person[]>([]);
+  const [files, setFiles] = useState<Attached[]>([]);
   const [problem, setProblem] = useState<{ field: string; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const [nextKey, setNextKey] = useState(1);
@@ -46,9 +51,14 @@ export function NewTask({
       }
       throw error;
     }
+    const ready = await outgoing(files, made.goal);
+    if (ready.problem !== null) {
+      setProblem({ field: "files", text: ready.problem });
+      return;
+    }
     setBusy(true);
     setProblem(null);
-    const { message, events } = client.send(made.goal, { envelope: made });
+    const { message, events } = client.send(made.goal, { envelope: made }, ready.files);
     let taskId: string | null = null;
     try {
       for await (const item of events) {
@@ -71,6 +81,7 @@ export function NewTask({
   }
 
   const problemFor = (field: string) => (problem?.field === field ? problem.text : null);
+  const filesInput = `${ids}-files`;
   return (
     <section className="new-task" aria-labelledby={`${ids}-title`}>
       <h1 id={`${ids}-title`}>New task</h1>
@@ -92,6 +103,35 @@ export function NewTask({
         <p id={`${ids}-goal-problem`} className="problem" role="alert">
           {problemFor("goal")}
         </p>
+
+        <div className="new-task-files">
+          <FilePicker
+            id={filesInput}
+            describedBy={`${ids}-files-hint ${ids}-files-problem`}
+            enabled={!busy}
+            onAdd={(picked) => {
+              const taken = attach(files, picked, goal);
+              setFiles(taken.files);
+              // A refusal is said under the input; a pick that fits clears only an earlier one.
+              setProblem((now) =>
+                taken.problem !== null
+                  ? { field: "files", text: taken.problem }
+                  : now?.field === "files"
+                    ? null
+                    : now,
+              );
+            }}
+          />
+          <AttachedFiles
+            files={files}
+            inputId={filesInput}
+            onRemove={(key) => setFiles((now) => now.filter((f) => f.key !== key))}
+          />
+          <FilesHint id={`${ids}-files-hint`} lead="Sent with the goal, in the first message. " />
+          <p id={`${ids}-files-problem`} className="problem" role="alert">
+            {problemFor("files")}
+          </p>
+        </div>
 
         <label htmlFor={`${ids}-criteria`}>Acceptance criteria</label>
         <textarea
