@@ -65,8 +65,8 @@ def tool_server(name: str) -> str:
     )
 
 
-def can(kubectl: Kubectl, user: str, verb: str, resource: str) -> bool:
-    out = kubectl.run("auth", "can-i", verb, resource, f"--as={user}", check=False)
+def can(kubectl: Kubectl, user: str, verb: str, resource: str, *flags: str) -> bool:
+    out = kubectl.run("auth", "can-i", verb, resource, f"--as={user}", *flags, check=False)
     return out.stdout.strip() == "yes"
 
 
@@ -146,6 +146,6 @@ def test_a_namespaces_editors_are_participants_and_its_admins_configurators(
     )
     assert not can(kubectl, "eddie", "patch", "harnesstoolservers")
     assert not can(kubectl, "eddie", "patch", "harnessagents")
-    assert not can(kubectl, "eddie", "patch", "harnesstasks/status")
+    assert not can(kubectl, "eddie", "patch", "harnesstasks", "--subresource=status")
     assert not can(kubectl, "ada", "create", "harnessturns")
     assert can(kubectl, "eddie", "create", "harnessmessages")

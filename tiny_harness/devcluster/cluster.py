@@ -1,10 +1,11 @@
 """Start and stop a local control plane (etcd, kube-apiserver with RBAC on, and
-kube-controller-manager running only the garbage-collector and namespace controllers), and hand
-out a kubeconfig.
+kube-controller-manager running only the garbage-collector, namespace and ClusterRole
+aggregation controllers), and hand out a kubeconfig.
 
 The controller manager is there so that what a real cluster does with owner references and
 namespaces happens here too: deleting a task deletes its messages, turn records and children,
-and deleting a namespace empties it. Nothing else of a cluster (scheduling, pods, service
+and deleting a namespace empties it; and a role the chart aggregates into ``edit`` and ``admin``
+(its roles for people) is granted as on a real cluster. Nothing else of a cluster (scheduling, pods, service
 account tokens) is needed by the harness, so no other controller runs.
 
 With ``node=`` it is a one-node cluster instead (:mod:`tiny_harness.devcluster.node`): the API
@@ -53,6 +54,8 @@ from tiny_harness.devcluster.node import LocalNode, reap_node_leftovers
 
 _PR_SET_PDEATHSIG = 1
 _CONTEXT = "tiny-harness"
+#: The controllers every local control plane runs (see the module's docstring).
+_CONTROL_PLANE_CONTROLLERS = "garbagecollector,namespace,clusterrole-aggregation"
 
 
 class ClusterError(RuntimeError):
@@ -355,7 +358,7 @@ class LocalCluster:
 
     def _controllers_flags(self) -> list[str]:
         if self._network is None:
-            return ["--controllers=garbagecollector,namespace"]
+            return [f"--controllers={_CONTROL_PLANE_CONTROLLERS}"]
         workloads = [
             "deployment",
             "replicaset",
@@ -370,7 +373,7 @@ class LocalCluster:
             "nodelifecycle",
         ]
         return [
-            f"--controllers=garbagecollector,namespace,{','.join(workloads)}",
+            f"--controllers={_CONTROL_PLANE_CONTROLLERS},{','.join(workloads)}",
             f"--root-ca-file={self.pki.ca_cert}",
             f"--service-account-private-key-file={self.pki.sa_key}",
             f"--cluster-cidr={self._network.pod_cidr}",
