@@ -5,8 +5,9 @@ aggregation controllers), and hand out a kubeconfig.
 The controller manager is there so that what a real cluster does with owner references and
 namespaces happens here too: deleting a task deletes its messages, turn records and children,
 and deleting a namespace empties it; and a role the chart aggregates into ``edit`` and ``admin``
-(its roles for people) is granted as on a real cluster. Nothing else of a cluster (scheduling, pods, service
-account tokens) is needed by the harness, so no other controller runs.
+(its roles for people) is granted as on a real cluster. Nothing else of a cluster
+(scheduling, pods, service account tokens) is needed by the harness, so no other controller
+runs.
 
 With ``node=`` it is a one-node cluster instead (:mod:`tiny_harness.devcluster.node`): the API
 server moves from loopback to the node's bridge address (where pods reach it, through the
