@@ -67,8 +67,7 @@ def people(kubectl: Kubectl) -> Kubectl:
     probe = {"budget": {"maxTokens": 7}}
     eventually(
         lambda: (
-            "may not change the budget"
-            in patch_as(kubectl, "alice", "probe", probe, dry_run=True).stderr
+            "denied request" in patch_as(kubectl, "mallory", "probe", probe, dry_run=True).stderr
         ),
         within=30,
         what="the identity policy to be enforced",
