@@ -40,7 +40,7 @@ async def test_a_task_waits_at_its_budget_until_a_reporter_raises_it(
 
     await tasks.send("thrifty", "/budget calls 5", sender="alice")
     refused = await tasks.wait_agent_message("thrifty", "may not change the budget")
-    assert "alice is assignee" in refused.text
+    assert "alice is an assignee" in refused.text
     await tasks.send("thrifty", "/budget calls 5", sender="carol")
     await tasks.wait_agent_message("thrifty", "budget set: 5 model calls")
 

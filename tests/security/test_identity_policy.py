@@ -1,7 +1,8 @@
 """Identity the API server enforces (the ValidatingAdmissionPolicy of ``kube/admission.py``,
 applied by the local control plane): a user cannot write a message signed by someone else,
-create a task that leaves them out, link a task to a parent, change the spec of a task they may
-not end, or write a turn record, while the gateway's ServiceAccount may speak for the
+create a task that leaves them out, link a task to a parent, change the spec of a task beyond
+what the authority table gives their role (``test_spec_authority.py`` has the table's own
+tests), or write a turn record, while the gateway's ServiceAccount may speak for the
 participants it authenticated. Tried with impersonation (``kubectl --as``) on the real
 authorizer: each user has RBAC to create and update messages, tasks and turn records, so only
 the policy refuses.
@@ -229,17 +230,22 @@ def test_a_stranger_or_a_watcher_may_not_change_a_tasks_spec(people: Kubectl, us
 
     refused = patch_as(people, user, "alices", {"participants": [{"id": user, "role": "assignee"}]})
 
+    phrase = "a watcher" if user == "bob" else "not a participant"
     assert refused.returncode != 0
     assert (
-        f"the spec of task alices is changed by {user}, who is not its assignee, reporter or "
-        "admin" in refused.stderr
+        f"{user} is {phrase} and may not change who is on task alices (spec.participants): "
+        "only its assignee, reporter or admin may; ask one of them" in refused.stderr
     )
     assert people.get_json("ht", "alices")["spec"] == before
 
 
 def test_the_assignee_may_change_who_is_on_her_task(people: Kubectl) -> None:
     alices_task(people)
-    participants = [{"id": "alice", "role": "assignee"}, {"id": "carol", "role": "watcher"}]
+    participants = [
+        {"id": "alice", "role": "assignee"},
+        {"id": "bob", "role": "watcher"},
+        {"id": "carol", "role": "watcher"},
+    ]
 
     changed = patch_as(people, "alice", "alices", {"participants": participants})
 

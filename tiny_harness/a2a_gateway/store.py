@@ -85,6 +85,7 @@ from tiny_harness.a2a_gateway.rendering import (
 from tiny_harness.a2a_gateway.tally import Hold
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
 from tiny_harness.core.artifacts import ArtifactChunk, chunks_of, turns_of
+from tiny_harness.core.authority import SUB_TASKS, refusal
 from tiny_harness.core.errors import (
     InvalidTaskError,
     ServerControlledFieldError,
@@ -93,7 +94,6 @@ from tiny_harness.core.errors import (
 from tiny_harness.core.inbox import MessageSpec, message_name
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.core.sizes import message_bytes
-from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SERVER_CONTROLLED_FIELDS, TaskSpec
 from tiny_harness.kube.client import Obj, child_metadata, translate
@@ -449,10 +449,10 @@ class KubeTaskStore(VersionedTaskStore):
         return version
 
     async def _parent_for(self, parent: str, sender: str) -> Obj:
-        """The task a first message names as its parent, if ``sender`` may end it (assignee,
-        reporter or admin: the roles that may complete it, and so decide what work hangs
-        under it). Anyone else is refused, and nothing is written: a task not found and a
-        task the sender is not on read the same, as for every other call."""
+        """The task a first message names as its parent, if ``sender`` may start a sub-task
+        of it (the authority table's ``sub-tasks`` row, as for ``/sub-task``). Anyone else is
+        refused, and nothing is written: a task not found and a task the sender is not on
+        read the same, as for every other call."""
         obj = await self.current(parent)
         spec = None
         if obj is not None and _is_member(obj, sender):
@@ -465,12 +465,9 @@ class KubeTaskStore(VersionedTaskStore):
                 message=f"parent: task {parent!r} not found; a sub-task is attached only to a "
                 "task you are on as its assignee, reporter or admin"
             )
-        refused = refuse_ending(spec, sender, "attach a sub-task to")
+        refused = refusal(SUB_TASKS, sender, spec.role_of(sender), parent)
         if refused is not None:
-            raise UnsupportedOperationError(
-                message=f"parent: {refused}; only its assignee, reporter or admin may attach "
-                "a sub-task to it"
-            )
+            raise UnsupportedOperationError(message=f"parent: refused: {refused}")
         return obj
 
     async def _create_object(

@@ -14,8 +14,11 @@ cannot know who really wrote an object. With it:
   A sub-task is started with ``/sub-task`` (the operator creates it) or through the gateway,
   which first checks that its caller may end the parent. There is no kubectl route: a CEL
   rule cannot read the parent to check the writer's role on it;
-- a task's spec is changed only by its assignee, reporter or admin (as the task was before
-  the change): a watcher or a stranger may not change who is on it, its budget or its goal;
+- a task's spec is changed only as the authority table says (:mod:`tiny_harness.core.authority`,
+  written as CEL by :mod:`tiny_harness.kube.authority_rules`), judged by the writer's role as
+  the task stood before the change: its budget, deadlines, approval rules, reach and what it
+  asks for by a reporter or an admin, never by the assignee they bound; who is on it by its
+  assignee, reporter or admin, none giving a role above their own;
 - ``HarnessTurn`` records are the operator's journal: nobody else writes one, the gateway
   included;
 - the lifecycle annotation a child is created with is the operator's: nobody else sets or
@@ -42,7 +45,7 @@ import json
 import sys
 from typing import Any, Final
 
-from tiny_harness.core.task import ENDING_ROLES
+from tiny_harness.kube.authority_rules import SPEC_RULES
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.names import GROUP, LIFECYCLE_ANNOTATION, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
 
@@ -84,18 +87,6 @@ PARENT_MESSAGE: Final = (
     "start a sub-task with /sub-task (kubectl harness cmd TASK /sub-task ...) or through the "
     "A2A gateway, and remove spec.parent'"
 )
-_ENDING: Final = "[" + ", ".join(f"'{r.value}'" for r in sorted(ENDING_ROLES)) + "]"
-#: A task's spec is changed by its assignee, reporter or admin, as the task stood before.
-SPEC_UPDATE_RULE: Final = (
-    f"{_TASKS} || request.operation != 'UPDATE' || object.spec == oldObject.spec || "
-    "(has(oldObject.spec.participants) && "
-    f"oldObject.spec.participants.exists(p, p.id == {_USER} && p.role in {_ENDING}))"
-)
-SPEC_UPDATE_MESSAGE: Final = (
-    f"'the spec of task ' + object.metadata.name + ' is changed by ' + {_USER} + ', who is "
-    "not its assignee, reporter or admin: only they change who is on a task, its budget or "
-    "its goal; ask one of them'"
-)
 #: The turn journal is the operator's alone.
 TURN_RULE: Final = f"request.resource.resource != '{TURN_PLURAL}'"
 TURN_MESSAGE: Final = (
@@ -130,7 +121,7 @@ RULES: Final = (
     (SENDER_RULE, SENDER_MESSAGE),
     (CREATOR_RULE, CREATOR_MESSAGE),
     (PARENT_RULE, PARENT_MESSAGE),
-    (SPEC_UPDATE_RULE, SPEC_UPDATE_MESSAGE),
+    *SPEC_RULES,
     (TURN_RULE, TURN_MESSAGE),
     (LIFECYCLE_RULE, LIFECYCLE_MESSAGE),
 )

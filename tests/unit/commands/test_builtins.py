@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tiny_harness.core.authority import BUDGET, refusal_text
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.builtins import SUB_TASK_USAGE
 from tiny_harness.core.commands.context import (
@@ -25,7 +26,7 @@ from tiny_harness.core.task import (
 )
 from tiny_harness.core.turn import TaskSettings
 
-from .support import registry, send, snapshot
+from .support import ROLES, registry, send, snapshot
 
 REGISTRY = registry()
 
@@ -244,4 +245,4 @@ async def test_only_a_reporter_or_an_admin_changes_the_budget(sender: str, allow
     result = await answer("/budget tokens 100", sender)
     assert (result.budget is not None) is allowed
     if not allowed:
-        assert "may not change the budget" in result.reply
+        assert result.reply == "refused: " + refusal_text(BUDGET, sender, ROLES[sender], "t1")

@@ -23,7 +23,7 @@ from tiny_harness.core.commands.registry import (
     ForCommand,
 )
 from tiny_harness.core.commands.run import run_command
-from tiny_harness.core.task import Role
+from tiny_harness.core.task import Budget, Role
 from tiny_harness.core.turn import TaskSettings
 
 from .support import registry, send, snapshot
@@ -89,15 +89,18 @@ async def test_a_sender_with_no_role_is_refused_any_command() -> None:
 @pytest.mark.parametrize(
     ("text", "what"),
     [
-        ("/model gpt-5", "change the model"),
-        ("/effort high", "change the reasoning effort"),
-        ("/sub-task look around", "start a sub-task"),
-        ("/sub-task", "start a sub-task"),
+        ("/model gpt-5", "change the model of task t1"),
+        ("/effort high", "change the reasoning effort of task t1"),
+        ("/sub-task look around", "start a sub-task of task t1"),
+        ("/sub-task", "start a sub-task of task t1"),
     ],
 )
 async def test_a_watcher_is_refused_commands_that_change_something(text: str, what: str) -> None:
     result = await send(registry(), text, "bob")
-    assert result == CommandResult(reply=f"refused: bob is a watcher and may not {what}")
+    assert result == CommandResult(
+        reply=f"refused: bob is a watcher and may not {what}: only its assignee, reporter or "
+        "admin may; ask one of them"
+    )
 
 
 @pytest.mark.parametrize("sender", ["alice", "agent", "root"])
@@ -118,7 +121,8 @@ async def test_a_watchers_plugin_command_yields_no_intents_whatever_it_returns()
     reg = with_commands(configure)
     refused = await send(reg, "/turbo", "bob")
     assert refused == CommandResult(
-        reply="refused: bob is a watcher and may not change the task's settings or start sub-tasks"
+        reply="refused: bob is a watcher and may not change the model of task t1: only its "
+        "assignee, reporter or admin may; ask one of them"
     )
     allowed = await send(reg, "/turbo", "alice")
     assert allowed is not None
@@ -214,3 +218,19 @@ async def test_running_on_an_unfrozen_runner_is_a_programming_error() -> None:
             role=Role.REPORTER,
             snapshot=snapshot(),
         )
+
+
+async def test_a_plugin_cannot_raise_the_budget_for_the_assignee_it_bounds() -> None:
+    """The fixed rules ask the authority table whatever the hooks did: a plugin body that
+    returns a budget for the assignee's command yields nothing, in the table's words."""
+
+    def configure(reg: CommandRegistry) -> None:
+        @reg.command("more", "More room")
+        def more(ctx: CommandInvokedIn) -> CommandResult:
+            return CommandResult(reply="ok", budget=Budget(max_tokens=10**9))
+
+    result = await send(with_commands(configure), "/more", "agent")
+    assert result == CommandResult(
+        reply="refused: agent is an assignee and may not change the budget of task t1 "
+        "(spec.budget): only its reporter or admin may; ask one of them"
+    )

@@ -1,55 +1,52 @@
 """The built-in role check: who may run which command, as a ``command.invoked.pre`` executor.
 
-It refuses any command from a sender with no role on the task, and refuses a watcher the commands
-that change something: ``/model <x>``, ``/effort <x>`` and ``/sub-task``. Being a hook, it runs
-whoever implements the command (a plugin that replaces ``/model`` is checked the same way), and
-an operator can tighten the rule by adding a pre executor of their own. It cannot be loosened:
-:func:`~tiny_harness.core.commands.run.run_command` also drops any intent a watcher's command
-returns, whatever the hooks said.
+It refuses any command from a sender with no role on the task, and a command that would make a
+change the authority table (:mod:`tiny_harness.core.authority`) does not give the sender's role:
+``/model <x>``, ``/effort <x>`` and ``/sub-task`` (assignee, reporter or admin), ``/budget <x>``
+(reporter or admin, never the assignee the budget bounds), in the same words the admission
+policy uses for the same change written into the spec. Being a hook, it runs whoever implements
+the command (a plugin that replaces ``/model`` is checked the same way), and an operator can
+tighten the rule by adding a pre executor of their own. It cannot be loosened:
+:func:`~tiny_harness.core.commands.run.run_command` also drops any intent the table does not
+give the sender, whatever the hooks said.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from tiny_harness.core.authority import BUDGET, EFFORT, MODEL, SUB_TASKS, Authority, refusal
 from tiny_harness.core.commands.context import CommandInvokedPre
 from tiny_harness.core.commands.errors import HookAbort
-from tiny_harness.core.task import Role
 
 #: Runs before ordinary pre executors (DEFAULT_PRIORITY is 500), so a refusal comes first.
 ROLE_CHECK_PRIORITY: Final = 100
 
-#: What a watcher may not do with each restricted command.
-_WATCHER_REFUSALS: Final = {
-    "model": "change the model",
-    "effort": "change the reasoning effort",
-    "sub-task": "start a sub-task",
+#: The change each built-in command makes when given arguments (without, it only shows).
+COMMAND_CHANGES: Final[dict[str, Authority]] = {
+    "model": MODEL,
+    "effort": EFFORT,
+    "budget": BUDGET,
+    "sub-task": SUB_TASKS,
 }
-#: Of those, the ones a watcher may still run without arguments (to read the current value).
-_READABLE_WITHOUT_ARGUMENTS: Final = frozenset({"model", "effort"})
+#: Commands that change something even without arguments (``/sub-task`` alone is its usage,
+#: refused to whoever may not start one, as it always was).
+_CHANGES_WITHOUT_ARGUMENTS: Final = frozenset({"sub-task"})
 
 
-def watcher_may_run(name: str, arguments: str) -> bool:
-    """Whether a watcher may run ``/<name> <arguments>`` (any command that changes nothing)."""
-    if name not in _WATCHER_REFUSALS:
-        return True
-    return name in _READABLE_WITHOUT_ARGUMENTS and not arguments.strip()
-
-
-#: Who may change a task's budget: those who asked for the work or run the task space, not
-#: the assignee whose spending it bounds.
-BUDGET_ROLES: Final = frozenset({Role.REPORTER, Role.ADMIN})
+def change_of(name: str, arguments: str) -> Authority | None:
+    """The change ``/<name> <arguments>`` asks for, or None for a command that only reads."""
+    row = COMMAND_CHANGES.get(name)
+    if row is None or (not arguments.strip() and name not in _CHANGES_WITHOUT_ARGUMENTS):
+        return None
+    return row
 
 
 def role_check(ctx: CommandInvokedPre) -> None:
-    """Refuse a sender with no role, a watcher's state-changing command, and a budget change
-    from anyone but a reporter or an admin."""
+    """Refuse a sender with no role, and a change the authority table does not give them."""
     if ctx.sender_role is None:
         raise HookAbort(f"{ctx.sender} is not a participant of this task")
-    if ctx.name == "budget" and ctx.arguments.strip() and ctx.sender_role not in BUDGET_ROLES:
-        raise HookAbort(
-            f"{ctx.sender} is {ctx.sender_role.value} and may not change the budget; "
-            "ask a reporter or an admin of the task"
-        )
-    if ctx.sender_role is Role.WATCHER and not watcher_may_run(ctx.name, ctx.arguments):
-        raise HookAbort(f"{ctx.sender} is a watcher and may not {_WATCHER_REFUSALS[ctx.name]}")
+    row = change_of(ctx.name, ctx.arguments)
+    refused = refusal(row, ctx.sender, ctx.sender_role, ctx.task.id) if row else None
+    if refused is not None:
+        raise HookAbort(refused)

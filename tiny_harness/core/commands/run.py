@@ -7,15 +7,18 @@ recognises, instead of handing the message to the model. Whatever goes wrong, it
 stay as they were. Failures are logged with the command's name and the task id, never with its
 arguments, which may hold anything a participant typed.
 
-Before returning, it applies the fixed rules no hook can loosen: a watcher's (or a non-member's)
-command yields no intents, and when given the catalog, a command may not switch the task to a
-model that is not selectable.
+Before returning, it applies the fixed rules no hook can loosen: a non-member's command yields
+no intents, nor does one whose intents make a change the authority table
+(:mod:`tiny_harness.core.authority`) does not give the sender's role (a watcher changes
+nothing; only a reporter or an admin changes the budget); and when given the catalog, a command
+may not switch the task to a model that is not selectable.
 """
 
 from __future__ import annotations
 
 import logging
 
+from tiny_harness.core.authority import BUDGET, EFFORT, MODEL, SUB_TASKS, Authority, refusal
 from tiny_harness.core.catalog import ModelCatalog
 from tiny_harness.core.commands.context import (
     CommandInvokedIn,
@@ -32,7 +35,6 @@ from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_POST,
     COMMAND_INVOKED_PRE,
 )
-from tiny_harness.core.commands.roles import BUDGET_ROLES
 from tiny_harness.core.task import Role
 
 log = logging.getLogger(__name__)
@@ -105,10 +107,10 @@ def _fixed_rules(
         return None
     if role is None:
         return f"{sender} is not a participant of this task"
-    if role is Role.WATCHER:
-        return f"{sender} is a watcher and may not change the task's settings or start sub-tasks"
-    if result.budget is not None and result.budget != snapshot.budget and role not in BUDGET_ROLES:
-        return f"{sender} is {role.value} and may not change the budget"
+    for row in changes_of(result, snapshot):
+        refused = refusal(row, sender, role, snapshot.id)
+        if refused is not None:
+            return refused
     settings = result.settings
     if (
         catalog is not None
@@ -121,6 +123,21 @@ def _fixed_rules(
             catalog.selectable
         )
     return None
+
+
+def changes_of(result: CommandResult, snapshot: TaskSnapshot) -> tuple[Authority, ...]:
+    """The changes of the authority table ``result``'s intents would make to ``snapshot``."""
+    changes: list[Authority] = []
+    settings = result.settings
+    if settings is not None and settings.model != snapshot.settings.model:
+        changes.append(MODEL)
+    if settings is not None and settings.reasoning_effort != snapshot.settings.reasoning_effort:
+        changes.append(EFFORT)
+    if result.budget is not None and result.budget != snapshot.budget:
+        changes.append(BUDGET)
+    if result.spawn is not None:
+        changes.append(SUB_TASKS)
+    return tuple(changes)
 
 
 def _log_outcome(name: str, task_id: str, outcome: str) -> None:
