@@ -151,7 +151,8 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
             "Ask one person for something you need (a decision, an approval, a fact) as a task "
             "of their own: it waits for their answer, which arrives as a note when they give "
             "it; this task cannot complete before then. The participant is their identity as "
-            "this harness knows it (a Kubernetes user or a participant id)."
+            "this harness knows it (a Kubernetes user or a participant id), and one of this "
+            "task's participants or someone its reach allows."
         ),
         parameters={
             "type": "object",
