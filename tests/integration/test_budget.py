@@ -134,8 +134,11 @@ async def test_a_grandchilds_spend_counts_against_the_roots_budget_and_stops_the
     await tasks.send(leaf, "Three.")
     waiting = await tasks.wait(leaf, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-budget")
 
-    assert "the budget of task lead, which its sub-tasks share" in waiting["message"]
-    assert "2 of 2 model calls" in waiting["message"]
+    assert waiting["message"] == (
+        "This task has used its budget (the budget of task lead, which its sub-tasks share: "
+        "2 model calls (when reached: park)) and waits: a reporter or an admin raises it with "
+        "/budget tokens <n> or /budget calls <n>."
+    )
     assert len(await model_server.control.requests()) == 2
 
     await tasks.send("lead", "/budget calls 5", sender="carol")

@@ -406,6 +406,18 @@ class Cache:
             return []
         return [c for c in self._naming(namespace, parent, stubs=True) if is_child_of(c, current)]
 
+    def descendant_stubs(self, namespace: str, name: str) -> Iterator[Obj]:
+        """The task's children, their children ..., in summary, down to :data:`MAX_DEPTH`
+        levels below it (no sub-task is created deeper: core/reach.py)."""
+        level = self.child_stubs(namespace, name)
+        for _ in range(MAX_DEPTH):
+            if not level:
+                return
+            yield from level
+            level = [
+                c for above in level for c in self.child_stubs(namespace, above["metadata"]["name"])
+            ]
+
     def strays(self, namespace: str, parent: str) -> list[Obj]:
         """The tasks that name ``parent`` as their parent without being its children."""
         current = self.stub(namespace, parent)
