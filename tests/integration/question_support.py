@@ -1,8 +1,8 @@
 """A question put to a person, set up as the participant-task, TUI and web tests need it: the
-parent ``release`` (alice's, bob watching) is asked to get a budget approved, and its scripted
-turn calls ``create_task_for_participant`` for carol; once carol answers, its next turn says
-what ``approved`` gives ("Carol approved." unless told). Real control plane, operator and
-scripted model."""
+parent ``release`` (alice's, bob watching, carol in its reach) is asked to get a budget
+approved, and its scripted turn calls ``create_task_for_participant`` for carol; once carol
+answers, its next turn says what ``approved`` gives ("Carol approved." unless told). Real
+control plane, operator and scripted model."""
 
 from __future__ import annotations
 
@@ -55,6 +55,6 @@ async def carol_is_asked(
         script.append({"type": "text", "text": approved, "when": "answered by carol"})
     await model_server.control.script(script)
     operator()
-    await tasks.create("release")
+    await tasks.create("release", reach=["carol"])
     await tasks.send("release", "Get the budget approved.")
     return await asked(tasks, "release")

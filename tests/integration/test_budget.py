@@ -104,3 +104,45 @@ async def eventually_children(tasks: Tasks, parent: str) -> list[dict[str, Any]]
         return found if found else NotYet(found)
 
     return await eventually_async(some, within=30, what=f"a sub-task of {parent}")
+
+
+async def test_a_grandchilds_spend_counts_against_the_roots_budget_and_stops_the_tree(
+    tasks: Tasks, operator: Operator, model_server: ModelServer
+) -> None:
+    """A tree three levels deep (lead, its /sub-task, that one's /sub-task): only the
+    grandchild calls the model, and lead's budget of two calls stops it at its third
+    message; raising lead's budget frees it."""
+    await model_server.control.script(
+        [
+            {"type": "text", "text": "First answer."},
+            {"type": "text", "text": "Second answer."},
+            {"type": "text", "text": "Third answer."},
+        ]
+    )
+    operator()
+    await tasks.create("lead", participants=TEAM, budget={"maxModelCalls": 2})
+    await tasks.send("lead", "/sub-task Plan the party.")
+    [middle] = await eventually_children(tasks, "lead")
+    mid = str(middle["metadata"]["name"])
+    await tasks.send(mid, "/sub-task Plan the cake.")
+    [below] = await eventually_children(tasks, mid)
+    leaf = str(below["metadata"]["name"])
+
+    for turn, text in enumerate(("One.", "Two."), start=1):
+        await tasks.send(leaf, text)
+        await tasks.wait(leaf, "TASK_STATE_INPUT_REQUIRED", turn=turn)
+    await tasks.send(leaf, "Three.")
+    waiting = await tasks.wait(leaf, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-budget")
+
+    assert waiting["message"] == (
+        "This task has used its budget (the budget of task lead, which its sub-tasks share: "
+        "2 model calls (when reached: park)) and waits: a reporter or an admin raises it with "
+        "/budget tokens <n> or /budget calls <n>."
+    )
+    assert len(await model_server.control.requests()) == 2
+
+    await tasks.send("lead", "/budget calls 5", sender="carol")
+    resumed = await tasks.wait(
+        leaf, "TASK_STATE_INPUT_REQUIRED", sub_state="awaiting-next-message", turn=4
+    )
+    assert resumed["message"] == "Third answer."

@@ -729,3 +729,19 @@ def test_the_operator_reaches_only_the_destinations_the_values_name(helm: Helm) 
         rules = find(docs, "NetworkPolicy", component)["spec"]["egress"]
         [api_server] = [r for r in rules if {"port": 6443, "protocol": "TCP"} in r["ports"]]
         assert api_server["to"] == named
+
+
+def test_the_models_reach_and_the_depth_bound_reach_the_settings(helm: Helm) -> None:
+    default = Settings.parse(settings_file(helm.render("tiny-harness", {})))
+    assert (default.operator.reach, default.operator.max_sub_task_depth) == ((), 8)
+    chosen = Settings.parse(
+        settings_file(
+            helm.render(
+                "tiny-harness", {"operator.reach": ["oncall"], "operator.maxSubTaskDepth": 3}
+            )
+        )
+    )
+    assert (chosen.operator.reach, chosen.operator.max_sub_task_depth) == (("oncall",), 3)
+    deeper = helm.template("tiny-harness", {"operator.maxSubTaskDepth": 17}, check=False)
+    assert deeper.returncode != 0
+    assert "/operator/maxSubTaskDepth" in deeper.stderr

@@ -60,6 +60,7 @@ from tiny_harness.a2a_gateway.tracing import TracingMiddleware
 from tiny_harness.a2a_gateway.waiting import Waits
 from tiny_harness.a2a_gateway.web import WHOAMI_PATH, is_ui_path, ui_routes
 from tiny_harness.core.command_spec import CommandSpec
+from tiny_harness.core.reach import DEFAULT_MAX_SUB_TASK_DEPTH
 from tiny_harness.core.schemas import generated_files
 from tiny_harness.core.settings import GatewaySettings, Settings
 from tiny_harness.kube.client import connect
@@ -114,13 +115,15 @@ def build_app(
     commands: Sequence[CommandSpec] = (),
     metrics: GatewayMetrics | None = None,
     identity: AuthenticationBackend | None = None,
+    max_sub_task_depth: int = DEFAULT_MAX_SUB_TASK_DEPTH,
 ) -> Starlette:
     """The gateway for ``settings`` over the API ``api`` reaches, advertising ``commands``.
 
     ``api`` is the caller's and stays open; the app opens (and closes, at shutdown) a second
     client of the same identity for its watches, and follows the namespace's tasks and
     messages (:mod:`.namespace_feed`: the reads, the streams and the quotas) from start-up (the
-    lifespan) to shutdown.
+    lifespan) to shutdown. A sub-task it creates for a participant is held to
+    ``max_sub_task_depth`` (the operator's setting: one bound for every way a sub-task is made).
     """
     metrics = metrics or GatewayMetrics()
     watches = watch_client(api)
@@ -129,7 +132,13 @@ def build_app(
         settings.namespace, QuotaTally(settings), queue_bound=settings.stream_queue_events
     )
     handler = GatewayRequestHandler(
-        KubeTaskStore(api, settings.namespace, feed=feed, skipped=metrics.skipped),
+        KubeTaskStore(
+            api,
+            settings.namespace,
+            feed=feed,
+            skipped=metrics.skipped,
+            max_sub_task_depth=max_sub_task_depth,
+        ),
         TaskStreams(feed, watches),
         metrics,
         waits=Waits(take=settings.send_take_seconds, idle=settings.send_idle_seconds),
@@ -251,7 +260,12 @@ async def serve_gateway(
     # its connection is kept rather than closed and opened again with a TLS handshake.
     finish_when_cancelled(api)
     try:
-        app = build_app(gateway, api, commands=commands)
+        app = build_app(
+            gateway,
+            api,
+            commands=commands,
+            max_sub_task_depth=settings.operator.max_sub_task_depth,
+        )
         server = _HostedServer(
             uvicorn.Config(
                 app,

@@ -92,6 +92,7 @@ from tiny_harness.core.errors import (
     TaskNotFoundError,
 )
 from tiny_harness.core.inbox import MessageSpec, message_name
+from tiny_harness.core.reach import DEFAULT_MAX_SUB_TASK_DEPTH, refuse_depth
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.core.sizes import message_bytes
 from tiny_harness.core.states import TaskState
@@ -111,7 +112,7 @@ from tiny_harness.kube.names import (
     VERSION,
     context_id_of,
 )
-from tiny_harness.kube.ownership import uid_of
+from tiny_harness.kube.ownership import ancestors_of, uid_of
 from tiny_harness.kube.participant_view import conversation, role_of, status_of
 from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.kube.watching import read_for_watch
@@ -140,8 +141,10 @@ class KubeTaskStore(VersionedTaskStore):
         feed: NamespaceFeed,
         owner_resolver: OwnerResolver = participant_of,
         skipped: Skipped = uncounted,
+        max_sub_task_depth: int = DEFAULT_MAX_SUB_TASK_DEPTH,
     ) -> None:
         self.namespace = namespace
+        self._max_depth = max_sub_task_depth
         self._feed = feed
         self._tally = feed.tally
         self._api = api
@@ -468,6 +471,14 @@ class KubeTaskStore(VersionedTaskStore):
         refused = refusal(SUB_TASKS, sender, spec.role_of(sender), parent)
         if refused is not None:
             raise UnsupportedOperationError(message=f"parent: refused: {refused}")
+        # The index holds the whole namespace once ready, parents before their children.
+        depth = sum(1 for _ in ancestors_of(obj, self._feed.index.get))
+        too_deep = refuse_depth(parent, depth, self._max_depth)
+        if too_deep is not None:
+            raise UnsupportedOperationError(
+                message=f"parent: refused: {too_deep}; nothing was created: attach it higher up "
+                "the tree, or start a task of its own"
+            )
         return obj
 
     async def _create_object(

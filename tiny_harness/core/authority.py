@@ -102,8 +102,13 @@ DEADLINES: Final = Authority(
     ),
     _ABOVE,
 )
+#: What the task may reach: tool servers, a remote agent, and the people its model may ask
+#: (``core/reach.py``); each bounds the assignee's work, so it is changed from above.
 REACH: Final = Authority(
-    "reach", "change the tool servers or agent of task {task}", ("tool_servers", "agent"), _ABOVE
+    "reach",
+    "change what task {task} may reach (tool servers, agent, people)",
+    ("tool_servers", "agent", "reach"),
+    _ABOVE,
 )
 MODEL: Final = Authority("model", "change the model of task {task}", (), _WORKERS)
 EFFORT: Final = Authority("effort", "change the reasoning effort of task {task}", (), _WORKERS)

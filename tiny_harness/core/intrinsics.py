@@ -35,6 +35,7 @@ from tiny_harness.core.artifacts import (
 from tiny_harness.core.errors import PlanCycleError, PlanError
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.plan import Plan, PlanStep
+from tiny_harness.core.reach import Reach, refuse_depth, refuse_person
 from tiny_harness.core.sizes import ARTIFACT_BYTES, ARTIFACT_CHUNK_BYTES, MAX_SUB_TASKS, kib
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
@@ -150,7 +151,8 @@ INTRINSIC_SPECS: Final[tuple[ToolSpec, ...]] = (
             "Ask one person for something you need (a decision, an approval, a fact) as a task "
             "of their own: it waits for their answer, which arrives as a note when they give "
             "it; this task cannot complete before then. The participant is their identity as "
-            "this harness knows it (a Kubernetes user or a participant id)."
+            "this harness knows it (a Kubernetes user or a participant id), and one of this "
+            "task's participants or someone its reach allows."
         ),
         parameters={
             "type": "object",
@@ -333,10 +335,18 @@ def too_many_sub_tasks(task: TaskExtension) -> IntrinsicResult | None:
     )
 
 
+def too_deep(task_id: str, reach: Reach) -> IntrinsicResult | None:
+    """A spawn below the tree's depth bound (:mod:`.reach`), refused to the model."""
+    refused = refuse_depth(task_id, reach.depth, reach.max_depth)
+    if refused is None:
+        return None
+    return _error(f"the sub-task was not created: {refused}; do this part of the work here")
+
+
 def spawn_subtask(
-    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
+    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str, reach: Reach
 ) -> IntrinsicResult:
-    refused = too_many_sub_tasks(task)
+    refused = too_many_sub_tasks(task) or too_deep(task_id, reach)
     if refused is not None:
         return refused
     current = task.plan.current_step() if task.plan is not None else None
@@ -352,9 +362,9 @@ def spawn_subtask(
 
 
 def create_task_for_participant(
-    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str
+    task: TaskExtension, args: dict[str, Any], *, task_id: str, step_id: str, reach: Reach
 ) -> IntrinsicResult:
-    refused = too_many_sub_tasks(task)
+    refused = too_many_sub_tasks(task) or too_deep(task_id, reach)
     if refused is not None:
         return refused
     participant = str(args["participant"]).strip()
@@ -365,6 +375,9 @@ def create_task_for_participant(
             f"participant {participant!r} is not a person; name someone who answers "
             "(use spawn_subtask to hand work to an agent)"
         )
+    stranger = refuse_person(task, participant, reach)
+    if stranger is not None:
+        return _error(stranger)
     current = task.plan.current_step() if task.plan is not None else None
     intent = SpawnIntent(
         id=step_id,
@@ -477,19 +490,30 @@ def ask_participant(args: dict[str, Any]) -> IntrinsicResult:
 
 
 def apply_intrinsic(
-    name: str, args: dict[str, Any], task: TaskExtension, *, task_id: str, step_id: str
+    name: str,
+    args: dict[str, Any],
+    task: TaskExtension,
+    *,
+    task_id: str,
+    step_id: str,
+    reach: Reach | None = None,
 ) -> IntrinsicResult:
-    """Apply the intrinsic ``name`` to ``task`` with already validated ``args``."""
+    """Apply the intrinsic ``name`` to ``task`` with already validated ``args``, within
+    ``reach`` (:mod:`.reach`; None: the task's participants only, the default depth bound,
+    and the task a root)."""
+    reach = reach or Reach()
     if name == CREATE_PLAN:
         return create_plan(args)
     if name == COMPLETE_STEP:
         return complete_step(task, args)
     if name == SPAWN_SUBTASK:
-        return spawn_subtask(task, args, task_id=task_id, step_id=step_id)
+        return spawn_subtask(task, args, task_id=task_id, step_id=step_id, reach=reach)
     if name == ASK_PARTICIPANT:
         return ask_participant(args)
     if name == CREATE_TASK_FOR_PARTICIPANT:
-        return create_task_for_participant(task, args, task_id=task_id, step_id=step_id)
+        return create_task_for_participant(
+            task, args, task_id=task_id, step_id=step_id, reach=reach
+        )
     if name == REPLY_TO_SUBTASK:
         return reply_to_subtask(task, args, step_id=step_id)
     if name == PUBLISH_ARTIFACT:

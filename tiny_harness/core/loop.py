@@ -326,6 +326,7 @@ class _Turn:
         self.questions: list[str] = []
         self.gates = turn.gates
         self.decided = turn.decided
+        self.reach = turn.reach
         self.awaiting: list[AwaitEntry] = []
         self.input_tokens = 0
         self.output_tokens = 0
@@ -571,7 +572,7 @@ class _Turn:
                 return entry(f"{result.content}\n\n{kept}", artifact=chunk)
             return entry(result.content, is_error=result.is_error)
         applied = apply_intrinsic(
-            call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id
+            call.name, args, self.task, task_id=self.ref.task_id, step_id=entry_id, reach=self.reach
         )
         if applied.reply is not None:
             refused = await self.host.reply(applied.reply)

@@ -37,6 +37,8 @@ The file (``--config``, or ``$TINY_HARNESS_CONFIG``, or the CLI's configuration 
     lease_seconds = 15
     shards = 16                    # split tasks between replicas (0: one replica does all)
     ttl_seconds_after_finished = 604800   # delete finished tasks a week after they end
+    reach = ["oncall"]             # anyone's model may also put a question to these people
+    max_sub_task_depth = 8         # sub-tasks go at most this many levels below their root
     metrics_bind = "127.0.0.1:9090"
 
     [operator.destinations]        # what tool servers, agents and cards may be reached at
@@ -72,7 +74,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tiny_harness.core.approval import ApprovalDefaults
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.errors import ConfigError
-from tiny_harness.core.task import Budget
+from tiny_harness.core.reach import DEFAULT_MAX_SUB_TASK_DEPTH
+from tiny_harness.core.sizes import MAX_TREE_DEPTH
+from tiny_harness.core.task import NAME_MAX, Budget
 
 CONFIG_ENV: Final = "TINY_HARNESS_CONFIG"
 _SECRET_KEYS: Final = frozenset({"api_key", "apikey", "token", "password", "secret"})
@@ -264,6 +268,21 @@ class OperatorSettings(_Section):
         default=ApprovalDefaults(),
         description="What an approval policy leaves out ([operator.approvals]: roles, "
         "timeout_seconds, on_timeout): who decides, how long a call waits, what its timeout does.",
+    )
+    reach: tuple[Annotated[str, Field(min_length=1, max_length=NAME_MAX)], ...] = Field(
+        default=(),
+        max_length=256,
+        description="People any task's model in the operator's namespaces may create a task "
+        "for (create_task_for_participant), besides the task's participants and its "
+        "spec.reach: the namespace's list, written by whoever installs the harness for it.",
+    )
+    max_sub_task_depth: int = Field(
+        default=DEFAULT_MAX_SUB_TASK_DEPTH,
+        ge=1,
+        le=MAX_TREE_DEPTH,
+        description="How many levels below its root task a sub-task may be (a root's sub-task "
+        "is at 1); a spawn, a /sub-task or a gateway child past it is refused. At most "
+        f"{MAX_TREE_DEPTH}, the depth to which each ancestor's budget is held.",
     )
     destinations: DestinationSettings = Field(
         default=DestinationSettings(),

@@ -56,6 +56,10 @@ CONDITION_CHARS: Final = 4 * KIB
 ROW_GOAL_CHARS: Final = 512
 #: The most sub-tasks one task may have: its rows stay within the status.
 MAX_SUB_TASKS: Final = 256
+#: How far up or down a tree of tasks the operator walks (to hold each ancestor's budget, to
+#: sum a tree's usage); no sub-task is created deeper (``core/reach.py``), so the walk sees
+#: every task of a tree.
+MAX_TREE_DEPTH: Final = 16
 #: A plan step's description and output, as the status shows them.
 PLAN_TEXT_CHARS: Final = 2 * KIB
 #: The most one ``publish_artifact`` call (one chunk of an artifact) may carry: its parts are

@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -272,6 +273,15 @@ class TaskSpec(Model):
         json_schema_extra={"x-kubernetes-list-type": "set"},
     )
 
+    reach: tuple[ShortText, ...] = Field(
+        default=(),
+        max_length=64,
+        description="People besides the task's participants for whom its model may create a "
+        "task (create_task_for_participant), by id; empty: its participants only (and the "
+        "namespace's list, operator.reach). It widens what the model may do to others: a "
+        "reporter or an admin of the task sets it.",
+        json_schema_extra={"x-kubernetes-list-type": "set"},
+    )
     approval: tuple[TaskApprovalRule, ...] = Field(
         default=(),
         max_length=16,
@@ -279,12 +289,12 @@ class TaskSpec(Model):
         "what the task's tool servers and agents require (a rule only adds requirements).",
     )
 
-    @field_validator("tool_servers")
+    @field_validator("tool_servers", "reach")
     @classmethod
-    def _unique_tool_servers(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+    def _unique_names(cls, names: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         for name in names:
             if names.count(name) > 1:
-                raise ValueError(f"spec.toolServers: {name!r} appears twice")
+                raise ValueError(f"spec.{to_camel(str(info.field_name))}: {name!r} appears twice")
         return names
 
     @model_validator(mode="after")

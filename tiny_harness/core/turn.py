@@ -36,6 +36,7 @@ from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
 from tiny_harness.core.plan import Plan
+from tiny_harness.core.reach import Reach
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     Budget,
@@ -358,6 +359,11 @@ class TurnInput(_Data):
         default=(),
         description="The calls an earlier turn parked, each with its decision: this turn runs "
         "(or answers) them before anything else.",
+    )
+    reach: Reach = Field(
+        default_factory=Reach,
+        description="Whom the model may create a task for besides the task's participants, "
+        "and where the task stands in its tree (core/reach.py).",
     )
 
     @property

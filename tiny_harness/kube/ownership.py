@@ -24,14 +24,16 @@ asks of each object whether it belongs to the task *object* it reads for:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from tiny_harness.core.clock import parse
+from tiny_harness.core.sizes import MAX_TREE_DEPTH
 from tiny_harness.core.task import local_parent_of
 from tiny_harness.kube.names import KIND
 
 Obj = Mapping[str, Any]
+T = TypeVar("T", bound=Obj)
 
 
 def uid_of(obj: Obj) -> str:
@@ -78,3 +80,20 @@ def is_stray_of(obj: Obj, parent: Obj) -> bool:
     task of the same name): the parent ignores it."""
     named = local_parent_of(obj.get("spec")) == parent["metadata"]["name"]
     return named and not owned_by(owner_uids(obj), parent)
+
+
+def ancestors_of(task: T | None, lookup: Callable[[str], T | None]) -> Iterator[T]:
+    """The task's parent, its parent's parent ..., each found by name with ``lookup`` and
+    kept only while it is the parent of the one below it (a task that only names a parent
+    has none), up to :data:`~tiny_harness.core.sizes.MAX_TREE_DEPTH`: the one walk up a tree,
+    for the operator's budgets and every check of a sub-task's depth."""
+    current = task
+    for _ in range(MAX_TREE_DEPTH):
+        if current is None:
+            return
+        above = local_parent_of(current.get("spec"))
+        parent = lookup(above) if above else None
+        if parent is None or not is_child_of(current, parent):
+            return
+        yield parent
+        current = parent

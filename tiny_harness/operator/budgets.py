@@ -19,7 +19,7 @@ from typing import Any
 from tiny_harness.core.task import Budget, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.usage import total, tree_budget, usage_of
 from tiny_harness.kube.client import Obj
-from tiny_harness.operator.cache import MAX_DEPTH, Cache
+from tiny_harness.operator.cache import Cache
 
 
 def own_budget(spec: TaskSpec | None, status: TaskStatus, default: Budget | None) -> Budget | None:
@@ -38,14 +38,13 @@ def ancestors(cache: Cache, namespace: str, obj: Obj) -> Iterator[Obj]:
         yield parent
 
 
-def tree_usage(cache: Cache, namespace: str, obj: Obj, depth: int = 0) -> TaskUsage:
+def tree_usage(cache: Cache, namespace: str, obj: Obj) -> TaskUsage:
     """What the task and every task below it have used, summed from their journals as the
     cache has them: current to the last journaled call, a running turn's included."""
     name = str(obj["metadata"]["name"])
     used = cache.usage(namespace, name)
-    if depth < MAX_DEPTH:
-        for child in cache.child_stubs(namespace, name):
-            used = used + tree_usage(cache, namespace, child, depth + 1)
+    for below in cache.descendant_stubs(namespace, name):
+        used = used + cache.usage(namespace, str(below["metadata"]["name"]))
     return used
 
 

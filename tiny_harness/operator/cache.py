@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
 from tiny_harness.core.settings import OperatorSettings
+from tiny_harness.core.sizes import MAX_TREE_DEPTH
 from tiny_harness.core.task import TaskUsage, local_parent_of
 from tiny_harness.core.usage import Spent, spent_in, summed
 from tiny_harness.kube.client import Obj
@@ -62,7 +63,7 @@ from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.names import (
     SHARD_LABEL,
 )
-from tiny_harness.kube.ownership import is_child_of, is_stray_of, owned_by
+from tiny_harness.kube.ownership import ancestors_of, is_child_of, is_stray_of, owned_by
 from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.operator.feed import (
     MESSAGES,
@@ -99,8 +100,8 @@ DELIVERED_KEPT: Final = 8
 DELIVERED_OBJECTS: Final = 4096
 #: How long an own write waits in the overlay for its own event while others come (see above).
 OVERLAY_SECONDS: Final = 30.0
-#: How far up a tree is walked (a deeper tree is bounded by its nearest ancestors).
-MAX_DEPTH: Final = 16
+#: How far up a tree is walked: as deep as a sub-task may be created (core/reach.py).
+MAX_DEPTH: Final = MAX_TREE_DEPTH
 #: Objects read back by name at once by one load.
 LOADS_AT_ONCE: Final = 8
 
@@ -405,6 +406,18 @@ class Cache:
             return []
         return [c for c in self._naming(namespace, parent, stubs=True) if is_child_of(c, current)]
 
+    def descendant_stubs(self, namespace: str, name: str) -> Iterator[Obj]:
+        """The task's children, their children ..., in summary, down to :data:`MAX_DEPTH`
+        levels below it (no sub-task is created deeper: core/reach.py)."""
+        level = self.child_stubs(namespace, name)
+        for _ in range(MAX_DEPTH):
+            if not level:
+                return
+            yield from level
+            level = [
+                c for above in level for c in self.child_stubs(namespace, above["metadata"]["name"])
+            ]
+
     def strays(self, namespace: str, parent: str) -> list[Obj]:
         """The tasks that name ``parent`` as their parent without being its children."""
         current = self.stub(namespace, parent)
@@ -415,16 +428,12 @@ class Cache:
     def ancestors(self, namespace: str, name: str) -> Iterator[Obj]:
         """The task's parent, its parent's parent ..., in summary, up to :data:`MAX_DEPTH` (a
         task that only names a parent it is not the child of has none)."""
-        current = self.stub(namespace, name)
-        for _ in range(MAX_DEPTH):
-            if current is None:
-                return
-            above = local_parent_of(current.get("spec"))
-            parent = self.stub(namespace, above) if above else None
-            if parent is None or not is_child_of(current, parent):
-                return
-            yield parent
-            current = parent
+        return ancestors_of(self.stub(namespace, name), lambda above: self.stub(namespace, above))
+
+    def depth(self, namespace: str, name: str) -> int:
+        """How many levels below its root the task is (0: a task with no parent here): what
+        the depth bound of sub-tasks (core/reach.py) is held against."""
+        return sum(1 for _ in self.ancestors(namespace, name))
 
     # -- keeping what is worked in memory -------------------------------------------------------
 

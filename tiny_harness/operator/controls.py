@@ -24,6 +24,7 @@ from tiny_harness.core.history import (
 )
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.loop import CompletionVerdict, decide_completion
+from tiny_harness.core.reach import refuse_depth
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.reply_ids import command_reply_id
 from tiny_harness.core.states import SubState, TaskState
@@ -371,7 +372,18 @@ class Controls:
                 {"budget": result.budget.model_dump(mode="json", by_alias=True)},
                 leased=host is not None,
             )
-        if result.spawn is not None:
+        too_deep = (
+            refuse_depth(
+                self.w.name,
+                self.w.rt.cache.depth(self.w.namespace, self.w.name),
+                self.w.rt.settings.max_sub_task_depth,
+            )
+            if result.spawn is not None
+            else None
+        )
+        if too_deep is not None:
+            reply = f"refused: {too_deep}; no sub-task was created: go on in this task"
+        elif result.spawn is not None:
             child = await create_child(
                 self.w,
                 snap.obj,

@@ -66,12 +66,15 @@ def build_registry(runtime: Runtime, feed: Feed) -> kopf.OperatorRegistry:
         else:
             rv = str(body.metadata.get("resourceVersion", ""))
             runtime.poke_unless_own("task", namespace, name, name, rv)
-            over = ended(body)
-            for child in cache.child_stubs(namespace, name):
-                # An ended parent's children end with it (decide row 4a); a child waiting for
-                # budget may have room now (its ancestors' budgets bound it: budgets.py).
-                if over or waits_for_budget(child):
+            if ended(body):
+                # An ended parent's children end with it (decide row 4a), theirs with them.
+                for child in cache.child_stubs(namespace, name):
                     runtime.poke(namespace, str(child["metadata"]["name"]))
+            for below in cache.descendant_stubs(namespace, name):
+                # A task waiting for budget at any depth below may have room now: every
+                # ancestor's budget bounds it (budgets.py), not only its parent's.
+                if waits_for_budget(below):
+                    runtime.poke(namespace, str(below["metadata"]["name"]))
         if parent:
             above = cache.stub(namespace, parent)
             if above is not None and is_stray_of(body, above):

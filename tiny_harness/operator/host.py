@@ -187,6 +187,7 @@ class OperatorTurnHost:
             parent=TaskLink(task_id=self.w.name),
             agent=intent.agent,
             tool_servers=self.snap.spec.tool_servers,  # a child works with its parent's tools
+            reach=self.snap.spec.reach,  # and may ask whom its parent's model may
         )
         return await create_child(
             self.w, self.snap.obj, name, spec, intent.lifecycle, self.task_settings

@@ -51,6 +51,7 @@ from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.participant_turn import AnsweringLoop
+from tiny_harness.core.reach import Reach
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, TaskUsage
@@ -167,6 +168,11 @@ class TurnSupervisor:
                 defaults=w.rt.settings.approvals,
             ),
             decided=decided_calls(snap.status.approvals, records, number),
+            reach=Reach(
+                allowed=w.rt.settings.reach,
+                depth=w.rt.cache.depth(w.namespace, w.name),
+                max_depth=w.rt.settings.max_sub_task_depth,
+            ),
         )
         # The turn continues the trace of the first message it is about to take (the others
         # are linked): see core/tracing.py.

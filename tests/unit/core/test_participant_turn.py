@@ -83,7 +83,8 @@ async def test_create_task_for_participant_asks_the_host_for_a_participant_child
         reply("Asked bob."),
     )
 
-    outcome = await loop_for(model).run_turn(host, turn(delegated()))
+    team = (Participant(id="alice", role=Role.ASSIGNEE), Participant(id="bob", role=Role.WATCHER))
+    outcome = await loop_for(model).run_turn(host, turn(delegated(participants=team)))
 
     [intent] = host.spawn_requests
     assert (intent.lifecycle, intent.assignee, intent.goal) == (

@@ -5,6 +5,7 @@ sub-tasks a task may have is refused to the model, and a plan's step texts are c
 from __future__ import annotations
 
 from tiny_harness.core.intrinsics import create_task_for_participant, spawn_subtask
+from tiny_harness.core.reach import Reach
 from tiny_harness.core.sizes import MAX_SUB_TASKS, PLAN_TEXT_CHARS, ROW_GOAL_CHARS
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SubTaskRow, TaskExtension
@@ -35,7 +36,9 @@ def full_task() -> TaskExtension:
 
 
 def test_a_spawn_past_the_most_sub_tasks_is_refused_to_the_model() -> None:
-    result = spawn_subtask(full_task(), {"goal": "One more."}, task_id="lead", step_id="s1")
+    result = spawn_subtask(
+        full_task(), {"goal": "One more."}, task_id="lead", step_id="s1", reach=Reach()
+    )
     assert result.spawn is None
     assert result.is_error
     assert f"this task has {MAX_SUB_TASKS} sub-tasks, the most one task may have" in (
@@ -45,7 +48,9 @@ def test_a_spawn_past_the_most_sub_tasks_is_refused_to_the_model() -> None:
 
 def test_a_question_past_the_most_sub_tasks_is_refused_too() -> None:
     args = {"participant": "alice", "goal": "Red or blue?"}
-    result = create_task_for_participant(full_task(), args, task_id="lead", step_id="s1")
+    result = create_task_for_participant(
+        full_task(), args, task_id="lead", step_id="s1", reach=Reach()
+    )
     assert result.spawn is None
     assert result.is_error
 
