@@ -261,7 +261,7 @@ class Session:
         self.namespace = namespace
         self.participant = participant
         self.tasks = HarnessTasks(api, namespace)
-        self.messages = HarnessMessages(api, namespace)
+        self.messages = HarnessMessages(api, namespace, as_participant=True)
         self.records = TurnRecords(api, namespace)
 
     # -- reads -------------------------------------------------------------------------------

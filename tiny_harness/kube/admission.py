@@ -18,14 +18,23 @@ cannot know who really wrote an object. With it:
   the change): a watcher or a stranger may not change who is on it, its budget or its goal;
 - ``HarnessTurn`` records are the operator's journal: nobody else writes one, the gateway
   included;
-- the lifecycle annotation a child is created with is the operator's: nobody else sets or
-  changes it.
+- the metadata readers act on is the harness's: owner references (the garbage collector
+  deletes an object with its owner), finalizers (they keep an object from being deleted), and
+  every label and annotation under the harness's prefix (the shard a task is worked in, whose a
+  message or a task is for the quotas, the bytes a message carries, a task's context and
+  lifecycle). Nobody else changes them on an update; on a create, a task carries none of them
+  but a sender label naming its writer, and a message only what ``kubectl harness send``
+  writes as its user (one owner reference, to the task its ``spec.task`` names, the task and
+  shard labels, a sender label naming its writer), never a bytes annotation: the operator
+  measures such a message and writes it (``operator/measurer.py``).
 
 The harness's own identities are exempt where they must be: the operator's ServiceAccount from
 every rule (it writes children, records and status for every task), the gateway's from the two
 that bind a participant (it speaks for the participants it authenticated, and creates children
 for those who may end the parent), and ``system:masters`` (cluster administrators, who could
-remove the policy anyway) for break-glass work and for tests that set up conversations. Status
+remove the policy anyway) for break-glass work and for tests that set up conversations, and
+the control plane's garbage collector and namespace controller (:data:`CONTROL_PLANE_USERS`),
+which remove owner references and finalizers as they collect what was deleted. Status
 writes go through the status subresource, which the policy does not match: RBAC gives it to
 the operator alone.
 
@@ -44,7 +53,18 @@ from typing import Any, Final
 
 from tiny_harness.core.task import ENDING_ROLES
 from tiny_harness.kube.crd import REPO_ROOT
-from tiny_harness.kube.names import GROUP, LIFECYCLE_ANNOTATION, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
+from tiny_harness.kube.names import (
+    API_VERSION,
+    GROUP,
+    KIND,
+    MESSAGE_PLURAL,
+    PLURAL,
+    PREFIX,
+    SENDER_LABEL,
+    SHARD_LABEL,
+    TASK_LABEL,
+    TURN_PLURAL,
+)
 
 _USER: Final = "request.userInfo.username"
 _TASKS: Final = f"request.resource.resource != '{PLURAL}'"
@@ -102,22 +122,133 @@ TURN_MESSAGE: Final = (
     "'HarnessTurn records are the journal the operator keeps of each turn, and ' + "
     f"{_USER} + ' may not write one: send the task a message instead (kubectl harness send)'"
 )
-#: The lifecycle a child is created with is the harness's to write (names.LIFECYCLE_ANNOTATION):
-#: anyone else may not set it, nor change it on an update.
-_ANNOTATIONS: Final = "object.metadata.annotations"
-_OLD: Final = "oldObject.metadata.annotations"
-LIFECYCLE_RULE: Final = (
-    f"{_TASKS} || !has({_ANNOTATIONS}) || "
-    f"!('{LIFECYCLE_ANNOTATION}' in {_ANNOTATIONS}) || "
-    f"(request.operation == 'UPDATE' && has({_OLD}) && '{LIFECYCLE_ANNOTATION}' in {_OLD} && "
-    f"{_OLD}['{LIFECYCLE_ANNOTATION}'] == {_ANNOTATIONS}['{LIFECYCLE_ANNOTATION}'])"
+# -- metadata that gives power ---------------------------------------------------------------
+#
+# Readers act on an object's owner references (the garbage collector deletes an object with its
+# owner; a child is a task's by the owner reference to its uid), its finalizers (they keep it
+# from being deleted) and every label and annotation under the harness's prefix (the shard a
+# task is worked in, whose a message or task is for the quotas, the bytes a message carries, a
+# task's context and lifecycle). So only the harness writes them: anyone else changes none of
+# them on an update, and creates an object with only what ``kubectl harness send`` writes as
+# its user (a message's owner reference to the task its ``spec.task`` names, the task label and
+# the task's shard label, and a sender label that is the writer's own name).
+_OURS: Final = f"request.resource.resource in ['{MESSAGE_PLURAL}', '{PLURAL}']"
+_MESSAGES: Final = f"request.resource.resource == '{MESSAGE_PLURAL}'"
+_KEY: Final = f"k.startsWith('{PREFIX}/')"
+#: The harness's labels a participant's own message may carry when created, besides a sender
+#: label naming the writer: what ``kube/messages.py`` copies from the task it is sent to.
+PARTICIPANT_MESSAGE_LABELS: Final = (TASK_LABEL, SHARD_LABEL)
+
+
+def _meta(obj: str, field: str) -> str:
+    return f"{obj}.metadata.{field}"
+
+
+def _kept(field: str) -> str:
+    """CEL: every harness key of ``metadata.<field>`` (a map) is as it was, none added or
+    removed."""
+    new, old = _meta("object", field), _meta("oldObject", field)
+    return (
+        f"(!has({new}) || {new}.all(k, !{_KEY} || "
+        f"(has({old}) && k in {old} && {old}[k] == {new}[k]))) && "
+        f"(!has({old}) || {old}.all(k, !{_KEY} || (has({new}) && k in {new})))"
+    )
+
+
+def _changed(field: str) -> str:
+    """CEL: the harness keys of ``metadata.<field>`` an update adds, changes or removes, as one
+    string (for the refusal)."""
+    new, old = _meta("object", field), _meta("oldObject", field)
+    return (
+        f"((has({new}) ? {new}.filter(k, {_KEY} && "
+        f"!(has({old}) && k in {old} && {old}[k] == {new}[k])) : []) + "
+        f"(has({old}) ? {old}.filter(k, {_KEY} && !(has({new}) && k in {new})) : []))"
+        ".join(', ')"
+    )
+
+
+def _same_list(field: str) -> str:
+    """CEL: ``metadata.<field>`` (a list) is as it was."""
+    new, old = _meta("object", field), _meta("oldObject", field)
+    return f"(has({new}) ? (has({old}) && {new} == {old}) : !has({old}))"
+
+
+_WRITER_LABEL: Final = (
+    f"(k == '{SENDER_LABEL}' && object.metadata.labels[k] == {_USER}) || "
+    f"({_MESSAGES} && k in [{', '.join(repr(k) for k in PARTICIPANT_MESSAGE_LABELS)}])"
 )
-LIFECYCLE_MESSAGE: Final = (
-    f"'metadata.annotations[{LIFECYCLE_ANNOTATION}] is set by the harness alone (the lifecycle "
-    "of a task is server-controlled): remove it'"
+_OWNER: Final = (
+    f"r.apiVersion == '{API_VERSION}' && r.kind == '{KIND}' && r.name == object.spec.task && "
+    "!(has(r.controller) && r.controller) && !(has(r.blockOwnerDeletion) && r.blockOwnerDeletion)"
+)
+_UPDATE: Final = "request.operation == 'UPDATE'"
+_NAMED: Final = "request.resource.resource + ' ' + object.metadata.name"
+
+#: Owner references: unchanged on an update; on a create, none on a task, and on a message at
+#: most the one ``kubectl harness send`` writes, to the task its ``spec.task`` names.
+OWNERS_RULE: Final = (
+    f"{_GATEWAY} || !({_OURS}) || ({_UPDATE} ? {_same_list('ownerReferences')} : "
+    f"(!has(object.metadata.ownerReferences) || ({_MESSAGES} && "
+    f"size(object.metadata.ownerReferences) == 1 && "
+    f"object.metadata.ownerReferences.all(r, {_OWNER}))))"
+)
+OWNERS_MESSAGE: Final = (
+    f"{_UPDATE} ? 'metadata.ownerReferences of ' + {_NAMED} + ' are set by the harness alone "
+    "(the garbage collector deletes an object with its owner), and ' + "
+    f"{_USER} + ' may not change them: put them back as they were' : "
+    "'metadata.ownerReferences are set by the harness alone (the garbage collector deletes an "
+    "object with its owner): a task is created with none, and a message with at most one, to "
+    "the HarnessTask its spec.task names, as kubectl harness send writes it; remove the others'"
+)
+#: Finalizers: the harness adds none; nobody else adds, removes or changes one.
+FINALIZERS_RULE: Final = (
+    f"{_GATEWAY} || !({_OURS}) || "
+    f"({_UPDATE} ? {_same_list('finalizers')} : !has(object.metadata.finalizers))"
+)
+FINALIZERS_MESSAGE: Final = (
+    f"'metadata.finalizers of ' + {_NAMED} + ' are written by the harness alone (a finalizer "
+    f"keeps an object from being deleted), and ' + {_USER} + ' may not add, remove or change "
+    "one: remove them'"
+)
+#: The harness's labels: unchanged on an update; on a create only the writer's own sender
+#: label, and on a message the labels it copies from its task.
+LABELS_RULE: Final = (
+    f"{_GATEWAY} || !({_OURS}) || ({_UPDATE} ? {_kept('labels')} : "
+    f"(!has(object.metadata.labels) || object.metadata.labels.all(k, !{_KEY} || {_WRITER_LABEL})))"
+)
+LABELS_MESSAGE: Final = (
+    f"{_UPDATE} ? 'the labels ' + {_changed('labels')} + ' of ' + {_NAMED} + ' are written by "
+    f"the harness alone (it shards its work and counts quotas by them), and ' + {_USER} + ' may "
+    "not change them: put them back as they were' : "
+    "'the labels ' + object.metadata.labels.filter(k, "
+    f"{_KEY} && !({_WRITER_LABEL})).join(', ') + ' are written by the harness alone (it shards "
+    "its work and counts quotas by them): remove them; a sender label may name only its "
+    f"writer, ' + {_USER}"
+)
+#: The harness's annotations (a message's bytes, a task's context, lifecycle, first message):
+#: unchanged on an update, none on a create.
+ANNOTATIONS_RULE: Final = (
+    f"{_GATEWAY} || !({_OURS}) || ({_UPDATE} ? {_kept('annotations')} : "
+    f"(!has(object.metadata.annotations) || object.metadata.annotations.all(k, !{_KEY})))"
+)
+ANNOTATIONS_MESSAGE: Final = (
+    f"{_UPDATE} ? 'the annotations ' + {_changed('annotations')} + ' of ' + {_NAMED} + ' are "
+    f"written by the harness alone (the bytes a message carries, the context and lifecycle "
+    f"of a task), and ' + {_USER} + ' may not change them: put them back as they were' : "
+    "'the annotations ' + object.metadata.annotations.filter(k, "
+    f"{_KEY}).join(', ') + ' are written by the harness alone (the bytes a message carries, the "
+    "context and lifecycle of a task; the operator measures a message itself): remove them'"
 )
 #: Who is not checked, as a CEL expression over ``request.userInfo``.
 ADMINS: Final = "'system:masters' in request.userInfo.groups"
+#: The control plane's own controllers, which remove owner references and finalizers as they
+#: collect garbage (``--use-service-account-credentials`` or not) and delete a namespace's
+#: objects with it: not checked either.
+CONTROL_PLANE_USERS: Final = (
+    "system:kube-controller-manager",
+    "system:serviceaccount:kube-system:generic-garbage-collector",
+    "system:serviceaccount:kube-system:namespace-controller",
+)
 #: The policy the local control plane applies.
 LOCAL_POLICY: Final = "tiny-harness-identity"
 #: The local control plane's harness identities: the ServiceAccounts the tests and ``make run``
@@ -132,7 +263,10 @@ RULES: Final = (
     (PARENT_RULE, PARENT_MESSAGE),
     (SPEC_UPDATE_RULE, SPEC_UPDATE_MESSAGE),
     (TURN_RULE, TURN_MESSAGE),
-    (LIFECYCLE_RULE, LIFECYCLE_MESSAGE),
+    (OWNERS_RULE, OWNERS_MESSAGE),
+    (FINALIZERS_RULE, FINALIZERS_MESSAGE),
+    (LABELS_RULE, LABELS_MESSAGE),
+    (ANNOTATIONS_RULE, ANNOTATIONS_MESSAGE),
 )
 
 
@@ -140,6 +274,9 @@ def exempt_users(usernames: list[str]) -> str:
     """A CEL test for these exact usernames."""
     quoted = ", ".join(f"'{u}'" for u in usernames)
     return f"{_USER} in [{quoted}]"
+
+
+_NOT_CONTROL_PLANE: Final = f"!({exempt_users(list(CONTROL_PLANE_USERS))})"
 
 
 def sender_policy(
@@ -173,6 +310,7 @@ def sender_policy(
             },
             "matchConditions": [
                 {"name": "not-an-administrator", "expression": f"!({ADMINS})"},
+                {"name": "not-the-control-plane", "expression": _NOT_CONTROL_PLANE},
                 {"name": "not-the-operator", "expression": f"!({operator})"},
             ],
             "variables": [{"name": "gateway", "expression": gateway}],
@@ -252,6 +390,8 @@ def chart_template() -> str:
         "  matchConditions:",
         "  - name: not-an-administrator",
         f"    expression: {q(f'!({ADMINS})')}",
+        "  - name: not-the-control-plane",
+        f"    expression: {q(_NOT_CONTROL_PLANE)}",
         "  - name: not-the-operator",
         f"    expression: {_sa_test('operatorServiceAccountName', negate=True)}",
         "  variables:",
