@@ -2,8 +2,10 @@
 ``kube/admission.py``, on the real API server): owner references (the garbage collector deletes
 an object with its owner), finalizers, and every label and annotation under the harness's
 prefix (the shard a task is worked in, whose a message is and what it carries for the quotas, a
-task's context). Tried with impersonation (``kubectl --as``): each user holds RBAC to create,
-update and patch tasks and messages, so only the policy refuses. What the harness's own
+task's context), and deletion (a task by its assignee, reporter or admin, a message by its
+sender, a turn record by nobody). Tried with impersonation (``kubectl --as``): each user holds
+RBAC to create, update, patch and delete tasks, messages and turn records, so only the policy
+refuses. What the harness's own
 participant-side tool writes as its user (``kubectl harness send``) still passes, and so does
 an ordinary label of one's own.
 """
@@ -38,6 +40,7 @@ from tiny_harness.kube.names import (
     SENDER_LABEL,
     SHARD_LABEL,
     TASK_LABEL,
+    TURN_KIND,
     TURN_LABEL,
 )
 
@@ -70,12 +73,13 @@ def task_body(name: str, participants: dict[str, str], **metadata: Any) -> str:
 
 @pytest.fixture
 def team(kubectl: Kubectl) -> Kubectl:
-    """A Role to create, update and patch tasks and messages, bound to the users and to the
-    garbage collector's ServiceAccount; alice's task written by the administrator as the
-    harness would (its shard, sender and context); then wait until the policy is enforced."""
+    """A Role to create, update, patch and delete tasks, messages and turn records, bound to
+    the users and to the garbage collector's ServiceAccount; alice's task written by the
+    administrator as the harness would (its shard, sender and context); then wait until the
+    policy is enforced."""
     kubectl.run(
-        "create", "role", "speak", "--verb=create,get,list,update,patch",
-        "--resource=harnessmessages,harnesstasks",
+        "create", "role", "speak", "--verb=create,get,list,update,patch,delete",
+        "--resource=harnessmessages,harnesstasks,harnessturns",
     )  # fmt: skip
     kubectl.run(
         "create", "rolebinding", "speak", "--role=speak",
@@ -217,6 +221,57 @@ def test_the_garbage_collector_may_still_remove_an_owner_reference(team: Kubectl
 
     assert orphaned.returncode == 0, orphaned.stderr
     assert "ownerReferences" not in team.get_json("ht", "owned")["metadata"]
+
+
+# -- deletion ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("user", ["mallory", "bob"])
+def test_a_stranger_or_a_watcher_cannot_delete_a_task(team: Kubectl, user: str) -> None:
+    refused = team.run("delete", "ht", "alices", f"--as={user}", check=False)
+
+    assert refused.returncode != 0
+    assert (
+        "task alices is deleted by its assignee, reporter or admin alone (its messages and turn "
+        f"records go with it), and {user} is none of them" in refused.stderr
+    )
+    assert "alices" in names(team, "harnesstasks")
+
+
+def test_the_reporter_may_delete_her_task(team: Kubectl) -> None:
+    deleted = team.run("delete", "ht", "alices", "--as=rita", "--wait=false", check=False)
+
+    assert deleted.returncode == 0, deleted.stderr
+    eventually(lambda: "alices" not in names(team, "harnesstasks"), within=30, what="deleted")
+
+
+def test_a_message_is_deleted_by_its_sender_alone(team: Kubectl) -> None:
+    sent = message_as(team, "alice", "alices")
+    assert sent.returncode == 0, sent.stderr
+    (name,) = names(team, "harnessmessages")
+
+    refused = team.run("delete", "hmsg", name, "--as=mallory", check=False)
+    deleted = team.run("delete", "hmsg", name, "--as=alice", check=False)
+
+    assert refused.returncode != 0
+    assert f"message {name} was sent by alice, who alone deletes it" in refused.stderr
+    assert deleted.returncode == 0, deleted.stderr
+
+
+def test_nobody_but_the_harness_deletes_a_turn_record(team: Kubectl) -> None:
+    record = {
+        "apiVersion": API_VERSION,
+        "kind": TURN_KIND,
+        "metadata": {"name": "alices-t1"},
+        "spec": {"task": "alices", "turn": 1, "chunk": 0, "entries": []},
+    }
+    team.run("create", "-f", "-", stdin=json.dumps(record))
+
+    refused = team.run("delete", "hturn", "alices-t1", "--as=alice", check=False)
+
+    assert refused.returncode != 0
+    assert "may not delete one: they are deleted with their task" in refused.stderr
+    assert names(team, "harnessturns") == ["alices-t1"]
 
 
 # -- messages: what kubectl harness send writes, and nothing more ------------------------------

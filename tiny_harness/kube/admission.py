@@ -26,7 +26,10 @@ cannot know who really wrote an object. With it:
   but a sender label naming its writer, and a message only what ``kubectl harness send``
   writes as its user (one owner reference, to the task its ``spec.task`` names, the task and
   shard labels, a sender label naming its writer), never a bytes annotation: the operator
-  measures such a message and writes it (``operator/measurer.py``).
+  measures such a message and writes it (``operator/measurer.py``);
+- a deletion, checked by a policy of its own (on DELETE there is only ``oldObject``): a task
+  is deleted by its assignee, reporter or admin (the garbage collector then deletes its
+  messages and records), a message by its sender, a turn record by nobody but the harness.
 
 The harness's own identities are exempt where they must be: the operator's ServiceAccount from
 every rule (it writes children, records and status for every task), the gateway's from the two
@@ -256,8 +259,10 @@ LOCAL_POLICY: Final = "tiny-harness-identity"
 LOCAL_GATEWAY: Final = f"{_USER}.matches('^system:serviceaccount:[^:]+:tiny-harness-gateway$')"
 LOCAL_OPERATOR: Final = f"{_USER}.matches('^system:serviceaccount:[^:]+:tiny-harness-operator$')"
 
+#: Rules: each a CEL expression and what the writer is told when it is false.
+Rules = tuple[tuple[str, str], ...]
 #: Each rule and what the writer is told, in the order the API server checks them.
-RULES: Final = (
+RULES: Final[Rules] = (
     (SENDER_RULE, SENDER_MESSAGE),
     (CREATOR_RULE, CREATOR_MESSAGE),
     (PARENT_RULE, PARENT_MESSAGE),
@@ -268,6 +273,44 @@ RULES: Final = (
     (LABELS_RULE, LABELS_MESSAGE),
     (ANNOTATIONS_RULE, ANNOTATIONS_MESSAGE),
 )
+
+
+# -- deletion: a policy of its own (on DELETE there is no ``object``, only ``oldObject``) --------
+
+#: A task is deleted by its assignee, reporter or admin (as it stands), or by the harness: the
+#: garbage collector then deletes its messages and records with it.
+TASK_DELETE_RULE: Final = (
+    f"request.resource.resource != '{PLURAL}' || (has(oldObject.spec.participants) && "
+    f"oldObject.spec.participants.exists(p, p.id == {_USER} && p.role in {_ENDING}))"
+)
+TASK_DELETE_MESSAGE: Final = (
+    f"'task ' + oldObject.metadata.name + ' is deleted by its assignee, reporter or admin "
+    f"alone (its messages and turn records go with it), and ' + {_USER} + ' is none of them: "
+    "ask one of them'"
+)
+#: A message is deleted by its sender (the writer the policy bound it to), or by the harness.
+MESSAGE_DELETE_RULE: Final = (
+    f"request.resource.resource != '{MESSAGE_PLURAL}' || oldObject.spec.sender == {_USER}"
+)
+MESSAGE_DELETE_MESSAGE: Final = (
+    "'message ' + oldObject.metadata.name + ' was sent by ' + oldObject.spec.sender + ', who "
+    f"alone deletes it (or the harness, with its task), and not ' + {_USER}"
+)
+#: The turn journal goes with its task, deleted by the harness alone.
+TURN_DELETE_RULE: Final = TURN_RULE
+TURN_DELETE_MESSAGE: Final = (
+    "'HarnessTurn records are the journal the operator keeps of each turn, and ' + "
+    f"{_USER} + ' may not delete one: they are deleted with their task'"
+)
+#: The deletion policy's rules, in the order the API server checks them.
+DELETE_RULES: Final[Rules] = (
+    (TASK_DELETE_RULE, TASK_DELETE_MESSAGE),
+    (MESSAGE_DELETE_RULE, MESSAGE_DELETE_MESSAGE),
+    (TURN_DELETE_RULE, TURN_DELETE_MESSAGE),
+)
+#: The identity policy's parts: a name suffix, the operations it matches, and its rules.
+PARTS: Final = (("", ("CREATE", "UPDATE"), RULES), ("-deletion", ("DELETE",), DELETE_RULES))
+_RESOURCES: Final = (MESSAGE_PLURAL, PLURAL, TURN_PLURAL)
 
 
 def exempt_users(usernames: list[str]) -> str:
@@ -282,9 +325,9 @@ _NOT_CONTROL_PLANE: Final = f"!({exempt_users(list(CONTROL_PLANE_USERS))})"
 def sender_policy(
     name: str, *, gateway: str, operator: str, namespace: str | None = None
 ) -> list[dict[str, Any]]:
-    """The policy and its binding. ``gateway`` and ``operator`` are CEL tests of the harness's
-    own identities; ``namespace`` scopes the binding to one namespace (the chart's namespaced
-    mode)."""
+    """The policies and their bindings (writes, then deletions: :data:`PARTS`). ``gateway`` and
+    ``operator`` are CEL tests of the harness's own identities; ``namespace`` scopes the
+    bindings to one namespace (the chart's namespaced mode)."""
     binding_resources: dict[str, Any] = {}
     if namespace is not None:
         binding_resources = {
@@ -292,45 +335,48 @@ def sender_policy(
                 "matchLabels": {"kubernetes.io/metadata.name": namespace},
             }
         }
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [GROUP],
-                        "apiVersions": ["*"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": [MESSAGE_PLURAL, PLURAL, TURN_PLURAL],
-                    }
-                ]
+    docs: list[dict[str, Any]] = []
+    for suffix, operations, rules in PARTS:
+        policy = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name + suffix},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [GROUP],
+                            "apiVersions": ["*"],
+                            "operations": list(operations),
+                            "resources": list(_RESOURCES),
+                        }
+                    ]
+                },
+                "matchConditions": [
+                    {"name": "not-an-administrator", "expression": f"!({ADMINS})"},
+                    {"name": "not-the-control-plane", "expression": _NOT_CONTROL_PLANE},
+                    {"name": "not-the-operator", "expression": f"!({operator})"},
+                ],
+                "variables": [{"name": "gateway", "expression": gateway}],
+                "validations": [
+                    {"expression": rule, "messageExpression": message, "reason": "Forbidden"}
+                    for rule, message in rules
+                ],
             },
-            "matchConditions": [
-                {"name": "not-an-administrator", "expression": f"!({ADMINS})"},
-                {"name": "not-the-control-plane", "expression": _NOT_CONTROL_PLANE},
-                {"name": "not-the-operator", "expression": f"!({operator})"},
-            ],
-            "variables": [{"name": "gateway", "expression": gateway}],
-            "validations": [
-                {"expression": rule, "messageExpression": message, "reason": "Forbidden"}
-                for rule, message in RULES
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {
-            "policyName": name,
-            "validationActions": ["Deny"],
-            **({"matchResources": binding_resources} if binding_resources else {}),
-        },
-    }
-    return [policy, binding]
+        }
+        binding = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name + suffix},
+            "spec": {
+                "policyName": name + suffix,
+                "validationActions": ["Deny"],
+                **({"matchResources": binding_resources} if binding_resources else {}),
+            },
+        }
+        docs += [policy, binding]
+    return docs
 
 
 def local_policy() -> list[dict[str, Any]]:
@@ -356,22 +402,36 @@ def _sa_test(helper: str, *, negate: bool = False) -> str:
 
 def chart_template() -> str:
     """The chart's policy template: :func:`sender_policy` with the release's ServiceAccounts."""
-    q = json.dumps
     lines = [
         "{{- /*",
         "Generated from tiny_harness/kube/admission.py by",
         "`python -m tiny_harness.kube.admission --write`: edit the rules there. The identity",
-        "policy binds every write a participant can make to the user who makes it (see that",
-        "module and docs/design/threat-model.md). The release's operator ServiceAccount is",
-        "exempt from every rule, its gateway ServiceAccount from the ones that bind a",
-        "participant, and so is system:masters. In namespaced mode the binding covers",
-        "watchNamespace only.",
+        "policy binds every write a participant can make to the user who makes it, and its",
+        "deletion part every deletion (see that module and docs/design/threat-model.md). The",
+        "release's operator ServiceAccount is exempt from every rule, its gateway ServiceAccount",
+        "from the ones that bind a participant, and so are system:masters and the control",
+        "plane's garbage collector and namespace controller. In namespaced mode the bindings",
+        "cover watchNamespace only.",
         "*/}}",
         "{{- if .Values.admissionPolicy.enabled }}",
+    ]
+    for index, (suffix, operations, rules) in enumerate(PARTS):
+        if index:
+            lines.append("---")
+        lines += _chart_part(suffix, operations, rules)
+    lines.append("{{- end }}")
+    return "\n".join(lines) + "\n"
+
+
+def _chart_part(suffix: str, operations: tuple[str, ...], rules: Rules) -> list[str]:
+    """One policy and its binding, as chart template lines."""
+    q = json.dumps
+    name = '{{ include "tiny-harness.clusterName" . }}-identity' + suffix
+    lines = [
         "apiVersion: admissionregistration.k8s.io/v1",
         "kind: ValidatingAdmissionPolicy",
         "metadata:",
-        '  name: {{ include "tiny-harness.clusterName" . }}-identity',
+        f"  name: {name}",
         "  labels:",
         '    {{- include "tiny-harness.labels" . | nindent 4 }}',
         "spec:",
@@ -383,10 +443,9 @@ def chart_template() -> str:
         "      apiVersions:",
         "      - '*'",
         "      operations:",
-        "      - CREATE",
-        "      - UPDATE",
+        *(f"      - {o}" for o in operations),
         "      resources:",
-        *(f"      - {r}" for r in (MESSAGE_PLURAL, PLURAL, TURN_PLURAL)),
+        *(f"      - {r}" for r in _RESOURCES),
         "  matchConditions:",
         "  - name: not-an-administrator",
         f"    expression: {q(f'!({ADMINS})')}",
@@ -399,7 +458,7 @@ def chart_template() -> str:
         f"    expression: {_sa_test('gatewayServiceAccountName')}",
         "  validations:",
     ]
-    for rule, message in RULES:
+    for rule, message in rules:
         lines += [
             f"  - expression: {q(rule)}",
             f"    messageExpression: {q(message)}",
@@ -410,11 +469,11 @@ def chart_template() -> str:
         "apiVersion: admissionregistration.k8s.io/v1",
         "kind: ValidatingAdmissionPolicyBinding",
         "metadata:",
-        '  name: {{ include "tiny-harness.clusterName" . }}-identity',
+        f"  name: {name}",
         "  labels:",
         '    {{- include "tiny-harness.labels" . | nindent 4 }}',
         "spec:",
-        '  policyName: {{ include "tiny-harness.clusterName" . }}-identity',
+        f"  policyName: {name}",
         "  validationActions:",
         "  - Deny",
         "  {{- if .Values.watchNamespace }}",
@@ -423,9 +482,8 @@ def chart_template() -> str:
         "      matchLabels:",
         "        kubernetes.io/metadata.name: {{ .Values.watchNamespace }}",
         "  {{- end }}",
-        "{{- end }}",
     ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
