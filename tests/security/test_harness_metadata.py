@@ -92,9 +92,7 @@ def team(kubectl: Kubectl) -> Kubectl:
         ),
     )  # fmt: skip
     eventually(
-        lambda: (
-            "may not change them" in patch_as(kubectl, "mallory", finalizers(), dry=True).stderr
-        ),
+        lambda: "harness alone" in patch_as(kubectl, "mallory", finalizers(), dry=True).stderr,
         within=30,
         what="the identity policy to be enforced",
         interval=0.2,
