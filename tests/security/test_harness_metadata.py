@@ -92,7 +92,7 @@ def team(kubectl: Kubectl) -> Kubectl:
         ),
     )  # fmt: skip
     eventually(
-        lambda: "harness alone" in patch_as(kubectl, "mallory", finalizers(), dry=True).stderr,
+        lambda: "written by mallory" in message_as(kubectl, "mallory", "alices", "alice").stderr,
         within=30,
         what="the identity policy to be enforced",
         interval=0.2,
@@ -100,10 +100,9 @@ def team(kubectl: Kubectl) -> Kubectl:
     return kubectl
 
 
-def patch_as(kubectl: Kubectl, user: str, metadata: dict[str, Any], *, task: str = "alices",
-             dry: bool = False) -> Run:  # fmt: skip
+def patch_as(kubectl: Kubectl, user: str, metadata: dict[str, Any], task: str = "alices") -> Run:
     args = ["patch", "ht", task, "--type=merge", "-p", json.dumps({"metadata": metadata})]
-    return kubectl.run(*args, f"--as={user}", *(["--dry-run=server"] if dry else []), check=False)
+    return kubectl.run(*args, f"--as={user}", check=False)
 
 
 def finalizers() -> dict[str, Any]:
@@ -215,7 +214,7 @@ def test_the_garbage_collector_may_still_remove_an_owner_reference(team: Kubectl
     team.run("create", "-f", "-",
              stdin=task_body("owned", {"alice": "assignee"}, ownerReferences=[owned]))  # fmt: skip
 
-    orphaned = patch_as(team, GARBAGE_COLLECTOR, {"ownerReferences": None}, task="owned")
+    orphaned = patch_as(team, GARBAGE_COLLECTOR, {"ownerReferences": None}, "owned")
 
     assert orphaned.returncode == 0, orphaned.stderr
     assert "ownerReferences" not in team.get_json("ht", "owned")["metadata"]
@@ -279,15 +278,27 @@ def names(kubectl: Kubectl, kind: str) -> list[str]:
     return [o["metadata"]["name"] for o in kubectl.get_json(kind)["items"]]
 
 
-def message_as(kubectl: Kubectl, user: str, task: str, **metadata: Any) -> Run:
+def message_as(
+    kubectl: Kubectl, user: str, task: str, sender: str | None = None, **metadata: Any
+) -> Run:
+    """``user`` writes a message to ``task`` signed ``sender`` (themselves by default); one
+    signed by someone else is only tried (``--dry-run=server``)."""
     name = f"m-{uuid.uuid4().hex[:8]}"
     body = {
         "apiVersion": API_VERSION,
         "kind": MESSAGE_KIND,
         "metadata": {"name": name, **metadata},
-        "spec": {"task": task, "messageId": name, "sender": user, "parts": [{"text": "hi"}]},
+        "spec": {
+            "task": task,
+            "messageId": name,
+            "sender": sender or user,
+            "parts": [{"text": "hi"}],
+        },
     }
-    return kubectl.run("create", "-f", "-", f"--as={user}", stdin=json.dumps(body), check=False)
+    dry = ["--dry-run=server"] if sender not in (None, user) else []
+    return kubectl.run(
+        "create", "-f", "-", f"--as={user}", *dry, stdin=json.dumps(body), check=False
+    )
 
 
 def test_a_message_cannot_be_charged_to_someone_else(team: Kubectl) -> None:
