@@ -325,9 +325,10 @@ _NOT_CONTROL_PLANE: Final = f"!({exempt_users(list(CONTROL_PLANE_USERS))})"
 def sender_policy(
     name: str, *, gateway: str, operator: str, namespace: str | None = None
 ) -> list[dict[str, Any]]:
-    """The policies and their bindings (writes, then deletions: :data:`PARTS`). ``gateway`` and
-    ``operator`` are CEL tests of the harness's own identities; ``namespace`` scopes the
-    bindings to one namespace (the chart's namespaced mode)."""
+    """The policies, then their bindings (writes, then deletions: :data:`PARTS`), in the order
+    helm installs them. ``gateway`` and ``operator`` are CEL tests of the harness's own
+    identities; ``namespace`` scopes the bindings to one namespace (the chart's namespaced
+    mode)."""
     binding_resources: dict[str, Any] = {}
     if namespace is not None:
         binding_resources = {
@@ -335,7 +336,8 @@ def sender_policy(
                 "matchLabels": {"kubernetes.io/metadata.name": namespace},
             }
         }
-    docs: list[dict[str, Any]] = []
+    policies: list[dict[str, Any]] = []
+    bindings: list[dict[str, Any]] = []
     for suffix, operations, rules in PARTS:
         policy = {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -375,8 +377,9 @@ def sender_policy(
                 **({"matchResources": binding_resources} if binding_resources else {}),
             },
         }
-        docs += [policy, binding]
-    return docs
+        policies.append(policy)
+        bindings.append(binding)
+    return policies + bindings
 
 
 def local_policy() -> list[dict[str, Any]]:
