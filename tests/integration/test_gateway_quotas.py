@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from typing import Any
 
@@ -17,6 +18,7 @@ import httpx
 import pytest
 from a2a.types import Message, Part, Role, SendMessageConfiguration, SendMessageRequest, Task
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from kubernetes_asyncio import client
 
 from tests.conftest import Kubectl
 from tests.eventually import eventually_async
@@ -31,12 +33,21 @@ from tests.integration.gateway_support import (
 from tiny_harness.a2a_gateway.namespace_feed import NamespaceFeed
 from tiny_harness.a2a_gateway.quotas import Usage
 from tiny_harness.a2a_gateway.tally import QuotaTally
+from tiny_harness.cli.kubectl_session import Session
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.settings import GatewaySettings
-from tiny_harness.kube.client import HarnessTasks
+from tiny_harness.core.sizes import MESSAGE_BYTES
+from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.names import SENDER_LABEL
+from tiny_harness.kube.names import (
+    API_VERSION,
+    BYTES_ANNOTATION,
+    GROUP,
+    KIND,
+    MESSAGE_KIND,
+    SENDER_LABEL,
+)
 
 pytestmark = pytest.mark.controlplane
 
@@ -308,3 +319,126 @@ async def test_the_tally_follows_what_every_route_writes_and_deletes(
         counting.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await counting
+
+
+# -- what the tally believes: only what the harness can prove ----------------------------------
+
+
+def mallorys_task_and_rights(kubectl: Kubectl) -> None:
+    """mallory's own task, and RBAC to write messages as any participant may."""
+    kubectl.run(
+        "create", "role", "speak", "--verb=create,get,list,patch",
+        "--resource=harnessmessages,harnesstasks",
+    )  # fmt: skip
+    kubectl.run("create", "rolebinding", "speak", "--role=speak", "--user=mallory")
+    task = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": "mallorys"},
+        "spec": {"goal": "Mine.", "participants": [{"id": "mallory", "role": "assignee"}]},
+    }
+    kubectl.run("create", "-f", "-", stdin=json.dumps(task))
+
+
+@pytest.mark.parametrize("charged", ["alice", "everyone"])
+async def test_one_message_written_by_hand_cannot_fill_anothers_quota(
+    charged: str, gateway: Replicas, users: Users, kubectl: Kubectl
+) -> None:
+    """mallory writes one message about her own task, labelled as alice's (or as no one's)
+    and annotated with a terabyte: the API server refuses it, and alice's next send is taken
+    (the tally would have believed it, and refused alice, and then everyone, with a 429)."""
+    mallorys_task_and_rights(kubectl)
+    replica = gateway()
+    alice = await users(replica.url, "alice", streaming=False)
+    task = await post(alice, text_message("One."))
+    labels = {SENDER_LABEL: "alice"} if charged == "alice" else {}
+    forged = {
+        "apiVersion": API_VERSION,
+        "kind": MESSAGE_KIND,
+        "metadata": {
+            "name": "forged",
+            "labels": labels,
+            "annotations": {BYTES_ANNOTATION: str(10**12)},
+        },
+        "spec": {"task": "mallorys", "messageId": "forged", "sender": "mallory",
+                 "parts": [{"text": "hi"}]},
+    }  # fmt: skip
+
+    refused = kubectl.run(
+        "create", "-f", "-", "--as=mallory", stdin=json.dumps(forged), check=False
+    )
+
+    assert refused.returncode != 0
+    assert "are written by the harness alone" in refused.stderr
+    assert "forged" not in cluster_objects(kubectl)["harnessmessages"]
+    sent = await post(alice, text_message("Two.", task_id=task.id))
+    assert sent.id == task.id
+
+
+async def test_a_message_sent_as_its_participant_counts_high_until_the_operator_measures_it(
+    api: Any, cluster: Any, namespace: str, operator: Any
+) -> None:
+    """``kubectl harness send`` as alice writes no bytes annotation (only the harness may): the
+    tally counts the message at the most a message carries, then at what the operator
+    measured."""
+    tally = QuotaTally(GatewaySettings(namespace=namespace))
+    counting = asyncio.create_task(NamespaceFeed(namespace, tally, queue_bound=8).run(api))
+    as_alice = await connect(cluster.kubeconfig)
+    as_alice.set_default_header("Impersonate-User", "alice")
+    try:
+        await tally.ready()
+        created = await HarnessTasks(api, namespace).create(
+            "measured", {"goal": "Help.", "participants": [{"id": "alice", "role": "assignee"}]}
+        )
+        # alice may write messages in this namespace, as a participant's kubectl would.
+        await grant_messages(api, namespace, "alice")
+        sent = await Session(as_alice, namespace, "alice").send_text(created, "twelve bytes")
+
+        def usage(expected: Usage) -> bool | None:
+            return True if tally.usage("alice")[0] == expected else None
+
+        await eventually_async(
+            lambda: usage(Usage(messages=1, message_bytes=MESSAGE_BYTES)),
+            within=10,
+            what="the message counted at the most a message carries",
+        )
+        operator()
+        await eventually_async(
+            lambda: usage(Usage(messages=1, message_bytes=12)),
+            within=30,
+            what="the message counted at what the operator measured",
+        )
+        stored = await HarnessMessages(api, namespace).get(sent.name)
+        assert stored is not None
+        assert stored.annotations[BYTES_ANNOTATION] == "12"
+    finally:
+        counting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await counting
+        await as_alice.close()
+
+
+async def grant_messages(api: Any, namespace: str, user: str) -> None:
+    """A Role to write and read messages and read tasks, bound to ``user``."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    await rbac.create_namespaced_role(
+        namespace,
+        {
+            "metadata": {"name": "speak"},
+            "rules": [
+                {
+                    "apiGroups": [GROUP],
+                    "resources": ["harnessmessages", "harnesstasks"],
+                    "verbs": ["create", "get", "list"],
+                }
+            ],
+        },
+    )
+    await rbac.create_namespaced_role_binding(
+        namespace,
+        {
+            "metadata": {"name": "speak"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "speak"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+        },
+    )

@@ -113,7 +113,7 @@ from tiny_harness.kube.names import (
     context_id_of,
 )
 from tiny_harness.kube.ownership import ancestors_of, uid_of
-from tiny_harness.kube.participant_view import conversation, role_of, status_of
+from tiny_harness.kube.participant_view import conversation, role_of, spec_of, status_of
 from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.kube.watching import read_for_watch
 
@@ -226,7 +226,7 @@ class KubeTaskStore(VersionedTaskStore):
             pending_message(name, context_id, said.sent)
             if said.sent is not None
             else history_message(name, context_id, said.message)
-            for said in conversation(records, sent)
+            for said in conversation(records, sent, spec_of(obj))
         ]
 
     async def artifacts(self, obj: Obj) -> list[Artifact]:

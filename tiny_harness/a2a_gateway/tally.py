@@ -6,11 +6,20 @@ namespace's quotas everyone's (a message's metadata alone is about 1.4 KB: 140 M
 So each replica keeps a digest of each object of two collections of its namespace, told by the
 namespace's one follow (:mod:`.namespace_feed`, through ``kube.watching.follow_listings``):
 
-- ``HarnessMessage``, metadata alone: the sender label and the bytes annotation every writer
-  through ``kube/messages.py`` puts on a message (the gateway, ``kubectl harness``, the
-  operator); per sender, how many and how many bytes;
+- ``HarnessMessage``, metadata alone: the sender label and the bytes annotation; per sender,
+  how many and how many bytes;
 - ``HarnessTask``, whole (the state is in its status), reduced at once to its sender label (the
   participant whose first message created it) and whether it is live (not ended).
+
+**What it believes.** Only what the harness can prove: the identity policy
+(``kube/admission.py``) lets nobody but the harness write a bytes annotation, or a sender label
+that names anyone but the writer, and nobody but the harness change either afterwards. The
+gateway measures what it writes and labels it with the participant it authenticated; the
+operator labels and annotates its own; a message written as its participant (``kubectl harness
+send``) carries at most its writer's own sender label, and the operator measures it and writes
+the annotation (``operator/measurer.py``). Until then it counts as the most a message may carry
+(:data:`UNMEASURED_BYTES`), erring high, never at nothing. So no object can charge a message or a
+task to someone else, nor a size its writer chose.
 
 The digest is a cache of the API, not state of the gateway's own: it is built anew from a
 listing at start and after every 410, so a replica that restarts counts what one that did not
@@ -35,10 +44,11 @@ per send, serialising every participant's sends through it. While a replica's wa
 (the API server unreachable) its counts are its last ones; the writes it admits meanwhile fail
 with the API server anyway.
 
-What it does not see: a message written without the bytes annotation (``kubectl apply`` of a
-manifest) counts as a message of no bytes, and one without the sender label counts only for
-the namespace; a writer with direct API access can write either, and is bounded by RBAC and a
-Kubernetes ``ResourceQuota`` (``count/harnessmessages.<group>``), not by the gateway.
+What it does not bound: a message without the sender label (written by hand, with no label,
+before the operator labels it) counts only for the namespace, and a task not created by the
+gateway (``kubectl harness``, a sub-task) only for the namespace; a writer with direct API
+access is bounded by RBAC and a Kubernetes ``ResourceQuota`` (``count/harnessmessages.<group>``),
+not by the gateway.
 """
 
 from __future__ import annotations
@@ -55,12 +65,15 @@ from a2a.utils.errors import InternalError
 
 from tiny_harness.a2a_gateway.quotas import Demand, Refused, Usage, quotas, refusal
 from tiny_harness.core.settings import GatewaySettings
+from tiny_harness.core.sizes import MESSAGE_BYTES
 from tiny_harness.core.states import TERMINAL_STATES
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.names import BYTES_ANNOTATION, SENDER_LABEL
 from tiny_harness.kube.watching import Relisted, Synced, WatchEvent
 
+#: What a message not measured yet counts for: the most one may carry (``core.sizes``).
+UNMEASURED_BYTES: Final = MESSAGE_BYTES
 #: How long a send waits for the first listing before it is refused.
 READY_SECONDS: Final = 30.0
 #: How long a written object is held after its write, waiting for the watch to deliver it:
@@ -81,10 +94,12 @@ class Entry:
 
 
 def message_entry(obj: Obj) -> Entry:
-    """A message's entry, from its metadata alone (an annotation that is not a count: 0)."""
+    """A message's entry, from its metadata alone. A message not measured yet (no bytes
+    annotation: written as its participant, the operator has not measured it) counts as the
+    most a message may carry, never as nothing."""
     meta = obj.get("metadata") or {}
     raw = str((meta.get("annotations") or {}).get(BYTES_ANNOTATION) or "")
-    return Entry(_sender(meta), 1, int(raw) if raw.isdigit() else 0)
+    return Entry(_sender(meta), 1, int(raw) if raw.isdigit() else UNMEASURED_BYTES)
 
 
 def task_entry(obj: Obj) -> Entry:

@@ -261,7 +261,7 @@ class Session:
         self.namespace = namespace
         self.participant = participant
         self.tasks = HarnessTasks(api, namespace)
-        self.messages = HarnessMessages(api, namespace)
+        self.messages = HarnessMessages(api, namespace, as_participant=True)
         self.records = TurnRecords(api, namespace)
 
     # -- reads -------------------------------------------------------------------------------
@@ -288,7 +288,7 @@ class Session:
         records, sent = await asyncio.gather(
             self.records.for_task(obj), self.messages.for_task(obj)
         )
-        return with_decisions(conversation(records, sent), sent)
+        return with_decisions(conversation(records, sent, spec_of(obj)), sent)
 
     # -- writes ------------------------------------------------------------------------------
 

@@ -90,11 +90,20 @@ class HarnessMessages:
     a read skipped because it cannot be parsed (the component's metrics count them)."""
 
     def __init__(
-        self, api: client.ApiClient, namespace: str, *, skipped: Skipped = uncounted
+        self,
+        api: client.ApiClient,
+        namespace: str,
+        *,
+        skipped: Skipped = uncounted,
+        as_participant: bool = False,
     ) -> None:
         self._api = client.CustomObjectsApi(api)
         self.namespace = namespace
         self._skipped = skipped
+        #: Written as the participant who sends (``kubectl harness``), not as the harness: the
+        #: identity policy lets such a writer label a message with no sender but itself, and
+        #: annotate no bytes (kube/admission.py); the operator measures its messages instead.
+        self.as_participant = as_participant
 
     async def send(self, spec: MessageSpec, *, task: Obj) -> StoredMessage:
         """Create the message. Sending the same (task, message id) again returns the message
@@ -103,20 +112,24 @@ class HarnessMessages:
         ``task`` is the stored task the message is for: the message is owned by its uid (and
         deleted with it) and carries its shard label (see ``kube.labels.shard_labels``). It is
         labelled with its sender and annotated with the bytes it carries, which the gateway's
-        quotas count (``a2a_gateway/tally.py``).
+        quotas count (``a2a_gateway/tally.py``); written as a participant, the bytes are left
+        to the operator to measure (``operator/measurer.py``).
         """
         if spec.sent_at is None:
             spec = spec.model_copy(update={"sent_at": rfc3339_nanos()})
         name = message_name(spec.task, uid_of(task), spec.message_id)
-        labels = {
-            TASK_LABEL: label_value(spec.task),
-            SENDER_LABEL: label_value(spec.sender),
-            **shard_labels(task),
-        }
-        # What it carries, beside who sent it: the gateway's quotas count both from metadata.
-        annotations = {BYTES_ANNOTATION: str(message_bytes(spec))}
+        labels = {TASK_LABEL: label_value(spec.task), **shard_labels(task)}
         # The sender's span, so the turn that takes the message continues its trace.
-        annotations |= carrier()
+        annotations = carrier()
+        sender = label_value(spec.sender)
+        if not self.as_participant:
+            # Who sent it and what it carries: the gateway's quotas count both from metadata.
+            labels[SENDER_LABEL] = sender
+            annotations[BYTES_ANNOTATION] = str(message_bytes(spec))
+        elif sender == spec.sender:
+            # The writer's own name, which the identity policy compares with its user; a name
+            # that is no label value (hashed) is labelled by the operator, with the bytes.
+            labels[SENDER_LABEL] = sender
         metadata: dict[str, Any] = {"name": name, "labels": labels, "annotations": annotations}
         # Owned by its task, so deleting the task deletes its messages.
         metadata["ownerReferences"] = [

@@ -31,7 +31,10 @@ TOOL_SERVER_KIND: Final = "HarnessToolServer"
 TOOL_SERVER_PLURAL: Final = "harnesstoolservers"
 TOOL_SERVER_SHORT_NAME: Final = "htool"
 
-#: Prefix of our labels, annotations and finalizers.
+#: Prefix of our labels, annotations and finalizers. Every label and annotation under it is
+#: written by the harness alone (a participant's message may carry the task and shard labels
+#: it copies from its task, and a sender label naming its writer): the identity admission
+#: policy refuses anyone else's, kube/admission.py.
 PREFIX: Final = GROUP
 PARENT_LABEL: Final = f"{PREFIX}/parent"
 #: On messages and turn records: the name of the task they belong to.
@@ -45,8 +48,10 @@ SHARD_LABEL: Final = f"{PREFIX}/shard"
 #: message created it (``kube.labels.label_value`` of the id): what the gateway's quotas count
 #: per participant, from a listing of metadata alone (a2a_gateway/tally.py).
 SENDER_LABEL: Final = f"{PREFIX}/sender"
-#: On a message: the bytes it carries (``core.sizes.message_bytes``), written with it, so the
-#: bytes a participant keeps stored are summed from metadata, never from the messages' bodies.
+#: On a message: the bytes it carries (``core.sizes.message_bytes``), so the bytes a
+#: participant keeps stored are summed from metadata, never from the messages' bodies. Written
+#: by the harness alone: the gateway and operator with what they send, the operator on a
+#: message a participant wrote (operator/measurer.py).
 BYTES_ANNOTATION: Final = f"{PREFIX}/bytes"
 #: The task's A2A context id: the one its first message named (or the gateway chose), or, on a
 #: child task, its parent's. A task without it is its own context (its name).
@@ -60,8 +65,7 @@ LIFECYCLE_ANNOTATION: Final = f"{PREFIX}/lifecycle"
 #: message: the message's object name holds the task's uid, so it cannot come first): that
 #: message's id (``MessageSpec.message_id``). Until the message is seen, or for at most
 #: ``[operator] first_message_seconds``, the operator keeps the new conversation SUBMITTED
-#: instead of parking it as awaiting its next message (core/decide.py, row 11). Anyone who may
-#: create a task may set it: at worst their own task starts its wait for a message later.
+#: instead of parking it as awaiting its next message (core/decide.py, row 11).
 FIRST_MESSAGE_ANNOTATION: Final = f"{PREFIX}/first-message"
 #: On a HarnessAgent: change it (any value) to have the operator read the agent's card again,
 #: as after a change of its spec (it gives up after a bounded number of failed attempts).

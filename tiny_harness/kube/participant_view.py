@@ -11,6 +11,7 @@ below it, and nowhere else:
   has ended for good (:func:`ended_for_good`; a failed conversation has not);
 - the conversation as a participant sees it (:func:`conversation`): the transcript of the turn
   journals, refused messages with their reasons, then the messages no turn has taken yet;
+  never the words of someone who may not speak to the task;
 - "may this participant end the task?" is :func:`tiny_harness.core.speakers.refuse_ending`,
   and "has the turn that took my message ended?" is :mod:`tiny_harness.core.reply_ids`.
 """
@@ -24,8 +25,16 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from tiny_harness.core.decide import resumable
-from tiny_harness.core.history import TranscriptMessage, acknowledged, transcript
+from tiny_harness.core.history import (
+    AckEntry,
+    NoticeEntry,
+    RecordEntry,
+    TranscriptMessage,
+    acknowledged,
+    transcript,
+)
 from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.speakers import refuse_speaker
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Role, TaskSpec, TaskStatus
 from tiny_harness.kube.journal import TurnRecord
@@ -114,11 +123,24 @@ def pending_text(spec: MessageSpec) -> str:
     return spec.shown
 
 
-def conversation(records: Iterable[TurnRecord], messages: Iterable[StoredMessage]) -> list[Said]:
+def conversation(
+    records: Iterable[TurnRecord], messages: Iterable[StoredMessage], spec: TaskSpec | None
+) -> list[Said]:
     """The transcript of the task's turn journals (refusals included, with their reasons), then
-    the messages no turn has taken yet, in the order they were sent."""
+    the messages no turn has taken yet, in the order they were sent.
+
+    A message from someone who may not speak to the task (``spec``: not on it, not its parent)
+    is left out, refused or waiting, and so is the notice of its refusal: anyone who may write
+    messages in the namespace can write one owned by any task, and its words are not the
+    participants' to read. ``spec`` None (it does not read) shows no one's."""
     entries = [e for r in records for e in r.entries]
     taken = acknowledged(entries)
+    strangers = {
+        e.message_id
+        for e in entries
+        if isinstance(e, AckEntry) and not _speaks(spec, e.sender or "", e.message_id)
+    }
+    entries = [e for e in entries if not _of_strangers(e, strangers)]
     out = [Said(m) for m in transcript(entries)]
     out += [
         Said(
@@ -131,6 +153,17 @@ def conversation(records: Iterable[TurnRecord], messages: Iterable[StoredMessage
             sent=m.spec,
         )
         for m in messages
-        if m.spec.message_id not in taken
+        if m.spec.message_id not in taken and _speaks(spec, m.spec.sender, m.spec.message_id)
     ]
     return out
+
+
+def _speaks(spec: TaskSpec | None, sender: str, message_id: str) -> bool:
+    return spec is not None and refuse_speaker(spec, sender, message_id) is None
+
+
+def _of_strangers(entry: RecordEntry, strangers: set[str]) -> bool:
+    """Is ``entry`` a stranger's refused message, or the notice of its refusal?"""
+    if isinstance(entry, AckEntry):
+        return entry.message_id in strangers
+    return isinstance(entry, NoticeEntry) and entry.metadata.get("refused") in strangers

@@ -1,13 +1,14 @@
 """The kopf handlers, registered on a registry of our own rather than kopf's global one.
 
 Each handler first gives the cache the object it was called with (:meth:`Cache.saw
-<tiny_harness.operator.cache.Cache.saw>`): the shard's feed was primed with every task,
-message and turn record before its kopf instance started (:mod:`.priming`), and the events
-keep it current. Then the handlers do nothing but poke: a task's change pokes the task and
-its parent (whose sub-task row follows it), an ended task's change pokes its children (which
-end with it), a message pokes the task its ``spec.task`` names, and a turn record written by
-someone else pokes its task. Raw events (``on.event``) need no bookkeeping writes from kopf,
-which keeps a simple turn within its write budget.
+<tiny_harness.operator.cache.Cache.saw>`): the shard's feed was primed with every task, message
+and turn record before its kopf instance started (:mod:`.priming`), and the events keep it
+current. Then the handlers do nothing but poke: a task's change pokes the task and its parent
+(whose sub-task row follows it), an ended task's change pokes its children (which end with it),
+a message pokes the task its ``spec.task`` names (measured first when its writer was a
+participant, :mod:`.measurer`), and a turn record written by someone else pokes its task. Raw
+events (``on.event``) need no bookkeeping writes from kopf, which keeps a simple turn within its
+write budget.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL, 
 from tiny_harness.kube.ownership import is_stray_of
 from tiny_harness.operator.feed import MESSAGES, TASKS, TURNS, Feed, plain
 from tiny_harness.operator.login import login
+from tiny_harness.operator.measurer import measure, measurement
 from tiny_harness.operator.runtime import Runtime
 
 
@@ -85,11 +87,17 @@ def build_registry(runtime: Runtime, feed: Feed) -> kopf.OperatorRegistry:
 
     @kopf.on.event(GROUP, VERSION, MESSAGE_PLURAL, registry=registry, id="message")
     async def on_message(
-        event: kopf.RawEvent, body: kopf.Body, namespace: str | None, **_: Any
+        event: kopf.RawEvent, body: kopf.Body, namespace: str | None, name: str, **_: Any
     ) -> None:
         saw(MESSAGES, event, body)
+        if namespace is None or event.get("type") == "DELETED":
+            return
+        patch = measurement(body)
+        if patch is not None:
+            # Written as its participant: the quotas count its bytes only once we measure them.
+            await measure(runtime.api, namespace, name, patch)
         task = (body.get("spec") or {}).get("task")
-        if namespace is not None and task and event.get("type") != "DELETED":
+        if task:
             runtime.poke(namespace, str(task))
 
     @kopf.on.event(GROUP, VERSION, TURN_PLURAL, registry=registry, id="turn")

@@ -1,7 +1,8 @@
 """The quota tally, fed the events its watches would hear: counts by sender label and bytes
-annotation alone, a task live until it ends, a listing swapped in whole, and the holds that make
-admission exact within a replica (two sends at the boundary never both pass, a written object is
-counted once, what was not written is let go)."""
+annotation alone (a message not measured yet at the most a message carries), a task live until
+it ends, a listing swapped in whole, and the holds that make admission exact within a replica
+(two sends at the boundary never both pass, a written object is counted once, what was not
+written is let go)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from a2a.utils.errors import InternalError
 from tiny_harness.a2a_gateway.quotas import Demand, Refused, Usage
 from tiny_harness.a2a_gateway.tally import HOLD_SECONDS, Hold, QuotaTally
 from tiny_harness.core.settings import GatewaySettings
+from tiny_harness.core.sizes import MESSAGE_BYTES
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.names import BYTES_ANNOTATION, SENDER_LABEL
 from tiny_harness.kube.watching import Relisted, Synced, WatchEvent, WatchType
@@ -82,16 +84,29 @@ def test_messages_are_counted_by_their_sender_label_and_bytes_annotation(
             message("m1", "alice", 100),
             message("m2", "alice", 20),
             message("m3", "bob", 7),
-            message("applied", "alice", None),  # kubectl apply: no bytes annotation
             message("anonymous", None, 5),  # no sender label: the namespace's alone
         ],
     )
 
     assert tally.usage("alice") == (
-        Usage(messages=3, message_bytes=120),
-        Usage(messages=5, message_bytes=132),
+        Usage(messages=2, message_bytes=120),
+        Usage(messages=4, message_bytes=132),
     )
     assert tally.usage("carol")[0] == Usage()
+
+
+def test_a_message_not_measured_yet_counts_as_the_most_a_message_carries_never_as_nothing(
+    tally: QuotaTally,
+) -> None:
+    """Written as its participant (``kubectl harness send``), a message has no bytes annotation
+    until the operator measures it: the tally errs high, then counts the measure."""
+    listed(tally, messages=[message("sent", "alice", None)])
+
+    assert tally.usage("alice")[0] == Usage(messages=1, message_bytes=MESSAGE_BYTES)
+
+    tally.messages.hear(event("MODIFIED", message("sent", "alice", 12)))
+
+    assert tally.usage("alice")[0] == Usage(messages=1, message_bytes=12)
 
 
 def test_a_participant_id_that_is_no_label_value_is_counted_under_its_hash(

@@ -70,37 +70,55 @@ def test_ended_for_good_follows_the_operators_resume_rule(
     assert ended_for_good(task({"state": state}, **extra)) is ended
 
 
-def stored(mid: str, text: str) -> StoredMessage:
+def stored(mid: str, text: str, sender: str = "alice") -> StoredMessage:
     return StoredMessage.of(
         {
             "metadata": {"name": mid, "creationTimestamp": "2026-11-30T20:00:00Z"},
-            "spec": {"task": "t", "messageId": mid, "sender": "alice", "parts": [{"text": text}]},
+            "spec": {"task": "t", "messageId": mid, "sender": sender, "parts": [{"text": text}]},
         }
     )
 
 
+def record(*entries: Any) -> TurnRecord:
+    return TurnRecord(name="t-t1", task="t", turn=1, chunk=0, entries=entries, history=None, size=0)
+
+
 def test_the_conversation_is_the_transcript_with_refusals_then_what_waits() -> None:
-    record = TurnRecord(
-        name="t-t1",
-        task="t",
-        turn=1,
-        chunk=0,
-        entries=(
-            DrainEntry(id="d", messages=(InboundMessage(id="m1", sender="alice", content="Hi"),)),
-            AckEntry(id="a", message_id="m2", sender="mallory", text="psst"),
-            NoticeEntry(id="refused-m2", text="refused: mallory is not a participant"),
+    journal = record(
+        DrainEntry(id="d", messages=(InboundMessage(id="m1", sender="alice", content="Hi"),)),
+        AckEntry(id="a", message_id="m2", sender="bob", text="/complete"),
+        NoticeEntry(
+            id="refused-m2",
+            text="refused: bob is a watcher and may not complete the task",
+            metadata={"refused": "m2"},
         ),
-        history=None,
-        size=0,
     )
 
-    said = conversation([record], [stored("m1", "Hi"), stored("m3", "Later")])
+    said = conversation([journal], [stored("m1", "Hi"), stored("m3", "Later")], spec_of(task()))
 
     assert [(s.message.message_id, s.message.text, s.pending) for s in said] == [
         ("m1", "Hi", False),
-        ("m2", "psst", False),
-        ("refused-m2", "refused: mallory is not a participant", False),
+        ("m2", "/complete", False),
+        ("refused-m2", "refused: bob is a watcher and may not complete the task", False),
         ("m3", "Later", True),
     ]
     assert said[-1].sent is not None
     assert said[-1].sent.text == "Later"
+
+
+def test_a_strangers_words_are_not_shown_waiting_or_refused() -> None:
+    """Anyone who may write messages can write one owned by alice's task: the operator refuses
+    it, and neither it nor its refusal is alice's to read."""
+    journal = record(
+        AckEntry(id="a", message_id="m2", sender="mallory", text="psst: click here"),
+        NoticeEntry(
+            id="refused-m2",
+            text="refused: mallory is not a participant of this task",
+            metadata={"refused": "m2"},
+        ),
+    )
+    waiting = [stored("m3", "click here too", sender="mallory"), stored("m4", "Hi")]
+
+    said = conversation([journal], waiting, spec_of(task()))
+
+    assert [(s.message.message_id, s.message.text) for s in said] == [("m4", "Hi")]
