@@ -488,9 +488,15 @@ def _failed(reply: str, name: str) -> bool:
 
 
 async def _decide(session: Session, args: argparse.Namespace, verdict: Verdict) -> int:
-    obj, call_id = await session.decidable(args.task, args.call, verdict, args.arguments)
+    obj, pending, call_id = await session.decidable(
+        args.task, args.call, verdict, args.arguments
+    )
     request = DecisionRequest(
-        call_id=call_id, verdict=verdict, reason=args.reason, arguments=args.arguments
+        call_id=call_id,
+        park=pending.park if pending is not None else None,
+        verdict=verdict,
+        reason=args.reason,
+        arguments=args.arguments,
     )
     sent = await session.send_decision(obj, request)
     _out(await session.decision_reply(args.task, sent.spec.message_id, args.timeout))

@@ -317,19 +317,23 @@ class Session:
 
     async def decidable(
         self, name: str, call: str, verdict: Verdict, arguments: dict[str, Any] | None
-    ) -> tuple[Obj, str]:
-        """The task and the id of the call ``call`` names (:func:`call_named`), if the
-        participant may give this decision on it (the operator's own rule,
-        :func:`~tiny_harness.core.approval.refuse_decision`) and the task has not ended."""
+    ) -> tuple[Obj, PendingApproval | None, str]:
+        """The task, the call ``call`` names (:func:`call_named`; None when none waits) and
+        its id, if the participant may give this decision on it (the operator's own rule,
+        :func:`~tiny_harness.core.approval.refuse_decision`, for the park that is open) and
+        the task has not ended. The decision names that park: the operator refuses it for
+        any other."""
         obj = await self.visible(name)
         if ended_for_good(obj):
             raise TerminalTaskError(state_of(obj).value)
         approvals = status_of(obj).approvals
         call_id = call_named(approvals, call)
+        found = next((p for p in approvals if p.call_id == call_id), None)
         spec = spec_of(obj)
         refused = (
             refuse_decision(
                 approvals,
+                park=approvals[0].park if approvals else None,
                 call_id=call_id,
                 verdict=verdict,
                 sender=self.participant,
@@ -341,7 +345,7 @@ class Session:
         )
         if refused is not None:
             raise NotPermittedError(refused)
-        return obj, call_id
+        return obj, found, call_id
 
     async def send_text(
         self, obj: Obj, text: str, files: Sequence[MessagePart] = ()

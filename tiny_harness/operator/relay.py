@@ -10,7 +10,8 @@ checks as any decision (:func:`~tiny_harness.core.approval.refuse_decision`). No
 flattened into a message, and nothing is decided for them.
 
 The turn after the decisions relays each one to the remote task as the control envelope a
-participant would send (approve or reject, the call id, the reason, an edit), with a message id
+participant would send (approve or reject, the call id, the park it waits in there, the
+reason, an edit), with a message id
 made from this turn and the call (so a resend after a crash is the same message, which the
 remote harness takes once), and then follows the remote task as any turn does. The remote
 agent checks that the harness (the identity it knows this operator by, the remote task's
@@ -37,6 +38,7 @@ from tiny_harness.core.approval import (
     Gates,
     PendingApproval,
     Requirement,
+    new_park,
     requirement_of,
     shown_arguments,
 )
@@ -66,6 +68,7 @@ def _kagent_approvals(
         update={"allow_edit": False, "timeout_seconds": _timeout(gates, agent)}
     )
     expires = rfc3339(now() + dt.timedelta(seconds=requirement.timeout_seconds))
+    park = new_park(turn)
     out = []
     for tool in request.get("tools") or ():
         if not isinstance(tool, dict) or not tool.get("id") or not tool.get("name"):
@@ -74,6 +77,7 @@ def _kagent_approvals(
         out.append(
             PendingApproval(
                 call_id=str(tool["id"]),
+                park=park,
                 tool=str(tool["name"]),
                 arguments=shown,
                 arguments_cut=cut,
@@ -134,7 +138,11 @@ def decision_message(
     decision = decided.decision
     by = f"{decision.by} on {decided_here}"
     reason = f"{decision.reason} (decided by {by})" if decision.reason else f"decided by {by}"
-    extra = {"arguments": decision.arguments} if decision.arguments is not None else {}
+    extra: dict[str, object] = {}
+    if decision.arguments is not None:
+        extra["arguments"] = decision.arguments
+    if decided.relay_park:
+        extra["park"] = decided.relay_park
     return control_message(
         task_id,
         decision.verdict,
@@ -181,13 +189,19 @@ def remote_approvals(
     except InvalidTaskError:
         return _kagent_approvals(task, agent=agent, turn=turn, gates=gates, source=source)
     out = []
+    park = new_park(turn)  # this sub-task's own park: a decision here names it
     for remote in extension.approvals:
         if remote.decision is not None:
             continue
         expires = parse(remote.expires_at)
         left = int((expires - now()).total_seconds()) if expires is not None else 1
         requirement = _requirement(gates, agent, gates.defaults, left, source)
-        out.append(
-            remote.model_copy(update={"turn": turn, "requirement": requirement, "decision": None})
-        )
+        update = {
+            "turn": turn,
+            "requirement": requirement,
+            "decision": None,
+            "park": park,
+            "relay_park": remote.park or None,
+        }
+        out.append(remote.model_copy(update=update))
     return tuple(out)

@@ -598,18 +598,20 @@ class HarnessApp(App[None]):
 
         def asked(decision: Asked | None) -> None:
             if decision is not None:
-                self.deciding(view.task_id, call.call_id, verdict, decision)
+                self.deciding(view.task_id, call.call_id, call.pending.park, verdict, decision)
 
         self.push_screen(DecisionPrompt(call, verdict), asked)
 
     @work(group="send")
-    async def deciding(self, task_id: str, call_id: str, verdict: Verdict, asked: Asked) -> None:
+    async def deciding(
+        self, task_id: str, call_id: str, park: str, verdict: Verdict, asked: Asked
+    ) -> None:
         """Send the decision, and say the operator's answer (or its refusal) as a notice too."""
         message_id = str(uuid.uuid4())
         # Shown once the gateway has taken it (its first event), or just before the answer to
         # it when the followed stream brings that first.
         sent = decision_message(
-            task_id, call_id, verdict, reason=asked.reason, message_id=message_id
+            task_id, call_id, verdict, park=park, reason=asked.reason, message_id=message_id
         )
         if self.view is not None and self.view.task_id == task_id:
             self.view.sending(sent)
@@ -618,6 +620,7 @@ class HarnessApp(App[None]):
                 task_id,
                 call_id,
                 verdict,
+                park=park,
                 reason=asked.reason,
                 arguments=asked.arguments,
                 message_id=message_id,

@@ -112,7 +112,13 @@ def _refusal(
     pending: Sequence[PendingApproval], call: PendingApproval, me: str, role: Role | None
 ) -> str | None:
     return refuse_decision(
-        pending, call_id=call.call_id, verdict="approve", sender=me, role=role, arguments=None
+        pending,
+        park=call.park,
+        call_id=call.call_id,
+        verdict="approve",
+        sender=me,
+        role=role,
+        arguments=None,
     )
 
 

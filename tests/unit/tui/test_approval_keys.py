@@ -36,6 +36,7 @@ class Sent:
     verdict: str
     reason: str
     arguments: dict[str, Any] | None
+    park: str = ""
 
 
 @dataclass
@@ -75,11 +76,12 @@ class Gateway:
         call_id: str,
         verdict: str,
         *,
+        park: str,
         reason: str = "",
         arguments: dict[str, Any] | None = None,
         message_id: str = "",
     ) -> AsyncIterator[StreamResponse]:
-        self.sent.append(Sent(task_id, call_id, verdict, reason, arguments))
+        self.sent.append(Sent(task_id, call_id, verdict, reason, arguments, park))
         said = "approved" if verdict == "approve" else "rejected"
         why = f": {reason}" if reason else ""
         text = f"weather__weather was {said} by {self.me}{why}"
