@@ -65,7 +65,7 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
     invalid_task_error,
 )
-from tiny_harness.core.turn import DrainEntry
+from tiny_harness.core.turn import AwaitEntry, DrainEntry
 from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
@@ -346,6 +346,21 @@ class Session:
         if refused is not None:
             raise NotPermittedError(refused)
         return obj, found, call_id
+
+    async def whole_arguments(self, obj: Obj) -> dict[str, str]:
+        """The arguments, whole, of the task's calls that wait with arguments the status
+        holds cut (longer than it stores), by call id: from the park's journal entry in the
+        turn records. Empty when none is cut (the records are then not read)."""
+        approvals = [p for p in status_of(obj).approvals if p.arguments_cut]
+        if not approvals:
+            return {}
+        wanted = {(p.park, p.call_id) for p in approvals}
+        out: dict[str, str] = {}
+        for record in await self.records.for_task(obj):
+            for entry in record.entries:
+                if isinstance(entry, AwaitEntry) and (entry.park, entry.call_id) in wanted:
+                    out[entry.call_id] = entry.arguments_json
+        return out
 
     async def send_text(
         self, obj: Obj, text: str, files: Sequence[MessagePart] = ()

@@ -55,7 +55,7 @@ from textual.widgets.tree import TreeNode
 
 from tiny_harness.core.approval import Verdict
 from tiny_harness.core.sizes import kib
-from tiny_harness.tui.approvals import Call, refusal_to, summary
+from tiny_harness.tui.approvals import Call, refusal_to, summary, unseen
 from tiny_harness.tui.artifacts import content_of as artifact_bytes
 from tiny_harness.tui.artifacts import row_text as artifact_row
 from tiny_harness.tui.artifacts import save_name, written
@@ -595,6 +595,10 @@ class HarnessApp(App[None]):
             self.notify(refusal, severity="warning")
             return
         call = next(c for c in calls if c.call_id == chosen)
+        blind = unseen(call.pending, verdict, view.task_id)
+        if blind is not None:
+            self.notify(blind, severity="warning")
+            return
 
         def asked(decision: Asked | None) -> None:
             if decision is not None:
