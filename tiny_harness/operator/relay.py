@@ -38,6 +38,7 @@ from tiny_harness.core.approval import (
     Gates,
     PendingApproval,
     Requirement,
+    distinct_call_ids,
     new_park,
     requirement_of,
     shown_arguments,
@@ -86,7 +87,20 @@ def _kagent_approvals(
                 expires_at=expires,
             )
         )
-    return tuple(out)
+    return _distinct(out)
+
+
+def _distinct(calls: Sequence[PendingApproval]) -> tuple[PendingApproval, ...]:
+    """The remote calls with ids unique in this park (``core.approval.distinct_call_ids``): a
+    remote agent may send two under one id. A renamed call keeps the remote's id as its
+    ``model_call_id``, which the relayed decision names there."""
+    ids = distinct_call_ids([c.call_id for c in calls])
+    return tuple(
+        c
+        if made == c.call_id
+        else c.model_copy(update={"call_id": made, "model_call_id": c.call_id})
+        for c, made in zip(calls, ids, strict=True)
+    )
 
 
 def _timeout(gates: Gates, agent: str) -> int:
@@ -102,7 +116,7 @@ def kagent_response(
     approvals = []
     for call in decided:
         decision = call.decision
-        entry: dict[str, object] = {"id": call.call_id, "approved": decision.verdict == "approve"}
+        entry: dict[str, object] = {"id": call.answers, "approved": decision.verdict == "approve"}
         if decision.verdict == "reject":
             entry["rejection_reason"] = (
                 f"{decision.reason} (rejected by {decision.by} on {decided_here})"
@@ -148,7 +162,7 @@ def decision_message(
         decision.verdict,
         context_id=context_id,
         message_id=relay_id(ref, decided.call_id),
-        call_id=decided.call_id,
+        call_id=decided.answers,
         reason=reason,
         **extra,
     )
@@ -202,6 +216,8 @@ def remote_approvals(
             "decision": None,
             "park": park,
             "relay_park": remote.park or None,
+            # The remote's own call id is what the decision names there, not its model's.
+            "model_call_id": None,
         }
         out.append(remote.model_copy(update=update))
-    return tuple(out)
+    return _distinct(out)

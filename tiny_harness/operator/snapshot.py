@@ -186,7 +186,7 @@ def decided_calls(
                 name=pending.tool,
                 arguments_json=arguments,
                 decision=decision,
-                model_call_id=entry.model_call_id if entry is not None else None,
+                model_call_id=entry.model_call_id if entry is not None else pending.model_call_id,
                 relay_park=pending.relay_park,
             )
         )
