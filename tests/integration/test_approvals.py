@@ -489,6 +489,8 @@ async def test_a_remote_task_s_approval_is_decided_here_and_relayed_back(
     relayed = [
         m["spec"] for m in await asyncio.to_thread(remote.messages) if "decision" in m["spec"]
     ]
+    # The relayed decision names the park the call waits in on the remote task.
+    assert [m["decision"].pop("park")[:2] for m in relayed] == ["1-"]
     assert [(m["sender"], m["decision"]) for m in relayed] == [
         (
             "harness-a",
