@@ -159,7 +159,8 @@ async def test_a_decision_for_a_park_that_is_over_is_refused_and_not_applied_to_
 ) -> None:
     """Alice approves c1 (Oslo); while the next turn runs, carol approves c1 of that park too;
     the turn asks for a new c1 (Paris). Carol's decision names the park that is over: it is
-    refused saying which park is open, and Paris waits for a decision of its own."""
+    refused saying who decided it there and which park is open, and Paris waits for a
+    decision of its own."""
     operator()
     declare(kubectl, "weather", mcp.url, approval={})
     wait_ready(kubectl, "weather")
@@ -186,10 +187,10 @@ async def test_a_decision_for_a_park_that_is_over_is_refused_and_not_applied_to_
     (waiting,) = second["approvals"]
     new_park = waiting["park"]
     assert new_park != old_park
-    assert await answer_to(tasks, "reused", late) == (
-        f"refused: the decision on call 'c1' names park {old_park!r}, and the open park is "
-        f"{new_park!r} (waiting: c1): a decision answers only the park it names; read the "
-        "calls of the open park and decide them naming it"
+    told = await answer_to(tasks, "reused", late)
+    assert told.startswith("refused: call 'c1' was already approved by alice at ")
+    assert told.endswith(
+        f" in park {old_park!r}, which is over; the open park is {new_park!r} (waiting: c1)"
     )
     status = await tasks.status("reused")
     assert status["subState"] == AWAITING

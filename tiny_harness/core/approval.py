@@ -461,17 +461,20 @@ def refuse_decision(
     ``late`` (undecided, its deadline passed) is refused as late: its timeout decides it."""
     if park and earlier and park not in {p.park for p in pending}:
         done = earlier.get(decision_key(park, call_id))
+        if done is not None and pending:
+            return (
+                f"{_already(call_id, done)} in park {park!r}, which is over; the open park "
+                f"is {pending[0].park!r}{_waiting(pending)}"
+            )
         if done is not None:
-            return _already(call_id, done)
+            return f"{_already(call_id, done)} in park {park!r}, which is over"
     if not pending:
         return f"refused: no call {call_id!r} waits for a decision on this task (none waits)"
     if (park or "") != pending[0].park:  # a park from before parks had ids has none
         return _not_this_park(park, call_id, pending)
     found = next((p for p in pending if p.call_id == call_id), None)
     if found is None:
-        return f"refused: no call {call_id!r} waits for a decision on this task" + _waiting(
-            pending
-        )
+        return f"refused: no call {call_id!r} waits for a decision on this task" + _waiting(pending)
     if role is None:
         return f"refused: {sender} is not a participant of this task"
     if not found.requirement.admits(sender, role):

@@ -133,7 +133,12 @@ def test_a_decision_for_a_park_that_is_over_is_told_who_decided_it_there() -> No
         )
     }
     assert refuse(in_park(), park="1-old", earlier=earlier) == (
-        "refused: call 'c1' was already approved by carol at 2026-12-02T05:00:00Z"
+        "refused: call 'c1' was already approved by carol at 2026-12-02T05:00:00Z in park "
+        "'1-old', which is over; the open park is '2-00aa11bb22cc33dd' (waiting: c1)"
+    )
+    assert refuse((), park="1-old", earlier=earlier) == (
+        "refused: call 'c1' was already approved by carol at 2026-12-02T05:00:00Z in park "
+        "'1-old', which is over"
     )
 
 
