@@ -493,9 +493,7 @@ def _failed(reply: str, name: str) -> bool:
 
 
 async def _decide(session: Session, args: argparse.Namespace, verdict: Verdict) -> int:
-    obj, pending, call_id = await session.decidable(
-        args.task, args.call, verdict, args.arguments
-    )
+    obj, pending, call_id = await session.decidable(args.task, args.call, verdict, args.arguments)
     if pending is not None:
         # The call whole, before it is decided: on stderr, so the reply stays the output.
         whole = (await session.whole_arguments(obj)).get(pending.call_id)
