@@ -76,8 +76,13 @@ class Tasks:
         sender: str = "alice",
         **request: Any,
     ) -> str:
-        """Send a decision on a call that waits for approval (``request``: reason, arguments)."""
+        """Send a decision on a call that waits for approval (``request``: reason, arguments,
+        park). It names the park the task shows open, as every front end does, unless
+        ``park`` is given (None: no park)."""
         message_id = f"d-{uuid.uuid4().hex[:8]}"
+        if "park" not in request:
+            shown = (await self.status(task)).get("approvals") or [{}]
+            request["park"] = shown[0].get("park")
         decision = DecisionRequest(call_id=call_id, verdict=verdict, **request)  # type: ignore[arg-type]
         await self.messages.send(
             MessageSpec(task=task, message_id=message_id, sender=sender, decision=decision),

@@ -274,8 +274,11 @@ async def test_approve_reject_and_edit_through_the_gateway_over_a2a(
     await park(tasks, "over-a2a", "Weather in Oslo, Rome and Bergen?")
     alice = await A2AUser.connect(gateway().url, "alice", transport=transport, protocol=protocol)
 
+    open_park = ""
+
     async def decide(action: str, call_id: str, **extra: Any) -> list[str]:
-        events = await alice.stream(control_message("over-a2a", action, call_id=call_id, **extra))
+        envelope = control_message("over-a2a", action, call_id=call_id, park=open_park, **extra)
+        events = await alice.stream(envelope)
         return [
             e.status_update.status.message.parts[0].text
             for e in events
@@ -286,6 +289,7 @@ async def test_approve_reject_and_edit_through_the_gateway_over_a2a(
         task = await alice.get("over-a2a")
         extension = MessageToDict(task.metadata)
         key = next(k for k in extension if k.endswith("/task"))
+        open_park = extension[key]["approvals"][0]["park"]  # a decision names the park shown
         assert [(w["call_id"], w["tool"]) for w in extension[key]["approvals"]] == [
             ("call_oslo", "weather__weather"),
             ("call_rome", "weather__weather"),
@@ -489,6 +493,8 @@ async def test_a_remote_task_s_approval_is_decided_here_and_relayed_back(
     relayed = [
         m["spec"] for m in await asyncio.to_thread(remote.messages) if "decision" in m["spec"]
     ]
+    # The relayed decision names the park the call waits in on the remote task.
+    assert [m["decision"].pop("park")[:2] for m in relayed] == ["1-"]
     assert [(m["sender"], m["decision"]) for m in relayed] == [
         (
             "harness-a",

@@ -623,7 +623,8 @@ async def test_a_decision_the_operator_refuses_is_an_error_with_its_reason(
     # Two decisions sent while the operator is away both pass the plugin's own check; the
     # operator takes them in the order they were sent, and refuses the second.
     op: OperatorProcess = operator()
-    await parked(tasks, kubectl, model_server, mcp, "trip")
+    status = await parked(tasks, kubectl, model_server, mcp, "trip")
+    park = status["approvals"][0]["park"]
     op.stop()
 
     async def sent(count: int) -> bool:
@@ -640,9 +641,11 @@ async def test_a_decision_the_operator_refuses_is_an_error_with_its_reason(
     assert approved.returncode == 0, approved.stderr
     assert approved.stdout.strip() == "weather__weather was approved by alice"
     assert refused.returncode == 1
-    assert refused.stderr.startswith(
-        "Error: refused: call 'call_w1' was already approved by alice at "
-    )
+    # The call is shown whole before it is decided, then the operator's refusal.
+    shown, *_, error = refused.stderr.strip().splitlines()
+    assert shown == f"Reject weather__weather (call call_w1 in park {park}) with:"
+    assert '    "city": "Oslo"' in refused.stderr
+    assert error.startswith("Error: refused: call 'call_w1' was already approved by alice at ")
     await tasks.wait("trip", "TASK_STATE_INPUT_REQUIRED", turn=2, within=60)
     assert len(mcp.served("weather")) == 1
 
@@ -672,7 +675,7 @@ async def test_get_list_and_kubectl_get_show_a_call_that_waits_for_approval(
     assert re.fullmatch(r"[0-9]+[hms][0-9ms]*", until), until
     section = got.stdout.split("Approvals (1 undecided):\n")[1].split("Transcript")[0]
     assert section.splitlines() == [
-        "  weather__weather (call call_w1, asked in turn 1)",
+        f"  weather__weather (call call_w1, asked in turn 1, park {waiting['park']})",
         "    Arguments:   {",
         '                   "city": "Oslo"',
         "                 }",

@@ -452,7 +452,12 @@ async def _list(session: Session, args: argparse.Namespace, _: str | None) -> in
 async def _get(session: Session, args: argparse.Namespace, _: str | None) -> int:
     obj = await session.visible(args.task)
     conversation = await session.conversation(args.task) if args.history else []
-    _out(render.describe(obj, conversation, args.history, now(), participant=session.participant))
+    whole = await session.whole_arguments(obj)
+    _out(
+        render.describe(
+            obj, conversation, args.history, now(), participant=session.participant, whole=whole
+        )
+    )
     return 0
 
 
@@ -488,9 +493,17 @@ def _failed(reply: str, name: str) -> bool:
 
 
 async def _decide(session: Session, args: argparse.Namespace, verdict: Verdict) -> int:
-    obj, call_id = await session.decidable(args.task, args.call, verdict, args.arguments)
+    obj, pending, call_id = await session.decidable(args.task, args.call, verdict, args.arguments)
+    if pending is not None:
+        # The call whole, before it is decided: on stderr, so the reply stays the output.
+        whole = (await session.whole_arguments(obj)).get(pending.call_id)
+        print(render.deciding(pending, verdict, whole), file=sys.stderr)
     request = DecisionRequest(
-        call_id=call_id, verdict=verdict, reason=args.reason, arguments=args.arguments
+        call_id=call_id,
+        park=pending.park if pending is not None else None,
+        verdict=verdict,
+        reason=args.reason,
+        arguments=args.arguments,
     )
     sent = await session.send_decision(obj, request)
     _out(await session.decision_reply(args.task, sent.spec.message_id, args.timeout))

@@ -244,6 +244,26 @@ def arguments_lines(arguments: Mapping[str, Any], *, cut: bool = False) -> list[
     return lines
 
 
+def whole_arguments_lines(pending: PendingApproval, whole: str | None = None) -> list[str]:
+    """The call's arguments whole, as indented JSON, for the person who decides it: nothing
+    cut, however long (a call is decided as it will run). Arguments the operator stored cut
+    are shown from the park's journal entry (``whole``, read from the turn records); when
+    that could not be read, their start and a line saying what is missing."""
+    if pending.arguments_cut and whole is not None:
+        try:
+            return json.dumps(json.loads(whole), indent=2, ensure_ascii=False).splitlines()
+        except json.JSONDecodeError:
+            return whole.splitlines() or [""]
+    if pending.arguments_cut:
+        start = str(pending.arguments.get("_start", ""))
+        return [
+            *(start.splitlines() or [""]),
+            f"(cut: longer than {ARGUMENTS_MAX // 1024} KiB of JSON, and the task's turn "
+            "records, which hold them whole, could not be read: read them before you approve)",
+        ]
+    return json.dumps(pending.arguments, indent=2, ensure_ascii=False).splitlines() or ["{}"]
+
+
 def _until(pending: PendingApproval, now: dt.datetime) -> str:
     at = parse(pending.expires_at)
     if at is None:
@@ -268,16 +288,22 @@ def _fields(pairs: Sequence[tuple[str, str]], lead: str, width: int | None = Non
 
 
 def _approval(
-    obj: Obj, pending: PendingApproval, participant: str | None, now: dt.datetime
+    obj: Obj,
+    pending: PendingApproval,
+    participant: str | None,
+    now: dt.datetime,
+    whole: str | None = None,
 ) -> list[str]:
     requirement = pending.requirement
     who = deciders_text(requirement)
     if participant is not None:
         who += " (you may decide)" if may_decide(obj, pending, participant) else " (not you)"
     pairs = [
-        ("Arguments", "\n".join(arguments_lines(pending.arguments, cut=pending.arguments_cut))),
+        ("Arguments", "\n".join(whole_arguments_lines(pending, whole))),
         ("Decided by", who),
     ]
+    if pending.model_call_id:
+        pairs.append(("Model's id", f"{pending.model_call_id} (shared with another call)"))
     if requirement.sources:
         pairs.append(("Policy", ", ".join(requirement.sources)))
     if requirement.allow_edit:
@@ -289,13 +315,29 @@ def _approval(
         pairs.append(("Decision", f"{decision.text(pending.tool)} (at {decision.at})"))
         if decision.arguments is not None:
             pairs.append(("Edited to", "\n".join(arguments_lines(decision.arguments))))
-    head = f"  {pending.tool} (call {pending.call_id}, asked in turn {pending.turn})"
+    park = f", park {pending.park}" if pending.park else ""
+    head = f"  {pending.tool} (call {pending.call_id}, asked in turn {pending.turn}{park})"
     return [head, *_fields(pairs, "    ", _CALL_FIELDS - 4)]
 
 
-def approvals_section(obj: Obj, participant: str | None, now: dt.datetime) -> list[str]:
-    """``get``'s calls that wait for approval (``status.approvals``): each with its arguments,
-    who decides, until when and its decision, and how to decide the first that waits for you."""
+def deciding(pending: PendingApproval, verdict: str, whole: str | None = None) -> str:
+    """The call a decision is about to be sent on, whole, as ``approve`` and ``reject`` show
+    it before they send: what is decided is what the person saw."""
+    park = f" in park {pending.park}" if pending.park else ""
+    lines = [f"{verdict.capitalize()} {pending.tool} (call {pending.call_id}{park}) with:"]
+    lines += [f"  {line}" for line in whole_arguments_lines(pending, whole)]
+    return "\n".join(lines)
+
+
+def approvals_section(
+    obj: Obj,
+    participant: str | None,
+    now: dt.datetime,
+    whole: Mapping[str, str] | None = None,
+) -> list[str]:
+    """``get``'s calls that wait for approval (``status.approvals``): each with its arguments
+    whole (``whole``: the ones the status holds cut, by call id, from the journal), who
+    decides, until when and its decision, and how to decide the first that waits for you."""
     approvals = status_of(obj).approvals
     if not approvals:
         return []
@@ -305,7 +347,7 @@ def approvals_section(obj: Obj, participant: str | None, now: dt.datetime) -> li
         counts.append(f"{len(approvals) - len(waiting)} decided")
     out = [f"Approvals ({', '.join(counts)}):"]
     for pending in approvals:
-        out += _approval(obj, pending, participant, now)
+        out += _approval(obj, pending, participant, now, (whole or {}).get(pending.call_id))
     yours = next((p for p in waiting if may_decide(obj, p, participant)), None)
     if yours is not None:
         task = name_of(obj)
@@ -374,6 +416,7 @@ def describe(
     now: dt.datetime,
     *,
     participant: str | None = None,
+    whole: Mapping[str, str] | None = None,
 ) -> str:
     """What ``get`` prints: the task as ``kubectl describe`` would, its calls that wait for
     approval (whether ``participant`` may decide them), and its last messages."""
@@ -421,7 +464,7 @@ def describe(
     if status.message:
         fields.append(("Status message", status.message))
     out = _fields(fields, "")
-    out += approvals_section(obj, participant, now)
+    out += approvals_section(obj, participant, now, whole)
     if spec is not None and spec.acceptance_criteria:
         out.append("Acceptance criteria:")
         out += [f"  - {c}" for c in spec.acceptance_criteria]

@@ -65,7 +65,7 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import (
     invalid_task_error,
 )
-from tiny_harness.core.turn import DrainEntry
+from tiny_harness.core.turn import AwaitEntry, DrainEntry
 from tiny_harness.kube.client import HarnessTasks, KubeError, Obj, connect, translate
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
@@ -317,19 +317,23 @@ class Session:
 
     async def decidable(
         self, name: str, call: str, verdict: Verdict, arguments: dict[str, Any] | None
-    ) -> tuple[Obj, str]:
-        """The task and the id of the call ``call`` names (:func:`call_named`), if the
-        participant may give this decision on it (the operator's own rule,
-        :func:`~tiny_harness.core.approval.refuse_decision`) and the task has not ended."""
+    ) -> tuple[Obj, PendingApproval | None, str]:
+        """The task, the call ``call`` names (:func:`call_named`; None when none waits) and
+        its id, if the participant may give this decision on it (the operator's own rule,
+        :func:`~tiny_harness.core.approval.refuse_decision`, for the park that is open) and
+        the task has not ended. The decision names that park: the operator refuses it for
+        any other."""
         obj = await self.visible(name)
         if ended_for_good(obj):
             raise TerminalTaskError(state_of(obj).value)
         approvals = status_of(obj).approvals
         call_id = call_named(approvals, call)
+        found = next((p for p in approvals if p.call_id == call_id), None)
         spec = spec_of(obj)
         refused = (
             refuse_decision(
                 approvals,
+                park=approvals[0].park if approvals else None,
                 call_id=call_id,
                 verdict=verdict,
                 sender=self.participant,
@@ -341,7 +345,22 @@ class Session:
         )
         if refused is not None:
             raise NotPermittedError(refused)
-        return obj, call_id
+        return obj, found, call_id
+
+    async def whole_arguments(self, obj: Obj) -> dict[str, str]:
+        """The arguments, whole, of the task's calls that wait with arguments the status
+        holds cut (longer than it stores), by call id: from the park's journal entry in the
+        turn records. Empty when none is cut (the records are then not read)."""
+        approvals = [p for p in status_of(obj).approvals if p.arguments_cut]
+        if not approvals:
+            return {}
+        wanted = {(p.park, p.call_id) for p in approvals}
+        out: dict[str, str] = {}
+        for record in await self.records.for_task(obj):
+            for entry in record.entries:
+                if isinstance(entry, AwaitEntry) and (entry.park, entry.call_id) in wanted:
+                    out[entry.call_id] = entry.arguments_json
+        return out
 
     async def send_text(
         self, obj: Obj, text: str, files: Sequence[MessagePart] = ()

@@ -17,6 +17,13 @@ operator checks it against the call's requirement (:func:`refuse_decision`) for 
 it takes, whichever front end sent it. A watcher never decides, nor does anyone who is not on
 the task; a participant the policy does not name is told who may.
 
+**One call, one park.** A decision names the *park* it answers (``status.approvals[].park``:
+the turn that parked and a token made when it did, so no one can name a park before it
+exists) and the call in it by the id the harness gave it (unique in the park whatever ids the
+model sent: :func:`distinct_call_ids`). A decision for any other park, or for none, is refused
+and never kept for a later one; a decision taken after its call's deadline is late and is
+refused (the timeout decides the call).
+
 These are data and pure functions: the loop parks on them (:mod:`tiny_harness.core.loop`),
 the operator decides with them (:mod:`tiny_harness.core.decide`), and every front end shows
 them from the task's status (``status.approvals``) or its A2A extension.
@@ -25,6 +32,8 @@ them from the task's status (``status.approvals``) or its A2A extension.
 from __future__ import annotations
 
 import json
+import secrets
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal
 
@@ -232,9 +241,12 @@ def gates_of(
     agents: Iterable[tuple[str, ApprovalPolicy | None]],
     rules: Sequence[TaskApprovalRule],
     defaults: ApprovalDefaults,
+    inherited: Sequence[tuple[str, Sequence[TaskApprovalRule]]] = (),
 ) -> Gates:
     """The gates of a turn: ``servers`` as (server name, its tools as (MCP name, offered
-    name), its approval), ``agents`` as (agent name, its approval), and the task's ``rules``."""
+    name), its approval), ``agents`` as (agent name, its approval), the task's ``rules``, and
+    every ancestor's (``inherited``: (ancestor's name, its rules), the parent first): a
+    sub-task is gated by each rule of the tree above it, as its budget is."""
     tools: dict[str, list[tuple[str, ApprovalPolicy]]] = {}
     by_agent: dict[str, list[tuple[str, ApprovalPolicy]]] = {}
     offered_by: dict[str, str] = {}
@@ -246,8 +258,13 @@ def gates_of(
     for agent, policy in agents:
         if policy is not None:
             by_agent.setdefault(agent, []).append((f"HarnessAgent {agent}", policy))
-    for i, rule in enumerate(rules):
-        source = f"the task's spec.approval[{i}]"
+    sourced = [(f"the task's spec.approval[{i}]", rule) for i, rule in enumerate(rules)]
+    for ancestor, theirs in inherited:
+        sourced += [
+            (f"the ancestor task {ancestor}'s spec.approval[{i}]", rule)
+            for i, rule in enumerate(theirs)
+        ]
+    for source, rule in sourced:
         for name in rule.tools:
             tools.setdefault(name, []).append((source, rule))
         for name, server in offered_by.items():
@@ -292,7 +309,27 @@ class PendingApproval(Model):
     """A call waiting for a decision (``status.approvals``): what the model asked, who may
     decide, until when; and, once given, the decision."""
 
-    call_id: ShortText = Field(description="The model's id of the call; a decision names it.")
+    call_id: ShortText = Field(
+        description="The call's id in its park, unique there (the model's own, unless the "
+        "model gave two calls one id); a decision names it."
+    )
+    park: str = Field(
+        default="",
+        max_length=64,
+        description="The park the call waits in (the turn that parked and a token made then); "
+        "a decision names it, and is refused for any other park.",
+    )
+    model_call_id: ShortText | None = Field(
+        default=None,
+        description="The id the model gave the call, when the harness gave it another to make "
+        "it unique in its park (the model is answered under its own id).",
+    )
+    relay_park: str | None = Field(
+        default=None,
+        max_length=64,
+        description="For a call mirrored from a remote task: the park it waits in there, which "
+        "the decision relayed to it names.",
+    )
     tool: ShortText = Field(description="The tool, by the name the model called it.")
     arguments: dict[str, Any] = Field(
         default_factory=dict, description="The arguments as the model gave them."
@@ -324,11 +361,51 @@ def shown_arguments(arguments_json: str) -> tuple[dict[str, Any], bool]:
     return {"_start": arguments_json[:ARGUMENTS_MAX]}, True
 
 
+#: How many random bytes a park's token has: enough that no one names a park before it exists.
+PARK_TOKEN_BYTES: Final = 8
+
+
+def new_park(turn: int) -> str:
+    """A fresh park's identity: the turn that parks, and a token no one can know before."""
+    return f"{turn}-{secrets.token_hex(PARK_TOKEN_BYTES)}"
+
+
+def distinct_call_ids(given: Sequence[str]) -> list[str]:
+    """The ids the harness gives the calls of one model answer: the model's own where it is
+    unique and not empty, else ``<id>#<position>`` (made longer until no other call has it).
+    Providers do not promise unique ids, and proxies and remote agents send what they like;
+    a decision must name one call."""
+    counts = Counter(given)
+    taken = {i for i in given if i and counts[i] == 1}
+    out: list[str] = []
+    for position, model_id in enumerate(given, 1):
+        if model_id and counts[model_id] == 1:
+            out.append(model_id)
+            continue
+        made = f"{model_id or 'call'}#{position}"
+        while made in taken:
+            made += "'"
+        taken.add(made)
+        out.append(made)
+    return out
+
+
+def decision_key(park: str, call_id: str) -> str:
+    """How a recorded decision is found again: its park and its call."""
+    return f"{park}/{call_id}"
+
+
 class DecisionRequest(Model):
     """A participant's decision as their message carries it (``HarnessMessage.spec.decision``,
     from the control envelope's ``approve`` or ``reject``)."""
 
     call_id: ShortText = Field(description="The call decided (status.approvals[].callId).")
+    park: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The park the decision answers (status.approvals[].park); a decision "
+        "naming none, or another, is refused.",
+    )
     verdict: Verdict
     reason: str = Field(default="", max_length=4096, description="Why, for the history.")
     arguments: dict[str, Any] | None = Field(
@@ -346,6 +423,22 @@ def _already(call_id: str, done: Decision) -> str:
     return f"refused: call {call_id!r} was already {said} by {by} at {done.at}"
 
 
+def _waiting(pending: Sequence[PendingApproval]) -> str:
+    waiting = ", ".join(p.call_id for p in pending if p.decision is None)
+    return f" (waiting: {waiting})" if waiting else " (none waits)"
+
+
+def _not_this_park(park: str | None, call_id: str, pending: Sequence[PendingApproval]) -> str:
+    """Why a decision naming ``park`` is refused while the park ``pending`` waits in is open."""
+    open_park = pending[0].park
+    said = f"names park {park!r}" if park else "names no park"
+    return (
+        f"refused: the decision on call {call_id!r} {said}, and the open park is "
+        f"{open_park!r}{_waiting(pending)}: a decision answers only the park it names; read "
+        "the calls of the open park and decide them naming it"
+    )
+
+
 def refuse_decision(
     pending: Sequence[PendingApproval],
     *,
@@ -354,20 +447,34 @@ def refuse_decision(
     sender: str,
     role: Role | None,
     arguments: Mapping[str, Any] | None,
+    park: str | None = None,
     earlier: Mapping[str, Decision] | None = None,
+    late: Iterable[str] = (),
 ) -> str | None:
-    """Why ``sender`` (with ``role`` on the task) may not give this decision, or None when
-    they may. The same decision again is not refused while the call waits (it changes
-    nothing); a different one after a decision is, and so is any decision on a call decided
-    in an earlier park (``earlier``: the task's journal, by call id), whose turn has run it."""
+    """Why ``sender`` (with ``role`` on the task) may not give this decision on call
+    ``call_id`` of ``park``, or None when they may. A decision answers the park it names and
+    no other: one for a park that is over (or that never was) is refused, and so is one
+    naming no park; it is never kept for a park to come. The same decision again is not
+    refused while the call waits (it changes nothing); a different one after a decision is,
+    and so is any decision on a call decided in an earlier park (``earlier``: the task's
+    journal, by :func:`decision_key`), whose turn has run it. A decision on a call in
+    ``late`` (undecided, its deadline passed) is refused as late: its timeout decides it."""
+    if park and earlier and park not in {p.park for p in pending}:
+        done = earlier.get(decision_key(park, call_id))
+        if done is not None and pending:
+            return (
+                f"{_already(call_id, done)} in park {park!r}, which is over; the open park "
+                f"is {pending[0].park!r}{_waiting(pending)}"
+            )
+        if done is not None:
+            return f"{_already(call_id, done)} in park {park!r}, which is over"
+    if not pending:
+        return f"refused: no call {call_id!r} waits for a decision on this task (none waits)"
+    if (park or "") != pending[0].park:  # a park from before parks had ids has none
+        return _not_this_park(park, call_id, pending)
     found = next((p for p in pending if p.call_id == call_id), None)
-    if found is None and earlier and call_id in earlier:
-        return _already(call_id, earlier[call_id])
     if found is None:
-        waiting = ", ".join(p.call_id for p in pending if p.decision is None)
-        return f"refused: no call {call_id!r} waits for a decision on this task" + (
-            f" (waiting: {waiting})" if waiting else " (none waits)"
-        )
+        return f"refused: no call {call_id!r} waits for a decision on this task" + _waiting(pending)
     if role is None:
         return f"refused: {sender} is not a participant of this task"
     if not found.requirement.admits(sender, role):
@@ -377,6 +484,13 @@ def refuse_decision(
             f"refused: {sender} may not decide call {call_id!r} ({found.tool}); it is "
             f"decided by {found.deciders}"
         )
+    done = found.decision
+    if done is None and call_id in set(late):
+        return (
+            f"refused: the decision on call {call_id!r} ({found.tool}) is late: its deadline "
+            f"was {found.expires_at}, and its timeout decides it "
+            f"({found.requirement.on_timeout})"
+        )
     if arguments is not None:
         if verdict != "approve":
             return "refused: only an approval may carry arguments"
@@ -384,7 +498,6 @@ def refuse_decision(
             return f"refused: the policy of call {call_id!r} does not allow edited arguments"
         if len(json.dumps(arguments)) > ARGUMENTS_MAX:
             return f"refused: edited arguments are limited to {ARGUMENTS_MAX} bytes of JSON"
-    done = found.decision
     if done is not None and not (done.verdict == verdict and done.by == sender):
         return _already(call_id, done)
     return None
@@ -411,6 +524,7 @@ def all_decided(pending: Sequence[PendingApproval]) -> bool:
 TIMEOUT_ID_PREFIX: Final = "approval-timeout-"
 
 
-def timeout_id(call_id: str) -> str:
-    """The journal notice (and history entry) that records a timeout's decision."""
-    return f"{TIMEOUT_ID_PREFIX}{call_id}"
+def timeout_id(call_id: str, park: str = "") -> str:
+    """The journal notice (and history entry) that records a timeout's decision (a call id
+    may come again in a later park: the park tells them apart)."""
+    return f"{TIMEOUT_ID_PREFIX}{park}-{call_id}" if park else f"{TIMEOUT_ID_PREFIX}{call_id}"

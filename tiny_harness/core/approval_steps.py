@@ -10,7 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from tiny_harness.core.approval import PENDING_MAX, Gates, PendingApproval, shown_arguments
+from tiny_harness.core.approval import (
+    PENDING_MAX,
+    Gates,
+    PendingApproval,
+    new_park,
+    shown_arguments,
+)
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.intrinsics import SPAWN_SUBTASK
 from tiny_harness.core.llm import ToolCall
@@ -19,12 +25,20 @@ from tiny_harness.core.turn import AwaitEntry, ToolEntry
 
 
 def gate(
-    gates: Gates, invoker: ToolInvoker, call: ToolCall, entry_id: str, waiting: int
+    gates: Gates,
+    invoker: ToolInvoker,
+    call: ToolCall,
+    entry_id: str,
+    awaiting: Sequence[AwaitEntry],
+    *,
+    turn: int,
+    call_id: str,
 ) -> AwaitEntry | ToolEntry | None:
-    """The call's park when a policy says it needs approval (None: it runs now), given how
-    many calls of the turn already wait. A call whose arguments do not fit its tool is not
-    parked: its error result says why at once, and no one is asked to approve what could
-    never run."""
+    """The call's park when a policy says it needs approval (None: it runs now), given the
+    calls of the turn that already wait (the park they wait in is this call's too; the first
+    makes it). ``call_id`` is the call's id in the park (unique there), which may differ from
+    the model's ``call.id``. A call whose arguments do not fit its tool is not parked: its
+    error result says why at once, and no one is asked to approve what could never run."""
     if not gates:
         return None
     try:
@@ -35,7 +49,7 @@ def gate(
     requirement = gates.requirement(call.name, agent if isinstance(agent, str) else None)
     if requirement is None:
         return None
-    if waiting >= PENDING_MAX:
+    if len(awaiting) >= PENDING_MAX:
         return ToolEntry(
             id=entry_id,
             call_id=call.id,
@@ -47,11 +61,13 @@ def gate(
     expires = now() + dt.timedelta(seconds=requirement.timeout_seconds)
     return AwaitEntry(
         id=entry_id,
-        call_id=call.id,
+        call_id=call_id,
+        model_call_id=call.id if call.id != call_id else None,
         name=call.name,
         arguments_json=call.arguments_json,
         requirement=requirement,
         expires_at=rfc3339(expires),
+        park=awaiting[0].park if awaiting else new_park(turn),
     )
 
 
@@ -66,6 +82,8 @@ def parked(
         pending.append(
             PendingApproval(
                 call_id=entry.call_id,
+                park=entry.park,
+                model_call_id=entry.model_call_id,
                 tool=entry.name,
                 arguments=shown,
                 arguments_cut=cut,
@@ -78,7 +96,8 @@ def parked(
         f"- {p.tool} (call {p.call_id}), decided by {p.deciders}, until {p.expires_at}"
         for p in pending
     ]
-    text = "Waiting for approval before running:\n" + "\n".join(lines)
+    park = f" (park {pending[0].park})" if pending and pending[0].park else ""
+    text = f"Waiting for approval before running{park}:\n" + "\n".join(lines)
     if questions:
         text = "\n\n".join((*questions, text))
     return text, tuple(pending)

@@ -5,7 +5,8 @@ Only a participant ends a conversation. A2A has ``CancelTask`` but no "complete"
 completion is an ordinary message whose only part is a data part of media type
 :data:`~tiny_harness.core.extensions.EVENT_MEDIA_TYPE` holding
 ``{"kind": "control", "action": "complete"}``. A decision is the same envelope with
-``"action": "approve"`` or ``"reject"``, the ``call_id`` it decides, an optional ``reason`` and,
+``"action": "approve"`` or ``"reject"``, the ``park`` and ``call_id`` it decides (a decision
+naming no park, or another than the open one, is refused), an optional ``reason`` and,
 for an approval its policy lets edit, ``arguments`` (``docs/a2a/ext/approval/v1.md``). The
 envelope is closed: an unknown action, any extra field, or a field the action does not take is
 refused with :class:`~tiny_harness.core.errors.InvalidEnvelopeError`, so a client never
@@ -38,19 +39,20 @@ EVENT_KINDS: Final[tuple[str, ...]] = get_args(EventKind)
 
 
 #: The fields a decision (approve, reject) may carry beside kind and action.
-DECISION_FIELDS: Final = frozenset({"call_id", "reason", "arguments"})
+DECISION_FIELDS: Final = frozenset({"call_id", "park", "reason", "arguments"})
 
 
 class ControlEnvelope(BaseModel):
     """A participant's control request: ``{"kind": "control", "action": "complete"}``, or a
-    decision, ``{"kind": "control", "action": "approve"|"reject", "call_id": ..., "reason":
-    ..., "arguments": {...}}``."""
+    decision, ``{"kind": "control", "action": "approve"|"reject", "call_id": ..., "park": ...,
+    "reason": ..., "arguments": {...}}``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["control"] = "control"
     action: ControlAction
     call_id: str | None = Field(default=None, min_length=1, max_length=253)
+    park: str | None = Field(default=None, min_length=1, max_length=64)
     reason: str = Field(default="", max_length=4096)
     arguments: dict[str, Any] | None = None
 
@@ -61,7 +63,11 @@ class ControlEnvelope(BaseModel):
             return None
         verdict: Verdict = "approve" if self.action == "approve" else "reject"
         return DecisionRequest(
-            call_id=self.call_id, verdict=verdict, reason=self.reason, arguments=self.arguments
+            call_id=self.call_id,
+            park=self.park,
+            verdict=verdict,
+            reason=self.reason,
+            arguments=self.arguments,
         )
 
 
@@ -78,9 +84,10 @@ def parse_control(data: Any) -> ControlEnvelope:
     extra = sorted(str(k) for k in data if k not in allowed)
     if extra:
         carries = (
-            "kind, action, call_id, reason and arguments"
+            "kind, action, call_id, park, reason and arguments"
             if deciding
-            else "only kind and action (call_id, reason and arguments go with approve or reject)"
+            else "only kind and action (call_id, park, reason and arguments go with approve or "
+            "reject)"
         )
         raise InvalidEnvelopeError(
             f"unexpected field(s) {', '.join(extra)}; a control envelope carries {carries}"
@@ -112,7 +119,7 @@ def parse_control(data: Any) -> ControlEnvelope:
 
 def control_part(action: ControlAction = "complete", **decision: Any) -> Part:
     """The data part a client sends to request ``action`` on a task (``decision``: the
-    ``call_id``, ``reason`` and ``arguments`` of an approve or reject)."""
+    ``call_id``, ``park``, ``reason`` and ``arguments`` of an approve or reject)."""
     envelope = ControlEnvelope(action=action, **decision).model_dump(
         mode="json", exclude_defaults=True
     )

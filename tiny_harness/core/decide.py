@@ -25,8 +25,10 @@ The table, first match wins (``docs/design/runtime.md`` explains each row):
  7a   a participant task: a message from anyone but    :class:`Refuse`
       its assignee (it is not the answer)
  7b   a decision on a call that waits for approval     :class:`ApplyDecision`, or :class:`Refuse`
-                                                       saying who may decide, or that no such
-                                                       call waits, or that it was decided
+                                                       saying who may decide, that no such
+                                                       call waits, that it names another park
+                                                       than the open one (or none), that it
+                                                       is late, or that it was decided
                                                        otherwise (:mod:`.approval`)
  8    a command before any ordinary message            :class:`RunCommand`
  9    an open turn (lease mine or expired), not ended  :class:`RunTurn` (resume), or
@@ -211,8 +213,11 @@ class Facts:
     #: Seconds until the first undecided call's timeout acts (zero or less: it has); None:
     #: no call waits.
     approval_left: float | None = None
-    #: The decisions the task's journal holds, by call id (a late decision is told who won).
+    #: The decisions the task's journal holds, by park and call
+    #: (:func:`~tiny_harness.core.approval.decision_key`): a late decider is told who won.
     decided_before: Mapping[str, Decision] = field(default_factory=dict)
+    #: The undecided calls whose deadline has passed: a decision on one is refused as late.
+    late_calls: frozenset[str] = frozenset()
 
 
 # -- actions --------------------------------------------------------------------------------------
@@ -453,12 +458,14 @@ def decide(facts: Facts) -> Action:
         if m.kind == "decision" and m.decision is not None:
             why = refuse_decision(
                 facts.approvals,
+                park=m.decision.park,
                 call_id=m.decision.call_id,
                 verdict=m.decision.verdict,
                 sender=m.sender,
                 role=spec.role_of(m.sender),
                 arguments=m.decision.arguments,
                 earlier=facts.decided_before,
+                late=facts.late_calls,
             )
             return Refuse(m.message_id, why) if why else ApplyDecision(m.message_id)
     for m in facts.pending:

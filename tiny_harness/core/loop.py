@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tiny_harness.core import approval_steps
 from tiny_harness.core.agent import AgentChoice
-from tiny_harness.core.approval import PendingApproval
+from tiny_harness.core.approval import PendingApproval, distinct_call_ids
 from tiny_harness.core.artifacts import ChunkRef, apply_chunk, local_entry_id, tool_files_chunk
 from tiny_harness.core.compaction import (
     ContextWindows,
@@ -358,8 +358,9 @@ class _Turn:
                 return await over
             response = await self.model_step()
             if response.tool_calls:
-                for call in response.tool_calls:
-                    await self.tool_step(call)
+                ids = distinct_call_ids([c.id for c in response.tool_calls])
+                for call, call_id in zip(response.tool_calls, ids, strict=True):
+                    await self.tool_step(call, call_id)
                 if self.awaiting:
                     return await self.park_for_approval()
                 if self.questions:
@@ -478,20 +479,30 @@ class _Turn:
         self.history = list(compacted_history(self.history, entry.replaced, entry.summary))
         self.count(entry.usage)
 
-    async def tool_step(self, call: ToolCall) -> None:
+    async def tool_step(self, call: ToolCall, call_id: str) -> None:
+        """Run (or park) one call of the model's answer; ``call_id`` is its id in a park,
+        unique among the answer's calls whatever ids the model gave them."""
         entry_id = self.ref.tool(self.tool_index, call.id)
         self.tool_index += 1
         entry = self.replay.call(entry_id)
         if entry is None:
-            entry = self.gate(call, entry_id) or await self.run_call(call, entry_id)
+            entry = self.gate(call, entry_id, call_id) or await self.run_call(call, entry_id)
             await self.host.checkpoint(entry)
         if isinstance(entry, AwaitEntry):
             self.awaiting.append(entry)  # no result yet: the next turn gives it, decided
             return
         self.took(entry)
 
-    def gate(self, call: ToolCall, entry_id: str) -> AwaitEntry | ToolEntry | None:
-        return approval_steps.gate(self.gates, self.invoker, call, entry_id, len(self.awaiting))
+    def gate(self, call: ToolCall, entry_id: str, call_id: str) -> AwaitEntry | ToolEntry | None:
+        return approval_steps.gate(
+            self.gates,
+            self.invoker,
+            call,
+            entry_id,
+            self.awaiting,
+            turn=self.ref.turn,
+            call_id=call_id,
+        )
 
     async def decided_step(self, decided: DecidedCall) -> None:
         """A call an earlier turn parked, now decided: run it as approved (with the edited
@@ -508,12 +519,12 @@ class _Turn:
                     if decision.arguments is not None
                     else decided.arguments_json
                 )
-                call = ToolCall(id=decided.call_id, name=decided.name, arguments_json=arguments)
+                call = ToolCall(id=decided.answers, name=decided.name, arguments_json=arguments)
                 entry = await self.run_call(call, entry_id)
             else:
                 entry = ToolEntry(
                     id=entry_id,
-                    call_id=decided.call_id,
+                    call_id=decided.answers,
                     name=decided.name,
                     content=entry_text(f"Not run: {decision.text(decided.name)}.", "tool result"),
                     is_error=True,

@@ -158,11 +158,16 @@ class AwaitEntry(_Data):
 
     kind: Literal["await"] = "await"
     id: str
+    #: The call's id in its park (unique there: ``core.approval.distinct_call_ids``).
     call_id: str
     name: str
     arguments_json: str = "{}"
     requirement: Requirement
     expires_at: str
+    #: The park the call waits in (``core.approval.new_park``); empty in an older journal.
+    park: str = ""
+    #: The model's id of the call, when it differs from ``call_id``: its result answers it.
+    model_call_id: str | None = None
 
 
 class DecidedCall(_Data):
@@ -173,6 +178,15 @@ class DecidedCall(_Data):
     name: str
     arguments_json: str = "{}"
     decision: Decision
+    #: The model's id of the call, when the harness gave it another: its result answers it.
+    model_call_id: str | None = None
+    #: For a call mirrored from a remote task: the park there the relayed decision names.
+    relay_park: str | None = None
+
+    @property
+    def answers(self) -> str:
+        """The id the call's result is given under: the model's own."""
+        return self.model_call_id or self.call_id
 
 
 class RemoteReply(_Data):

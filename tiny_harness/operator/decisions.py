@@ -67,6 +67,7 @@ def _notice(notice_id: str, pending: PendingApproval, decision: Decision) -> Not
     metadata: dict[str, Any] = {
         "approval": {
             "call_id": pending.call_id,
+            "park": pending.park,
             "tool": pending.tool,
             "decision": decision.model_dump(mode="json", exclude_none=True),
         }
@@ -138,7 +139,7 @@ class Decisions:
                 f"(onTimeout: {pending.requirement.on_timeout})",
             )
             decided[pending.call_id] = decision
-            notices.append(_notice(timeout_id(pending.call_id), pending, decision))
+            notices.append(_notice(timeout_id(pending.call_id, pending.park), pending, decision))
         if not decided:
             return
         # The status message is the last notice, under its id: each text shows once.

@@ -10,7 +10,8 @@ checks as any decision (:func:`~tiny_harness.core.approval.refuse_decision`). No
 flattened into a message, and nothing is decided for them.
 
 The turn after the decisions relays each one to the remote task as the control envelope a
-participant would send (approve or reject, the call id, the reason, an edit), with a message id
+participant would send (approve or reject, the call id, the park it waits in there, the
+reason, an edit), with a message id
 made from this turn and the call (so a resend after a crash is the same message, which the
 remote harness takes once), and then follows the remote task as any turn does. The remote
 agent checks that the harness (the identity it knows this operator by, the remote task's
@@ -37,6 +38,8 @@ from tiny_harness.core.approval import (
     Gates,
     PendingApproval,
     Requirement,
+    distinct_call_ids,
+    new_park,
     requirement_of,
     shown_arguments,
 )
@@ -66,6 +69,7 @@ def _kagent_approvals(
         update={"allow_edit": False, "timeout_seconds": _timeout(gates, agent)}
     )
     expires = rfc3339(now() + dt.timedelta(seconds=requirement.timeout_seconds))
+    park = new_park(turn)
     out = []
     for tool in request.get("tools") or ():
         if not isinstance(tool, dict) or not tool.get("id") or not tool.get("name"):
@@ -74,6 +78,7 @@ def _kagent_approvals(
         out.append(
             PendingApproval(
                 call_id=str(tool["id"]),
+                park=park,
                 tool=str(tool["name"]),
                 arguments=shown,
                 arguments_cut=cut,
@@ -82,7 +87,20 @@ def _kagent_approvals(
                 expires_at=expires,
             )
         )
-    return tuple(out)
+    return _distinct(out)
+
+
+def _distinct(calls: Sequence[PendingApproval]) -> tuple[PendingApproval, ...]:
+    """The remote calls with ids unique in this park (``core.approval.distinct_call_ids``): a
+    remote agent may send two under one id. A renamed call keeps the remote's id as its
+    ``model_call_id``, which the relayed decision names there."""
+    ids = distinct_call_ids([c.call_id for c in calls])
+    return tuple(
+        c
+        if made == c.call_id
+        else c.model_copy(update={"call_id": made, "model_call_id": c.call_id})
+        for c, made in zip(calls, ids, strict=True)
+    )
 
 
 def _timeout(gates: Gates, agent: str) -> int:
@@ -98,7 +116,7 @@ def kagent_response(
     approvals = []
     for call in decided:
         decision = call.decision
-        entry: dict[str, object] = {"id": call.call_id, "approved": decision.verdict == "approve"}
+        entry: dict[str, object] = {"id": call.answers, "approved": decision.verdict == "approve"}
         if decision.verdict == "reject":
             entry["rejection_reason"] = (
                 f"{decision.reason} (rejected by {decision.by} on {decided_here})"
@@ -134,13 +152,17 @@ def decision_message(
     decision = decided.decision
     by = f"{decision.by} on {decided_here}"
     reason = f"{decision.reason} (decided by {by})" if decision.reason else f"decided by {by}"
-    extra = {"arguments": decision.arguments} if decision.arguments is not None else {}
+    extra: dict[str, object] = {}
+    if decision.arguments is not None:
+        extra["arguments"] = decision.arguments
+    if decided.relay_park:
+        extra["park"] = decided.relay_park
     return control_message(
         task_id,
         decision.verdict,
         context_id=context_id,
         message_id=relay_id(ref, decided.call_id),
-        call_id=decided.call_id,
+        call_id=decided.answers,
         reason=reason,
         **extra,
     )
@@ -181,13 +203,21 @@ def remote_approvals(
     except InvalidTaskError:
         return _kagent_approvals(task, agent=agent, turn=turn, gates=gates, source=source)
     out = []
+    park = new_park(turn)  # this sub-task's own park: a decision here names it
     for remote in extension.approvals:
         if remote.decision is not None:
             continue
         expires = parse(remote.expires_at)
         left = int((expires - now()).total_seconds()) if expires is not None else 1
         requirement = _requirement(gates, agent, gates.defaults, left, source)
-        out.append(
-            remote.model_copy(update={"turn": turn, "requirement": requirement, "decision": None})
-        )
-    return tuple(out)
+        update = {
+            "turn": turn,
+            "requirement": requirement,
+            "decision": None,
+            "park": park,
+            "relay_park": remote.park or None,
+            # The remote's own call id is what the decision names there, not its model's.
+            "model_call_id": None,
+        }
+        out.append(remote.model_copy(update=update))
+    return _distinct(out)

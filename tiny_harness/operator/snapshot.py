@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from tiny_harness.core.approval import Decision, PendingApproval
+from tiny_harness.core.approval import Decision, PendingApproval, decision_key
 from tiny_harness.core.clock import now, parse
 from tiny_harness.core.deadlines import first_message_left
 from tiny_harness.core.history import (
@@ -82,13 +82,15 @@ class Snapshot:
 
     @property
     def decided_before(self) -> dict[str, Decision]:
-        """Every decision the journal records (the notice of each), by call id."""
+        """Every decision the journal records (the notice of each), by its park and call
+        (``core.approval.decision_key``)."""
         out: dict[str, Decision] = {}
         for entry in self.entries:
             if isinstance(entry, NoticeEntry) and isinstance(entry.metadata.get("approval"), dict):
                 found = entry.metadata["approval"]
                 try:
-                    out[str(found["call_id"])] = Decision.model_validate(found["decision"])
+                    key = decision_key(str(found.get("park") or ""), str(found["call_id"]))
+                    out[key] = Decision.model_validate(found["decision"])
                 except (KeyError, ValueError):
                     continue
         return out
@@ -134,6 +136,18 @@ def approval_left(approvals: Sequence[PendingApproval], moment: dt.datetime) -> 
     return min(lefts) if lefts else None
 
 
+def late_calls(approvals: Sequence[PendingApproval], moment: dt.datetime) -> frozenset[str]:
+    """The undecided calls whose deadline has passed at ``moment`` (a decision on one is
+    late: its timeout decides it). A deadline that cannot be read has passed."""
+    late = set()
+    for pending in approvals:
+        if pending.decision is None:
+            at = parse(pending.expires_at)
+            if at is None or at <= moment:
+                late.add(pending.call_id)
+    return frozenset(late)
+
+
 def decided_calls(
     approvals: Sequence[PendingApproval], records: Sequence[TurnRecord], turn: int
 ) -> tuple[DecidedCall, ...]:
@@ -142,7 +156,7 @@ def decided_calls(
     holds them whole; the status may show them cut). Empty for any other turn, so a decision
     is acted on by the turn right after its park and by no later one."""
     asked = {
-        e.call_id: e
+        (e.park, e.call_id): e
         for r in records
         if r.turn == turn - 1
         for e in r.entries
@@ -152,7 +166,7 @@ def decided_calls(
     for pending in approvals:
         if pending.turn != turn - 1 or pending.decision is None:
             continue
-        entry = asked.get(pending.call_id)
+        entry = asked.get((pending.park, pending.call_id))
         decision = pending.decision
         if entry is not None:
             arguments = entry.arguments_json
@@ -172,6 +186,8 @@ def decided_calls(
                 name=pending.tool,
                 arguments_json=arguments,
                 decision=decision,
+                model_call_id=entry.model_call_id if entry is not None else pending.model_call_id,
+                relay_park=pending.relay_park,
             )
         )
     return tuple(out)

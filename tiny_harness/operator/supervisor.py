@@ -62,6 +62,7 @@ from tiny_harness.core.usage import total, usage_of
 from tiny_harness.models.errors import ModelCallError
 from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.host import OperatorTurnHost
+from tiny_harness.operator.inherited_rules import inherited_rules
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import SupervisedWorker, TurnLoop
 from tiny_harness.operator.remote import RemoteCallError
@@ -166,6 +167,7 @@ class TurnSupervisor:
                 agents=remotes.directory.approvals(w.namespace) if remotes else (),
                 rules=snap.spec.approval,
                 defaults=w.rt.settings.approvals,
+                inherited=inherited_rules(w.rt.cache, w.namespace, snap.obj),
             ),
             decided=decided_calls(snap.status.approvals, records, number),
             reach=Reach(

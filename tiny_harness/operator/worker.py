@@ -101,6 +101,7 @@ from tiny_harness.operator.snapshot import (
     first_message_wait,
     history_before,
     idle_timeout,
+    late_calls,
     refusal_entries,
     rows_json,
 )
@@ -308,6 +309,7 @@ class TaskWorker:
             first_message_left=first_message_wait(snap, self.rt.settings, moment),
             approvals=snap.approvals,
             approval_left=approval_left(snap.approvals, moment),
+            late_calls=late_calls(snap.approvals, moment),
             decided_before=snap.decided_before if snap.pending else {},
         )
 

@@ -55,7 +55,7 @@ from textual.widgets.tree import TreeNode
 
 from tiny_harness.core.approval import Verdict
 from tiny_harness.core.sizes import kib
-from tiny_harness.tui.approvals import Call, refusal_to, summary
+from tiny_harness.tui.approvals import Call, refusal_to, summary, unseen
 from tiny_harness.tui.artifacts import content_of as artifact_bytes
 from tiny_harness.tui.artifacts import row_text as artifact_row
 from tiny_harness.tui.artifacts import save_name, written
@@ -595,21 +595,27 @@ class HarnessApp(App[None]):
             self.notify(refusal, severity="warning")
             return
         call = next(c for c in calls if c.call_id == chosen)
+        blind = unseen(call.pending, verdict, view.task_id)
+        if blind is not None:
+            self.notify(blind, severity="warning")
+            return
 
         def asked(decision: Asked | None) -> None:
             if decision is not None:
-                self.deciding(view.task_id, call.call_id, verdict, decision)
+                self.deciding(view.task_id, call.call_id, call.pending.park, verdict, decision)
 
         self.push_screen(DecisionPrompt(call, verdict), asked)
 
     @work(group="send")
-    async def deciding(self, task_id: str, call_id: str, verdict: Verdict, asked: Asked) -> None:
+    async def deciding(
+        self, task_id: str, call_id: str, park: str, verdict: Verdict, asked: Asked
+    ) -> None:
         """Send the decision, and say the operator's answer (or its refusal) as a notice too."""
         message_id = str(uuid.uuid4())
         # Shown once the gateway has taken it (its first event), or just before the answer to
         # it when the followed stream brings that first.
         sent = decision_message(
-            task_id, call_id, verdict, reason=asked.reason, message_id=message_id
+            task_id, call_id, verdict, park=park, reason=asked.reason, message_id=message_id
         )
         if self.view is not None and self.view.task_id == task_id:
             self.view.sending(sent)
@@ -618,6 +624,7 @@ class HarnessApp(App[None]):
                 task_id,
                 call_id,
                 verdict,
+                park=park,
                 reason=asked.reason,
                 arguments=asked.arguments,
                 message_id=message_id,

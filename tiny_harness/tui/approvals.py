@@ -87,11 +87,15 @@ class Call:
         the viewer may not decide it, when they may not."""
         out = [self.heading()]
         out += [f"    {line}" for line in argument_lines(self.pending)]
+        return out + self.details()
+
+    def details(self) -> list[str]:
+        """Who decides the undecided call and until when, and why the viewer may not."""
         if self.decided:
-            return out
+            return []
         # As the operator says it: "assignees or admins"; with several policies, each must
         # admit the decider: "(assignees or admins) and (carol)".
-        out.append(f"    decided by {self.pending.deciders} · until {until(self.pending)}")
+        out = [f"    decided by {self.pending.deciders} · until {until(self.pending)}"]
         if self.refusal is not None:
             out.append(f"    not yours to decide: {self.refusal.removeprefix('refused: ')}")
         return out
@@ -112,7 +116,13 @@ def _refusal(
     pending: Sequence[PendingApproval], call: PendingApproval, me: str, role: Role | None
 ) -> str | None:
     return refuse_decision(
-        pending, call_id=call.call_id, verdict="approve", sender=me, role=role, arguments=None
+        pending,
+        park=call.park,
+        call_id=call.call_id,
+        verdict="approve",
+        sender=me,
+        role=role,
+        arguments=None,
     )
 
 
@@ -174,6 +184,30 @@ def argument_lines(pending: PendingApproval) -> list[str]:
     if len(lines) > ARGUMENT_LINES:
         shown.append(f"… ({len(lines) - ARGUMENT_LINES} more lines)")
     return shown
+
+
+def whole_lines(pending: PendingApproval) -> list[str]:
+    """The call's arguments whole, as indented JSON, for the prompt that decides it: nothing
+    cut, however long (the prompt scrolls). Arguments too long to store whole have only their
+    start here: :func:`unseen` refuses their approval."""
+    if pending.arguments_cut:
+        return [str(pending.arguments.get("_start", "")), "… (cut: see below)"]
+    return json.dumps(pending.arguments, indent=2, ensure_ascii=False).splitlines() or ["{}"]
+
+
+def unseen(pending: PendingApproval, verdict: Verdict, task_id: str) -> str | None:
+    """Why the TUI does not send this approval (None: it may): a call whose arguments are too
+    long to be shown here whole is approved only by someone who has read them, and the TUI
+    cannot show them; ``kubectl harness get`` shows them whole from the journal. A rejection
+    runs nothing, so it is always offered."""
+    if verdict != "approve" or not pending.arguments_cut:
+        return None
+    return (
+        f"the arguments of call {pending.call_id} ({pending.tool}) are longer than the TUI "
+        f"shows whole, so it does not approve it: read them with `kubectl harness get "
+        f"{task_id}`, which shows them whole, and approve there (kubectl harness approve "
+        f"{task_id} {pending.call_id}), or reject it here"
+    )
 
 
 def _cut(line: str) -> str:

@@ -14,12 +14,19 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from tiny_harness.core.approval import Verdict
-from tiny_harness.tui.approvals import Call, PromptError, edited_arguments, shown_json, verb
+from tiny_harness.tui.approvals import (
+    Call,
+    PromptError,
+    edited_arguments,
+    shown_json,
+    verb,
+    whole_lines,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class DecisionPrompt(ModalScreen[Asked | None]):
     DecisionPrompt { align: center middle; }
     DecisionPrompt > Vertical { width: 100; height: auto; border: thick $primary; padding: 1 2; }
     #call { color: $text-muted; }
+    #whole { height: auto; max-height: 16; }
     #error { color: $error; }
     """
 
@@ -52,7 +60,10 @@ class DecisionPrompt(ModalScreen[Asked | None]):
         pending = self.call.pending
         with Vertical():
             yield Label(f"{verb(self.verdict)} {pending.tool} (call {pending.call_id})?")
-            yield Static("\n".join(self.call.lines()[1:]), id="call", markup=False)
+            with VerticalScroll(id="whole"):
+                # The arguments whole, however long: the call is decided as it will run.
+                yield Static("\n".join(whole_lines(pending)), id="arguments-whole", markup=False)
+            yield Static("\n".join(self.call.details()), id="call", markup=False)
             yield Input(placeholder="Reason (optional)", id="reason")
             if self.editable:
                 yield Input(

@@ -268,16 +268,23 @@ class Session:
         call_id: str,
         verdict: Verdict,
         *,
+        park: str,
         reason: str = "",
         arguments: dict[str, Any] | None = None,
         message_id: str = "",
     ) -> AsyncIterator[StreamResponse]:
-        """Approve or reject the call ``call_id`` that waits on ``task_id`` (``arguments``: an
-        approval's edit, when its policy allows one), and stream what the gateway answers: the
-        operator's answer is the status message ``cmd-<message_id>``, its refusal the message
-        ``refused-<message_id>``."""
+        """Approve or reject the call ``call_id`` that waits on ``task_id`` in ``park``
+        (``arguments``: an approval's edit, when its policy allows one), and stream what the
+        gateway answers: the operator's answer is the status message ``cmd-<message_id>``,
+        its refusal the message ``refused-<message_id>``."""
         message = decision_message(
-            task_id, call_id, verdict, reason=reason, arguments=arguments, message_id=message_id
+            task_id,
+            call_id,
+            verdict,
+            park=park,
+            reason=reason,
+            arguments=arguments,
+            message_id=message_id,
         )
         async for event in self._stream(message):
             yield event
@@ -343,13 +350,17 @@ def decision_message(
     call_id: str,
     verdict: Verdict,
     *,
+    park: str,
     reason: str = "",
     arguments: dict[str, Any] | None = None,
     message_id: str = "",
 ) -> Message:
-    """The message that decides ``call_id``: the control envelope as its only part."""
+    """The message that decides ``call_id`` of ``park`` (the park it waits in, as the task
+    shows it): the control envelope as its only part."""
     action: ControlAction = "approve" if verdict == "approve" else "reject"
     decision: dict[str, Any] = {"call_id": call_id, "reason": reason}
+    if park:
+        decision["park"] = park
     if arguments is not None:
         decision["arguments"] = arguments
     return control_message(task_id, action, message_id=message_id or str(uuid.uuid4()), **decision)

@@ -15,6 +15,7 @@ import {
   refusalOf,
   shownArguments,
   summary,
+  unseenRefusal,
   viewCalls,
 } from "./approval";
 import { HarnessClient } from "./client";
@@ -89,17 +90,35 @@ describe("the calls waiting for approval", () => {
     expect(approvalBadge([], "awaiting-next-message")).toBeNull();
   });
 
-  it("shows the arguments as indented JSON, bounded, and says when the harness cut them", () => {
-    expect(shownArguments(call(pendingCall("c1", "Oslo")))).toEqual({
-      text: '{\n  "city": "Oslo"\n}',
-      cut: false,
-      truncated: false,
-    });
-    const long = shownArguments(call(pendingCall("c1", "x".repeat(100))), 20);
-    expect(long.truncated).toBe(true);
-    expect(long.text).toHaveLength(21);
+  it("shows the arguments whole, however long, and says when the harness cut them", () => {
+    expect(shownArguments(call(pendingCall("c1", "Oslo")))).toEqual({ text: '{\n  "city": "Oslo"\n}', cut: false });
+    const city = "x".repeat(20_000) + "END";
+    const long = shownArguments(call(pendingCall("c1", city)));
+    expect(long.text).toBe(JSON.stringify({ city }, null, 2));
+    expect(long.text.endsWith('END"\n}')).toBe(true);
     const cut = call(pendingCall("c1", "", { arguments: { _start: '{"text": "xxx' }, arguments_cut: true }));
-    expect(shownArguments(cut)).toEqual({ text: '{"text": "xxx', cut: true, truncated: false });
+    expect(shownArguments(cut)).toEqual({ text: '{"text": "xxx', cut: true });
+  });
+
+  it("does not approve a call it cannot show whole, and says where to read it; a rejection stays", () => {
+    expect(unseenRefusal(call(pendingCall("c1", "Oslo")), "trip")).toBeNull();
+    const cut = call(pendingCall("c1", "", { arguments: { _start: '{"text": "xxx' }, arguments_cut: true }));
+    expect(unseenRefusal(cut, "trip")).toBe(
+      'the arguments of call c1 are too long to show here whole, so this page does not approve it: read them ' +
+        'with "kubectl harness get trip", which shows them whole, and approve there ("kubectl harness approve ' +
+        'trip c1"), or reject it here',
+    );
+  });
+
+  it("names the park the call waits in, as the task shows it", () => {
+    const parked = call(pendingCall("c1", "Oslo", { park: "1-0a1b2c3d" }));
+    expect(parked.park).toBe("1-0a1b2c3d");
+    expect(decisionEnvelope(parked.callId, parked.park, "approve", "")).toEqual({
+      kind: "control",
+      action: "approve",
+      call_id: "c1",
+      park: "1-0a1b2c3d",
+    });
   });
 
   it("takes an edit only as a JSON object, and one equal to the call's as no edit", () => {
@@ -114,11 +133,12 @@ describe("the calls waiting for approval", () => {
   });
 
   it("sends the control envelope: the call, the verdict, a reason, an approval's edit", async () => {
-    expect(decisionEnvelope("c1", "reject", "  ")).toEqual({ kind: "control", action: "reject", call_id: "c1" });
-    expect(decisionEnvelope("c1", "approve", "fine", { city: "Bergen" })).toEqual({
+    expect(decisionEnvelope("c1", "", "reject", "  ")).toEqual({ kind: "control", action: "reject", call_id: "c1" });
+    expect(decisionEnvelope("c1", "1-ab", "approve", "fine", { city: "Bergen" })).toEqual({
       kind: "control",
       action: "approve",
       call_id: "c1",
+      park: "1-ab",
       reason: "fine",
       arguments: { city: "Bergen" },
     });
@@ -129,7 +149,7 @@ describe("the calls waiting for approval", () => {
       },
     } as unknown as Client;
     const client = HarnessClient.over(a2a, { capabilities: { extensions: [] } } as unknown as AgentCard, "alice");
-    const { message: decision, events } = client.decide("t1", "c1", "approve", "fine");
+    const { message: decision, events } = client.decide("t1", "c1", "1-ab", "approve", "fine");
     for await (const _ of events) void _;
     expect(sent).toEqual([decision]);
     expect(takeMessage(emptyView("t1", "alice"), decision).lines).toEqual([
@@ -138,7 +158,7 @@ describe("the calls waiting for approval", () => {
     expect(decision.role).toBe(Role.ROLE_USER);
     expect(decision.parts).toEqual([
       {
-        content: { $case: "data", value: { kind: "control", action: "approve", call_id: "c1", reason: "fine" } },
+        content: { $case: "data", value: { kind: "control", action: "approve", call_id: "c1", park: "1-ab", reason: "fine" } },
         metadata: undefined,
         filename: "",
         mediaType: EVENT_MEDIA_TYPE,

@@ -11,8 +11,6 @@ import type { Deciders, Json, PendingApproval, Requirement, Role, TaskExtension 
 import type { Line, TaskView } from "./fold";
 
 export const AWAITING_APPROVAL = "awaiting-approval";
-/** How many characters of a call's arguments are shown before the rest is left out. */
-export const ARGUMENTS_SHOWN = 4000;
 /** The decider the operator names for a call its timeout decided. */
 const TIMEOUT = "timeout";
 
@@ -103,18 +101,27 @@ export function summary(calls: Call[]): string | null {
   return mine ? `${text}, ${mine} for you` : text;
 }
 
-/** A call's arguments as the page shows them: indented JSON, at most ``limit`` characters
- * (``truncated`` says the rest was left out here); ``cut``: the harness stored only their
- * start, too long to show whole (the call still runs with them whole). */
-export function shownArguments(
-  pending: PendingApproval,
-  limit: number = ARGUMENTS_SHOWN,
-): { text: string; cut: boolean; truncated: boolean } {
-  const whole = pending.argumentsCut
+/** A call's arguments as the page shows them: indented JSON, whole however long (the box
+ * scrolls: a call is decided as it will run); ``cut``: the harness stored only their start,
+ * too long to keep whole in the task (the call still runs with them whole), and
+ * {@link unseenRefusal} keeps such a call from being approved here. */
+export function shownArguments(pending: PendingApproval): { text: string; cut: boolean } {
+  const text = pending.argumentsCut
     ? String(pending.arguments._start ?? "")
     : JSON.stringify(pending.arguments, null, 2);
-  const truncated = whole.length > limit;
-  return { text: truncated ? `${whole.slice(0, limit)}…` : whole, cut: pending.argumentsCut, truncated };
+  return { text, cut: pending.argumentsCut };
+}
+
+/** Why the page does not approve ``pending`` (null: it may): a call is approved by someone who
+ * has seen it whole, and the page cannot show arguments the harness stored cut; kubectl harness
+ * get shows them whole from the task's journal. A rejection runs nothing and is always offered. */
+export function unseenRefusal(pending: PendingApproval, taskId: string): string | null {
+  if (!pending.argumentsCut) return null;
+  return (
+    `the arguments of call ${pending.callId} are too long to show here whole, so this page does ` +
+    `not approve it: read them with "kubectl harness get ${taskId}", which shows them whole, and ` +
+    `approve there ("kubectl harness approve ${taskId} ${pending.callId}"), or reject it here`
+  );
 }
 
 /** What the edit field holds to start with: the arguments as indented JSON. */
@@ -141,14 +148,17 @@ export function parseEdit(text: string, pending: PendingApproval): Edit {
   return { ok: true, value: same ? null : (value as Json) };
 }
 
-/** The control envelope of a decision: the data part's value. */
+/** The control envelope of a decision: the data part's value. It names the park the call waits
+ * in: the operator refuses a decision for any other park. */
 export function decisionEnvelope(
   callId: string,
+  park: string,
   verdict: Verdict,
   reason: string,
   args: Json | null = null,
 ): Json {
   const envelope: Json = { kind: "control", action: verdict, call_id: callId };
+  if (park) envelope.park = park;
   if (reason.trim()) envelope.reason = reason.trim();
   if (args !== null && verdict === "approve") envelope.arguments = args;
   return envelope;

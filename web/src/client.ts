@@ -229,19 +229,20 @@ export class HarnessClient {
     return this.stream(userMessage(taskId, [part]));
   }
 
-  /** Approve or reject the call ``callId`` that waits on ``taskId`` (``args``: an approval's
+  /** Approve or reject the call ``callId`` that waits on ``taskId`` in ``park`` (``args``: an approval's
    * edited arguments, when its policy allows it): the control envelope, as any A2A client
    * sends it. The message goes first, so the page can find the answer to it: the operator's
    * reply is the status message cmd-<its id>, a refusal refused-<its id>. */
   decide(
     taskId: string,
     callId: string,
+    park: string,
     verdict: Verdict,
     reason: string,
     args: Json | null = null,
   ): { message: Message; events: AsyncGenerator<StreamResponse, void, undefined> } {
     const part: Part = {
-      content: { $case: "data", value: decisionEnvelope(callId, verdict, reason, args) },
+      content: { $case: "data", value: decisionEnvelope(callId, park, verdict, reason, args) },
       metadata: undefined,
       filename: "",
       mediaType: EVENT_MEDIA_TYPE,

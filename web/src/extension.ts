@@ -65,7 +65,10 @@ export interface Decision {
 
 /** A call the task waits to have decided (sub-state awaiting-approval), or decided since. */
 export interface PendingApproval {
+  /** The call's id in its park (unique there); a decision names it. */
   callId: string;
+  /** The park the call waits in; a decision names it, and is refused for any other. */
+  park: string;
   tool: string;
   arguments: Json;
   /** The arguments were too long to show whole (``arguments._start`` is their start). */
@@ -122,6 +125,7 @@ export const FIELDS_READ = {
   TaskUsage: ["model_calls", "input_tokens", "output_tokens", "tool_calls"],
   PendingApproval: [
     "call_id",
+    "park",
     "tool",
     "arguments",
     "arguments_cut",
@@ -244,6 +248,7 @@ export function pendingApproval(value: unknown): PendingApproval | undefined {
   const groups = list(requirement?.deciders).map(deciders);
   return {
     callId,
+    park: text(raw?.park),
     tool,
     arguments: record(raw?.arguments) ?? {},
     argumentsCut: raw?.arguments_cut === true,

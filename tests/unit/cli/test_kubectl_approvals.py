@@ -436,3 +436,43 @@ def test_a_decisions_line_in_the_conversation_says_what_it_decided() -> None:
         "reject call_w3",
         "approved",
     ]
+
+
+# -- the whole call, as it is decided --------------------------------------------------------
+
+
+def test_get_shows_a_calls_arguments_whole_however_long_and_the_park_it_waits_in() -> None:
+    arguments = {f"key{i:02}": "v" * 150 for i in range(30)}
+    call = pending(arguments=arguments).model_copy(update={"park": "1-ab12"})
+
+    text = render.describe(task("trip", call), [], 0, NOW, participant="alice")
+
+    assert "  weather__weather (call call_w1, asked in turn 1, park 1-ab12)" in text
+    for key in arguments:
+        assert f'"{key}": "{"v" * 150}"' in text  # every line, uncut
+    assert "more lines" not in text
+
+
+def test_get_shows_arguments_the_status_holds_cut_whole_from_the_journal() -> None:
+    long = '{"text": "' + "x" * 20_000 + 'END"}'
+    shown, cut = shown_arguments(long)
+    call = pending(arguments=shown).model_copy(update={"arguments_cut": cut})
+    obj = task("trip", call)
+
+    whole = render.describe(obj, [], 0, NOW, participant="alice", whole={"call_w1": long})
+    assert "x" * 20_000 + 'END"' in whole
+    assert "(cut:" not in whole
+
+    unread = render.describe(obj, [], 0, NOW, participant="alice")
+    assert "could not be read: read them before you approve" in unread
+
+
+def test_approve_shows_the_call_it_decides_whole_before_it_sends() -> None:
+    arguments = {f"key{i:02}": "v" * 150 for i in range(30)}
+    call = pending(arguments=arguments).model_copy(update={"park": "1-ab12"})
+
+    said = render.deciding(call, "approve").splitlines()
+
+    assert said[0] == "Approve weather__weather (call call_w1 in park 1-ab12) with:"
+    assert len(said) == 1 + 32  # the braces and every key
+    assert said[-2] == f'    "key29": "{"v" * 150}"'

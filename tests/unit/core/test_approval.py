@@ -235,12 +235,15 @@ def test_long_arguments_are_shown_cut_and_say_so() -> None:
 
 
 def test_a_decision_envelope_round_trips_and_a_malformed_one_says_what_to_fix() -> None:
-    message = control_message("t1", "approve", call_id="c1", reason="ok", arguments={"env": "dev"})
+    message = control_message(
+        "t1", "approve", call_id="c1", park="1-ab", reason="ok", arguments={"env": "dev"}
+    )
     envelope = control_of(message)
     assert envelope is not None
     assert envelope.decision is not None
     assert envelope.decision.model_dump() == {
         "call_id": "c1",
+        "park": "1-ab",
         "verdict": "approve",
         "reason": "ok",
         "arguments": {"env": "dev"},

@@ -23,6 +23,8 @@ SPEC = TaskSpec.model_validate(
     }
 )
 EXPIRES = "2026-12-02T06:26:30.278Z"
+#: The park the calls wait in: a decision names it.
+PARK = "1-0a1b2c3d4e5f6a7b"
 
 
 def call(
@@ -42,6 +44,7 @@ def call(
     )
     return PendingApproval(
         call_id=call_id,
+        park=more.pop("park", PARK),
         tool="weather__weather",
         arguments=more.pop("arguments", {"city": city}),
         turn=1,

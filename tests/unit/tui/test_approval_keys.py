@@ -18,7 +18,7 @@ from textual.widgets import Input, Label, ListView, Static, Tree
 
 from tests.eventually import eventually_async
 from tests.tui_support import lasting_notices, noticed, noticed_part
-from tests.unit.tui.approval_tasks import agent, approved, call, status_update, waiting
+from tests.unit.tui.approval_tasks import PARK, agent, approved, call, status_update, waiting
 from tiny_harness.core.approval import Decision
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.decision import DecisionPrompt
@@ -36,6 +36,7 @@ class Sent:
     verdict: str
     reason: str
     arguments: dict[str, Any] | None
+    park: str = ""
 
 
 @dataclass
@@ -45,14 +46,25 @@ class Gateway:
     me: str = "alice"
     edit: bool = False
     sent: list[Sent] = field(default_factory=list)
+    #: c1's arguments, and whether the operator stored them cut (too long to keep whole).
+    arguments: dict[str, Any] | None = None
+    cut: bool = False
     commands: tuple[Any, ...] = ()
 
     def now(self) -> Task:
-        first, second = call("c1", "Oslo", allow_edit=self.edit), call("c2", "Rome")
+        more: dict[str, Any] = {"arguments_cut": self.cut}
+        if self.arguments is not None:
+            more["arguments"] = self.arguments
+        first = call("c1", "Oslo", allow_edit=self.edit, **more)
+        second = call("c2", "Rome")
         for decided in self.sent:
             if decided.call_id == "c1":
                 first = call(
-                    "c1", "Oslo", allow_edit=self.edit, decision=approved(reason=decided.reason)
+                    "c1",
+                    "Oslo",
+                    allow_edit=self.edit,
+                    decision=approved(reason=decided.reason),
+                    **more,
                 )
             else:
                 second = call("c2", "Rome", decision=REJECTED)
@@ -75,11 +87,12 @@ class Gateway:
         call_id: str,
         verdict: str,
         *,
+        park: str,
         reason: str = "",
         arguments: dict[str, Any] | None = None,
         message_id: str = "",
     ) -> AsyncIterator[StreamResponse]:
-        self.sent.append(Sent(task_id, call_id, verdict, reason, arguments))
+        self.sent.append(Sent(task_id, call_id, verdict, reason, arguments, park))
         said = "approved" if verdict == "approve" else "rejected"
         why = f": {reason}" if reason else ""
         text = f"weather__weather was {said} by {self.me}{why}"
@@ -133,7 +146,7 @@ async def test_alice_approves_one_call_with_a_reason_and_rejects_the_other() -> 
         await until(pilot, lambda: isinstance(app.screen, DecisionPrompt))
         await pilot.press(*"fine", "enter")
         await until(pilot, lambda: gateway.sent != [] and calls(app) == ["c2", "c1"])
-        assert gateway.sent == [Sent("trip", "c1", "approve", "fine", None)]
+        assert gateway.sent == [Sent("trip", "c1", "approve", "fine", None, PARK)]
         assert app.view is not None
         assert app.view.lines[-1].who == "harness"
         assert app.view.lines[-1].text == "weather__weather was approved by alice: fine"
@@ -146,7 +159,7 @@ async def test_alice_approves_one_call_with_a_reason_and_rejects_the_other() -> 
         await until(pilot, lambda: isinstance(app.screen, DecisionPrompt))
         await pilot.press(*"not Rome", "enter")
         await until(pilot, lambda: len(gateway.sent) == 2)
-        assert gateway.sent[1] == Sent("trip", "c2", "reject", "not Rome", None)
+        assert gateway.sent[1] == Sent("trip", "c2", "reject", "not Rome", None, PARK)
         await until(pilot, lambda: "Calls decided" in text(app, "#approvals-title"))
         assert {"f5", "f6"}.isdisjoint(footer_keys(app))
 
@@ -200,3 +213,38 @@ async def test_escape_sends_nothing_and_an_edit_must_be_a_json_object() -> None:
         await pilot.press("enter")
         await until(pilot, lambda: len(gateway.sent) == 1)
         assert gateway.sent[0].arguments == {"city": "Bergen"}
+
+
+async def test_the_prompt_shows_the_call_whole_however_long() -> None:
+    arguments = {f"key{i:02}": "v" * 90 for i in range(30)}
+    gateway = Gateway(arguments=arguments)
+    app = HarnessApp(gateway)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 45)) as pilot:
+        await opened(pilot)
+        listed = str(app.query_one("#approvals", ListView).children[0].query_one(Label).render())
+        assert "more lines" in listed  # the list is bounded; the prompt is not
+        await pilot.press("f5")
+        await until(pilot, lambda: isinstance(app.screen, DecisionPrompt))
+        whole = str(app.screen.query_one("#arguments-whole", Static).render())
+        for key in arguments:
+            assert f'"{key}": "{"v" * 90}"' in whole
+        await pilot.press("enter")
+        await until(pilot, lambda: len(gateway.sent) == 1)
+        assert gateway.sent[0].park == PARK
+
+
+async def test_a_call_too_long_to_show_whole_is_not_approved_here_but_may_be_rejected() -> None:
+    gateway = Gateway(arguments={"_start": '{"text": "xxxx'}, cut=True)
+    app = HarnessApp(gateway)  # type: ignore[arg-type]
+    async with app.run_test(size=(140, 45)) as pilot:
+        await opened(pilot)
+        await pilot.press("f5")
+        await until(pilot, lambda: noticed(app, noticed_part("kubectl harness get trip")))
+        assert not isinstance(app.screen, DecisionPrompt)
+        assert gateway.sent == []
+
+        await pilot.press("f6")
+        await until(pilot, lambda: isinstance(app.screen, DecisionPrompt))
+        await pilot.press(*"unread", "enter")
+        await until(pilot, lambda: len(gateway.sent) == 1)
+        assert gateway.sent[0] == Sent("trip", "c1", "reject", "unread", None, PARK)

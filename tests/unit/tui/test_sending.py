@@ -15,7 +15,7 @@ def said(view: TaskView) -> list[str]:
 
 def test_the_answer_first_shows_the_decision_before_it() -> None:
     view = TaskView.of(waiting(version=10), "alice")
-    sent = decision_message("trip", "c1", "approve", reason="fine", message_id="d1")
+    sent = decision_message("trip", "c1", "approve", park="1-ab", reason="fine", message_id="d1")
     view.sending(sent)
     assert "you: approve c1: fine" not in said(view)  # not taken by the gateway yet
 
@@ -29,12 +29,12 @@ def test_the_answer_first_shows_the_decision_before_it() -> None:
 
 def test_a_refusal_first_shows_the_decision_before_it_and_the_usual_order_stays() -> None:
     view = TaskView.of(waiting(version=10), "bob")
-    refused = decision_message("trip", "c1", "approve", message_id="d2")
+    refused = decision_message("trip", "c1", "approve", park="1-ab", message_id="d2")
     view.sending(refused)
     view.take_message(agent("refused-d2", "refused: bob is a watcher"))
     assert said(view)[-2:] == ["you: approve c1", "harness: refused: bob is a watcher"]
 
-    taken = decision_message("trip", "c2", "reject", message_id="d3")
+    taken = decision_message("trip", "c2", "reject", park="1-ab", message_id="d3")
     view.sending(taken)
     view.take_message(taken)
     view.take_message(agent("cmd-d3", "weather__weather was rejected by bob"))

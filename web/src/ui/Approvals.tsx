@@ -17,6 +17,7 @@ import {
   parseEdit,
   shownArguments,
   summary,
+  unseenRefusal,
   viewCalls,
   type Call,
   type Verdict,
@@ -84,6 +85,8 @@ function CallCard({
   const decided = decidedText(pending);
   const refusal = pending.decision ? null : call.refusal;
   const disabled = busy || refusal !== null;
+  // A call is approved by someone who has seen it whole; one the page cannot show whole is not.
+  const unseen = refusal === null ? unseenRefusal(pending, taskId) : null;
   // An edit is offered only to someone who may decide, when every policy of the call allows it.
   const canEdit = refusal === null && pending.requirement.allowEdit;
 
@@ -91,7 +94,7 @@ function CallCard({
     setBusy(true);
     setProblem(null);
     setAnswer(null);
-    const { message, events } = client.decide(taskId, pending.callId, verdict, reason, edited);
+    const { message, events } = client.decide(taskId, pending.callId, pending.park, verdict, reason, edited);
     let shown = false;
     try {
       for await (const item of events) {
@@ -140,9 +143,6 @@ function CallCard({
           them whole.
         </p>
       ) : null}
-      {args.truncated && !args.cut ? (
-        <p className="help">Shown in part: the arguments are longer than the page shows.</p>
-      ) : null}
       <dl className="call-facts">
         <dt>Decided by</dt>
         <dd>{describeDeciders(pending.requirement)}</dd>
@@ -182,8 +182,8 @@ function CallCard({
             <button
               type="button"
               className="primary"
-              disabled={disabled}
-              aria-describedby={why}
+              disabled={disabled || unseen !== null}
+              aria-describedby={unseen ? `${id}-unseen` : why}
               onClick={() => void decide("approve", null)}
             >
               Approve
@@ -211,6 +211,11 @@ function CallCard({
             {refusal ? (
               <span id={why} className="muted">
                 Not yours to decide: {refusal}
+              </span>
+            ) : null}
+            {unseen ? (
+              <span id={`${id}-unseen`} className="muted">
+                Not approved here: {unseen}
               </span>
             ) : null}
             {busy ? <span className="muted">Sending…</span> : null}
