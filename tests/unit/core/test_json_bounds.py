@@ -1,4 +1,4 @@
-"""The one bounded JSON parser: a depth and a size for every free-form value (core/json_bounds.py)."""
+"""The one bounded JSON parser: a depth and a size for every free-form value."""
 
 from __future__ import annotations
 
