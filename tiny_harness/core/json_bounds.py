@@ -13,7 +13,10 @@ is linear in its input and which refuses before ``json.loads`` could ever recurs
   and decodes only text within both bounds;
 - :func:`check` measures a value already decoded (a dict from an A2A message) the same way,
   with an explicit stack;
-- :func:`dumps` is the compact text a value is stored as.
+- :func:`dumps` is the compact text a value is stored as;
+- :func:`loads_document` decodes a whole answer of the API (a listing, a watch line), in which
+  one object stored before these bounds (or by a route they do not cover) may nest too deep:
+  that value alone is cut, and the object's reader skips it.
 
 A value past a bound raises :class:`JsonTooDeepError` or :class:`JsonTooLargeError` (both
 ``ValueError``), which say the bound and what to do; neither quotes the value.
@@ -39,8 +42,20 @@ MAX_CHARS: Final = 256 * 1024
 #: (``sizes.ARTIFACT_CHUNK_BYTES``, refused past that with its own reason) with room to spare.
 ARGUMENTS_CHARS: Final = 4 * MAX_CHARS
 
+#: How deep a whole document from the API (a listing, an object, a watch line) is read before
+#: a value below is cut (:func:`loads_document`): free-form data's bound and the levels of the
+#: listing, object and journal entry around it, with room to spare, and far below the ~1,000
+#: levels at which Python's decoder gives up.
+DOCUMENT_DEPTH: Final = 4 * MAX_DEPTH
+#: What a value nested past :data:`DOCUMENT_DEPTH` reads as in a document. It only replaces
+#: a value far deeper than any model's bound, so the object's reader refuses the value around
+#: it (:data:`StoredObject`: nested too deep) and skips the object.
+TOO_DEEP: Final = "\u0000nested too deep to read"
+
 # A JSON string, with its escapes (the unrolled form: linear, no backtracking).
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string or a bracket: the tokens that decide how deep a place in a text is.
+_TOKENS: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 # What is left of the structure once strings are gone.
 _NOT_BRACKETS: Final = re.compile(r"[^\[\]{}]+")
 
@@ -102,6 +117,43 @@ def loads(text: str, *, max_depth: int = MAX_DEPTH, max_chars: int = MAX_CHARS) 
     if depth > max_depth:
         raise JsonTooDeepError(depth, max_depth)
     return json.loads(text)
+
+
+def loads_document(text: str | bytes, *, max_depth: int = DOCUMENT_DEPTH) -> Any:
+    """A document from the API decoded whole, however deep one of its objects nests: what the
+    decoder cannot take (it raises ``RecursionError`` at about a thousand levels) is decoded
+    again with every value nested past ``max_depth`` replaced by :data:`TOO_DEEP`, so one
+    object too deep costs itself (its reader's model refuses it, and the reader skips and
+    flags it), never the listing or the watch it came in. A document within the decoder's
+    reach is decoded as it is, at no cost beyond ``json.loads``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        pass
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    kept: list[str] = []
+    depth = 0
+    cut = last = -1
+    for token in _TOKENS.finditer(text):
+        char = token.group()
+        if char[0] == '"':
+            continue
+        if char in "[{":
+            depth += 1
+            if depth == max_depth + 1:
+                cut = token.start()
+        else:
+            if depth == max_depth + 1:
+                kept.append(text[last + 1 : cut])
+                kept.append(json.dumps(TOO_DEEP))
+                last = token.end() - 1
+            depth -= 1
+    kept.append(text[last + 1 :])
+    try:
+        return json.loads("".join(kept))
+    except RecursionError:  # a bracket never closed: there was no end to cut at
+        raise ValueError("the document nests too deep to read, and is not whole") from None
 
 
 def check(value: Any, *, max_depth: int = MAX_DEPTH, max_chars: int = MAX_CHARS) -> None:

@@ -21,6 +21,7 @@ from tiny_harness.core.json_bounds import (
     depth_of,
     dumps,
     loads,
+    loads_document,
 )
 from tiny_harness.core.llm import ToolCall
 from tiny_harness.core.tools import InvalidToolCallError, ToolInvoker, ToolRegistry
@@ -149,3 +150,29 @@ def test_arguments_too_deep_to_show_are_shown_as_their_start() -> None:
     shown, cut = shown_arguments(nested_text(5000))
     assert cut
     assert set(shown) == {"_start"}
+
+
+def test_a_listing_with_one_object_too_deep_to_decode_reads_the_others_whole() -> None:
+    listing = (
+        '{"items":[{"name":"before","s":"[[[["},{"name":"deep","spec":{"data":'
+        + nested_text(5000)
+        + '}},{"name":"after"}]}'
+    )
+
+    items = loads_document(listing)["items"]
+
+    assert [i["name"] for i in items] == ["before", "deep", "after"]
+    assert items[0]["s"] == "[[[["
+    with pytest.raises(ValidationError, match=TOO_DEEP):
+        MessagePart(data=items[1]["spec"]["data"])
+
+
+def test_a_document_the_decoder_takes_is_decoded_as_it_is() -> None:
+    document = json.dumps({"items": [nested(300), {"ok": "]]]"}]})
+    assert loads_document(document) == {"items": [nested(300), {"ok": "]]]"}]}
+    assert loads_document(document.encode()) == loads_document(document)
+
+
+def test_a_document_too_deep_that_never_closes_is_refused() -> None:
+    with pytest.raises(ValueError, match="not whole"):
+        loads_document("[" * 5000)
