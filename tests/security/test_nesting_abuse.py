@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from a2a.client.errors import A2AClientError
 from a2a.types import Message, Part, Role
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
+from tests.eventually import eventually
 from tests.integration.gateway_support import Replicas, Users, cluster_objects, said, states
 from tests.integration.kubectl_support import Harness
 from tests.integration.lifecycle_support import Tasks
@@ -48,6 +51,14 @@ TOO_DEEP = f"the JSON is nested more than {MAX_DEPTH} levels deep"
 def nested_text(levels: int) -> str:
     """An object ``levels`` deep as JSON text (json.dumps itself cannot write one)."""
     return '{"a":' * (levels - 1) + "{}" + "}" * (levels - 1)
+
+
+def flagged(namespace: str) -> str:
+    """What a reader logs of the message ``deep``, which it skips."""
+    return (
+        f"HarnessMessage {namespace}/deep cannot be read, skipped: "
+        f"parts.0.data: Value error, {TOO_DEEP}"
+    )
 
 
 def message_manifest(name: str, task: dict[str, Any], data: str) -> str:
@@ -163,9 +174,82 @@ async def test_a_message_too_deep_to_read_is_skipped_and_flagged_and_the_namespa
     assert said(await carol.get("carols")) == [("user", "Hello."), ("agent", "Hello, Carol.")]
     assert said(own) == []
     assert shown.returncode == 0, shown.stderr
-    flagged = (
-        f"HarnessMessage {namespace}/deep cannot be read, skipped: "
-        f"parts.0.data: Value error, {TOO_DEEP}"
-    )
     for log in (process.log(), replica.log(), shown.stderr):
-        assert flagged in log
+        assert flagged(namespace) in log
+
+
+#: Where the message CRD holds a data part's schema.
+DATA_PATH = (
+    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/parts/items/properties/data"
+)
+MESSAGE_CRD = f"{MESSAGE_PLURAL}.{GROUP}"
+
+
+def data_schema(kubectl: Kubectl) -> dict[str, Any]:
+    crd = kubectl.get_json("crd", MESSAGE_CRD)
+    schema: Any = crd
+    for key in DATA_PATH.strip("/").split("/"):
+        schema = schema[int(key)] if isinstance(schema, list) else schema[key]
+    return dict(schema)
+
+
+def takes_objects(kubectl: Kubectl, tmp_path: Path, task: dict[str, Any]) -> bool:
+    probe = message_manifest("probe", task, "{}")
+    path = tmp_path / "probe.json"
+    path.write_text(probe)
+    tried = kubectl.run("create", "--dry-run=server", "-f", str(path), check=False)
+    return tried.returncode == 0
+
+
+@contextmanager
+def as_data_was_stored_before(
+    kubectl: Kubectl, tmp_path: Path, task: dict[str, Any]
+) -> Iterator[None]:
+    """The message CRD as it was before free-form data was kept as text (an object of any
+    nesting), then as it is: a message created meanwhile is one stored in the object form."""
+    now = data_schema(kubectl)
+    before = {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "nullable": True}
+    ops = [{"op": "replace", "path": DATA_PATH, "value": before}]
+    kubectl.run("patch", "crd", MESSAGE_CRD, "--type=json", "-p", json.dumps(ops))
+    try:
+        eventually(lambda: takes_objects(kubectl, tmp_path, task), within=20, what="the old CRD")
+        yield
+    finally:
+        ops = [{"op": "replace", "path": DATA_PATH, "value": now}]
+        kubectl.run("patch", "crd", MESSAGE_CRD, "--type=json", "-p", json.dumps(ops))
+        eventually(
+            lambda: not takes_objects(kubectl, tmp_path, task), within=20, what="the CRD again"
+        )
+
+
+async def test_a_message_stored_as_an_object_too_deep_to_decode_is_skipped_by_every_reader(
+    kubectl: Kubectl,
+    namespace: str,
+    tmp_path: Path,
+    two_tasks: tuple[dict[str, Any], dict[str, Any]],
+    gateway: Replicas,
+    users: Users,
+    harness: Harness,
+    tasks: Tasks,
+) -> None:
+    mallorys, _ = two_tasks
+    with as_data_was_stored_before(kubectl, tmp_path, mallorys):
+        stored = create_raw(
+            kubectl, tmp_path, message_manifest("deep", mallorys, nested_text(LEVELS))
+        )
+        assert stored.returncode == 0, stored.stderr
+    await tasks.send("mallorys", "Still here.", sender="mallory")
+    replica = gateway()
+    mallory = await users(replica.url, "mallory")
+    carol = await users(replica.url, "carol")
+
+    own = await mallory.get("mallorys")
+    others = await carol.get("carols")
+    shown = await harness.run("get", "mallorys", "--history", "5", participant="mallory")
+
+    assert said(own) == [("user", "Still here.")]
+    assert others.id == "carols"
+    assert shown.returncode == 0, shown.stderr
+    assert "Still here." in shown.stdout
+    for log in (replica.log(), shown.stderr):
+        assert flagged(namespace) in log
