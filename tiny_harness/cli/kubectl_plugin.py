@@ -387,7 +387,7 @@ def _json_object(value: str) -> dict[str, Any]:
     try:
         parsed = loads(value)
     except JsonBoundError as exc:
-        raise argparse.ArgumentTypeError(f"--arguments: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(
             f"{shown!r} is not JSON ({exc.msg} at column {exc.colno}); {example}"
