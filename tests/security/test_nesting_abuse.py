@@ -5,10 +5,12 @@ thousand, and every reader decodes a whole listing at once: one message nested a
 levels deep would fail every read of its namespace, the operator's and the gateway's. Free-form
 data is stored as JSON text within 64 levels. So, on the real control plane, with the real
 operator, gateway and a2a-sdk client: a data part nested 5,000 levels is refused by the API
-server (``kubectl create``) and by the gateway (the SDK's own client, and a raw request), with
-nothing stored; one written as text too deep for the bound is stored harmlessly, and every
-reader skips it, saying so, while an unrelated participant's task still gets its turn and the
-sender's own GetTask still answers.
+server (``kubectl create``) and by the gateway (a raw request: the SDK's own client cannot
+build one, as protobuf stops at 100 levels), with nothing stored; one written as text too deep
+for the bound is stored harmlessly, and every reader skips it, saying so, while an unrelated
+participant's task still gets its turn and the sender's own GetTask still answers; and one
+stored in the object form (under an older CRD) is skipped the same way by the gateway and
+``kubectl harness``, whose listings are decoded with a bound.
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from a2a.client.errors import A2AClientError
-from a2a.types import Message, Part, Role
 
 from tests.conftest import Kubectl, ModelServer, OperatorProcess
 from tests.eventually import eventually
@@ -93,20 +93,6 @@ def create_raw(kubectl: Kubectl, tmp_path: Path, manifest: str) -> Any:
     return kubectl.run("create", "--raw", uri, "-f", str(path), check=False)
 
 
-def data_message(task_id: str, data: dict[str, Any]) -> Message:
-    part = Part()
-    part.data.struct_value.update(data)
-    part.media_type = "application/json"
-    return Message(message_id=str(uuid.uuid4()), task_id=task_id, role=Role.ROLE_USER, parts=[part])
-
-
-def nested(levels: int) -> dict[str, Any]:
-    value: dict[str, Any] = {}
-    for _ in range(levels - 1):
-        value = {"a": value}
-    return value
-
-
 @pytest.fixture
 async def two_tasks(tasks: Tasks) -> tuple[dict[str, Any], dict[str, Any]]:
     """Mallory's task and Carol's, in one namespace: nothing links them but the namespace."""
@@ -128,8 +114,6 @@ async def test_a_data_part_nested_thousands_deep_is_refused_by_the_api_server_an
     before = cluster_objects(kubectl)
 
     refused = create_raw(kubectl, tmp_path, message_manifest("deep", mallorys, nested_text(LEVELS)))
-    with pytest.raises(A2AClientError) as through_sdk:
-        await mallory.stream(data_message("mallorys", nested(MAX_DEPTH + 1)))
     raw = await mallory.http.post(
         replica.url,
         content='{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":'
@@ -142,7 +126,6 @@ async def test_a_data_part_nested_thousands_deep_is_refused_by_the_api_server_an
     assert refused.returncode != 0
     assert "spec.parts[0].data" in refused.stderr
     assert "must be of type string" in refused.stderr
-    assert f"message.parts.0.data: {TOO_DEEP}" in str(through_sdk.value)
     assert raw.status_code == 400
     assert raw.json()["error"]["message"].startswith(
         f"the request body is nested more than {REQUEST_DEPTH} levels deep"

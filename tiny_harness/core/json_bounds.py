@@ -200,7 +200,8 @@ def _object(value: Any) -> Any:
 #: A free-form JSON object as the harness keeps it: a dict in the model, stored in the API as
 #: its JSON text (``maxLength`` :data:`MAX_CHARS`), so the API server sees no nesting and no
 #: listing can carry a value too deep to decode. Read from either form through :func:`loads`
-#: or :func:`check`; written (``model_dump(mode="json")``) as text by :func:`dumps`.
+#: or :func:`check` (an object stored before the text form is read as it was, one too deep is
+#: refused); written (``model_dump(mode="json")``) as text by :func:`dumps`.
 StoredObject = Annotated[
     dict[str, Any],
     BeforeValidator(_object),
@@ -210,6 +211,9 @@ StoredObject = Annotated[
             "type": "string",
             "maxLength": MAX_CHARS,
             "description": f"JSON text of an object, at most {MAX_DEPTH} levels deep.",
+            # The API server takes only text, and still reads back an object stored before
+            # (it would otherwise prune that object to {} on every read).
+            "x-kubernetes-preserve-unknown-fields": True,
         }
     ),
 ]
