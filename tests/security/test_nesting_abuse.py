@@ -216,26 +216,28 @@ async def test_a_message_stored_as_an_object_too_deep_to_decode_is_skipped_by_ev
     gateway: Replicas,
     users: Users,
     harness: Harness,
-    tasks: Tasks,
+    operator: Any,
+    model_server: ModelServer,
 ) -> None:
     mallorys, _ = two_tasks
+    await model_server.control.script([{"type": "text", "text": "Hello, Carol."}])
     with as_data_was_stored_before(kubectl, tmp_path, mallorys):
         stored = create_raw(
             kubectl, tmp_path, message_manifest("deep", mallorys, nested_text(LEVELS))
         )
         assert stored.returncode == 0, stored.stderr
-    await tasks.send("mallorys", "Still here.", sender="mallory")
+    process: OperatorProcess = operator()
     replica = gateway()
-    mallory = await users(replica.url, "mallory")
     carol = await users(replica.url, "carol")
+    mallory = await users(replica.url, "mallory")
 
+    answered = await carol.send("Hello.", task_id="carols")
     own = await mallory.get("mallorys")
-    others = await carol.get("carols")
     shown = await harness.run("get", "mallorys", "--history", "5", participant="mallory")
 
-    assert said(own) == [("user", "Still here.")]
-    assert others.id == "carols"
+    assert states(answered)[-1] == "TASK_STATE_INPUT_REQUIRED"
+    assert said(await carol.get("carols")) == [("user", "Hello."), ("agent", "Hello, Carol.")]
+    assert said(own) == []
     assert shown.returncode == 0, shown.stderr
-    assert "Still here." in shown.stdout
-    for log in (replica.log(), shown.stderr):
+    for log in (process.log(), replica.log(), shown.stderr):
         assert flagged(namespace) in log
