@@ -194,6 +194,22 @@ def _object(value: Any) -> Any:
             raise ValueError("the JSON text must hold a JSON object")
     elif isinstance(value, dict):
         check(value)
+    else:
+        return value
+    return _whole_numbers(value)
+
+
+def _whole_numbers(value: Any) -> Any:
+    """``value`` with every whole number as an integer (``2.0`` as ``2``), as the API server
+    kept it when it stored the object itself: an A2A data part arrives as protobuf's Struct,
+    which holds every number as a double, and JSON has one kind of number. Recursive, as only
+    a value within :data:`MAX_DEPTH` reaches it."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_whole_numbers(item) for item in value]
     return value
 
 

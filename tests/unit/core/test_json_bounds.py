@@ -176,3 +176,10 @@ def test_a_document_the_decoder_takes_is_decoded_as_it_is() -> None:
 def test_a_document_too_deep_that_never_closes_is_refused() -> None:
     with pytest.raises(ValueError, match="not whole"):
         loads_document("[" * 5000)
+
+
+def test_whole_numbers_are_kept_as_integers_as_the_api_server_kept_them() -> None:
+    # An A2A data part arrives as protobuf's Struct, whose numbers are all doubles.
+    part = MessagePart(data={"qty": 2.0, "rows": [{"price": 2.5, "n": 3.0}]})
+    assert part.data == {"qty": 2, "rows": [{"price": 2.5, "n": 3}]}
+    assert part.model_dump(mode="json")["data"] == '{"qty":2,"rows":[{"price":2.5,"n":3}]}'
