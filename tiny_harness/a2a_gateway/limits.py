@@ -5,7 +5,9 @@ Both are ASGI middleware in front of the SDK's routes, so a refused request has 
 from and written nothing to the cluster:
 
 - :class:`BodySizeLimit` reads the body (up to ``gateway.max_request_bytes``) before the
-  request goes on, and answers 413 past the limit, whatever ``Content-Length`` claims.
+  request goes on, and answers 413 past the limit, whatever ``Content-Length`` claims, and 400
+  to a body nested deeper than :data:`REQUEST_DEPTH` (``core/json_bounds.py``), which the SDK's
+  JSON decoder would otherwise recurse into until it fails.
 - :class:`ParticipantRateLimit` keeps a token bucket per participant (``rate_limit_per_minute``
   requests, refilled evenly over a minute) and answers 429 with ``Retry-After`` when it is
   empty. The buckets are this replica's: behind a Service with N replicas a participant can
@@ -34,6 +36,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tiny_harness.a2a_gateway.metrics import OUTCOME_KEY, note
+from tiny_harness.core.json_bounds import MAX_DEPTH, depth_of
 
 _MAX_BUCKETS: Final = 10_000
 #: Where the request's body, as read here, is kept in the ASGI request state: the SDK parses
@@ -43,6 +46,9 @@ RAW_BODY_KEY: Final = "raw_body"
 #: Where the request handler notes the HTTP status a refusal for what the request would store
 #: deserves (413, 429), which the SDK's error mapping cannot give it (:class:`RefusalStatus`).
 STATUS_KEY: Final = "refusal_status"
+#: The deepest a request body may nest: free-form data's own bound (a data part, the metadata)
+#: and the levels of the request around it (JSON-RPC's params, the message, its parts).
+REQUEST_DEPTH: Final = MAX_DEPTH + 8
 
 
 def refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
@@ -135,7 +141,8 @@ def address_key(host: str | None) -> str:
 
 
 class BodySizeLimit:
-    """Refuse (413) a request whose body is larger than ``max_bytes``."""
+    """Refuse (413) a request whose body is larger than ``max_bytes``, and (400) one nested
+    deeper than :data:`REQUEST_DEPTH`, before anything decodes it."""
 
     def __init__(self, app: ASGIApp, max_bytes: int, public_paths: frozenset[str]) -> None:
         self.app = app
@@ -173,6 +180,18 @@ class BodySizeLimit:
                 return
             more = bool(message.get("more_body", False))
 
+        depth = depth_of(body.decode("utf-8", errors="replace"), REQUEST_DEPTH)
+        if depth > REQUEST_DEPTH:
+            note(state, **{OUTCOME_KEY: "invalid"})
+            refused = refusal(
+                400,
+                "INVALID_ARGUMENT",
+                f"the request body is nested more than {REQUEST_DEPTH} levels deep, and a "
+                f"message's data and metadata may nest at most {MAX_DEPTH} levels: flatten "
+                "them, or send the data as text",
+            )
+            await refused(scope, receive, send)
+            return
         state[RAW_BODY_KEY] = bytes(body)
         replayed = False
 

@@ -33,7 +33,7 @@ from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
-from tiny_harness.core.task import TaskSpec
+from tiny_harness.core.task import TaskSpec, invalid_task_error
 from tiny_harness.kube import participant_view
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import context_id_of
@@ -440,7 +440,11 @@ def message_parts(message: Message) -> tuple[MessagePart, ...]:
                 raise InvalidParamsError(
                     message=f"message.parts[{index}]: a data part must hold a JSON object"
                 )
-            parts.append(MessagePart(data=dict(value), media_type=part.media_type or None))
+            try:
+                parts.append(MessagePart(data=dict(value), media_type=part.media_type or None))
+            except ValidationError as exc:  # past a bound (core/json_bounds.py)
+                problem = invalid_task_error(exc, prefix=f"message.parts[{index}]")
+                raise InvalidParamsError(message=str(problem)) from None
         elif kind in ("raw", "url"):
             parts.append(_file_part(index, part))
         else:

@@ -40,6 +40,7 @@ from tiny_harness.core.command_spec import COMMAND_NAME_PATTERN
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
 from tiny_harness.core.inbox import Control
+from tiny_harness.core.json_bounds import JsonBoundError, loads
 from tiny_harness.core.states import TaskState
 from tiny_harness.kube.client import KubeError
 from tiny_harness.kube.names import PLURAL
@@ -384,7 +385,9 @@ def _json_object(value: str) -> dict[str, Any]:
     shown = value if len(value) <= 60 else value[:57] + "..."
     example = 'write the arguments as a JSON object, such as \'{"city": "Bergen"}\''
     try:
-        parsed = json.loads(value)
+        parsed = loads(value)
+    except JsonBoundError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(
             f"{shown!r} is not JSON ({exc.msg} at column {exc.colno}); {example}"

@@ -39,6 +39,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from tiny_harness.core.json_bounds import ARGUMENTS_CHARS, JsonBoundError, StoredObject, loads
 from tiny_harness.core.vocabulary import TEXT_MAX, TTL_MAX, Model, Role, ShortText
 
 Verdict = Literal["approve", "reject"]
@@ -351,7 +352,9 @@ def shown_arguments(arguments_json: str) -> tuple[dict[str, Any], bool]:
     """The arguments as a participant is shown them: the object, or, when its JSON is longer
     than :data:`ARGUMENTS_MAX`, a note with its start (the call still runs with them whole)."""
     try:
-        value = json.loads(arguments_json or "{}")
+        value = loads(arguments_json or "{}", max_chars=ARGUMENTS_CHARS)
+    except JsonBoundError:
+        return {"_start": arguments_json[:ARGUMENTS_MAX]}, True
     except json.JSONDecodeError:
         value = {"_text": arguments_json}
     if not isinstance(value, dict):
@@ -408,9 +411,10 @@ class DecisionRequest(Model):
     )
     verdict: Verdict
     reason: str = Field(default="", max_length=4096, description="Why, for the history.")
-    arguments: dict[str, Any] | None = Field(
+    arguments: StoredObject | None = Field(
         default=None,
-        description="For an approval the policy lets edit: the arguments the call runs with.",
+        description="For an approval the policy lets edit: the arguments the call runs with, "
+        "written as their JSON text.",
     )
 
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tiny_harness.core.approval import DecisionRequest, Verdict
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.extensions import EVENT_MEDIA_TYPE
+from tiny_harness.core.json_bounds import JsonBoundError, check
 
 ControlAction = Literal["complete", "approve", "reject"]
 CONTROL_ACTIONS: Final[tuple[str, ...]] = get_args(ControlAction)
@@ -109,6 +110,11 @@ def parse_control(data: Any) -> ControlEnvelope:
         raise InvalidEnvelopeError("arguments go only with approve (an edited call)")
     if "arguments" in data and not isinstance(data["arguments"], Mapping):
         raise InvalidEnvelopeError("arguments must be a JSON object: the call's arguments")
+    if "arguments" in data:
+        try:
+            check(data["arguments"])
+        except JsonBoundError as exc:
+            raise InvalidEnvelopeError(f"arguments: {exc}") from None
     try:
         return ControlEnvelope.model_validate(dict(data))
     except ValidationError as exc:

@@ -14,7 +14,7 @@ import base64
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -26,6 +26,7 @@ from tiny_harness.core.attachments import (
     media_type_of,
     refuse_file,
 )
+from tiny_harness.core.json_bounds import StoredObject
 from tiny_harness.core.vocabulary import NAME_MAX, TEXT_MAX, Model, ShortText
 
 #: The largest text a single message may carry; the gateway's request limit is smaller still.
@@ -54,7 +55,9 @@ class MessagePart(Model):
     }
 
     text: str | None = Field(default=None, max_length=MESSAGE_TEXT_MAX)
-    data: dict[str, Any] | None = Field(default=None, description="A JSON object.")
+    data: StoredObject | None = Field(
+        default=None, description="A JSON object, written as its JSON text."
+    )
     raw: str | None = Field(
         default=None,
         max_length=MESSAGE_TEXT_MAX,
@@ -130,8 +133,10 @@ class MessageSpec(Model):
         description="When the writer sent it (RFC 3339 with nanoseconds): orders messages "
         "created within the same second.",
     )
-    metadata: dict[str, Any] = Field(
-        default_factory=dict, description="The A2A message metadata (for example a task envelope)."
+    metadata: StoredObject = Field(
+        default_factory=dict,
+        description="The A2A message metadata (for example a task envelope), written as its "
+        "JSON text.",
     )
 
     @model_validator(mode="after")

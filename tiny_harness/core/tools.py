@@ -23,6 +23,7 @@ from jsonschema.exceptions import SchemaError
 
 from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import HarnessError
+from tiny_harness.core.json_bounds import ARGUMENTS_CHARS, JsonBoundError, loads
 from tiny_harness.core.llm import ChatMessage, ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -220,7 +221,12 @@ class ToolInvoker:
                 f"there is no tool named {call.name!r}. Call one of the available tools: {known}"
             )
         try:
-            args = json.loads(call.arguments_json) if call.arguments_json.strip() else {}
+            text = call.arguments_json
+            args = loads(text, max_chars=ARGUMENTS_CHARS) if text.strip() else {}
+        except JsonBoundError as exc:
+            raise InvalidToolCallError(
+                f"the arguments for tool {call.name!r} cannot be taken: {exc}. Nothing was run"
+            ) from None
         except json.JSONDecodeError as exc:
             raise InvalidToolCallError(
                 f"the arguments for tool {call.name!r} are not valid JSON ({exc.msg} at "

@@ -17,6 +17,7 @@ from kubernetes_asyncio import client, config
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.errors import HarnessError, TaskNotFoundError
+from tiny_harness.core.json_bounds import loads_document
 from tiny_harness.kube.labels import label_value, shard_labels
 from tiny_harness.kube.names import API_VERSION, GROUP, KIND, PARENT_LABEL, PLURAL, VERSION
 
@@ -80,7 +81,25 @@ async def connect(
         )
     if max_connections is not None:
         cfg.connection_pool_maxsize = max_connections
-    return _without_env_lookups(client.ApiClient(configuration=cfg))
+    return _without_env_lookups(BoundedApiClient(configuration=cfg))
+
+
+class BoundedApiClient(client.ApiClient):  # type: ignore[misc]
+    """The generated client, decoding our objects with a bound (``core.json_bounds``).
+
+    It decodes a whole answer at once, and one object nested past what Python's decoder takes
+    (stored before free-form data was kept as text, or under a looser CRD) would fail every
+    listing of its kind in the namespace, for every reader. Here that object's too-deep value
+    is cut (:func:`~tiny_harness.core.json_bounds.loads_document`), so its reader skips and
+    flags it (``kube/unreadable.py``) and reads the rest."""
+
+    def deserialize(self, response: Any, response_type: Any) -> Any:
+        if response_type == "object" and isinstance(response.data, (str, bytes)):
+            try:
+                return loads_document(response.data)
+            except ValueError:
+                return response.data
+        return super().deserialize(response, response_type)
 
 
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
@@ -36,7 +35,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.errors import HarnessError
-from tiny_harness.kube.client import KubeError, Obj, translate
+from tiny_harness.core.json_bounds import loads_document
+from tiny_harness.kube.client import BoundedApiClient, KubeError, Obj, translate
 from tiny_harness.kube.names import GROUP, VERSION
 
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def watch_client(api: client.ApiClient) -> client.ApiClient:
     watches only. Close it when done, as any ApiClient."""
     configuration = copy.copy(api.configuration)
     configuration.connection_pool_maxsize = None
-    return client.ApiClient(configuration=configuration)
+    return BoundedApiClient(configuration=configuration)
 
 
 async def watch_object(
@@ -469,7 +469,7 @@ async def _changes(
             async for line in response.content:
                 if not line.strip():
                     continue
-                event = cast(dict[str, Any], json.loads(line))
+                event = cast(dict[str, Any], loads_document(line))
                 kind = event.get("type")
                 obj = cast(Obj, event.get("object") or {})
                 if kind == "ERROR":

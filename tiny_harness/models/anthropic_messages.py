@@ -25,6 +25,7 @@ from anthropic.types import (
 )
 
 from tiny_harness.core.attachments import Attachment
+from tiny_harness.core.json_bounds import ARGUMENTS_CHARS, loads
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall, ToolSpec, Usage
 from tiny_harness.models.base import EMPTY_MESSAGE, Body, RetryingAdapter, blank
 from tiny_harness.models.files import not_given, text_of
@@ -181,8 +182,8 @@ def _tool_input(call: ToolCall) -> dict[str, object]:
     # Anthropic takes the arguments as an object. Text that is not a JSON object (a botched
     # call replayed from history) is kept, under one key, rather than dropped.
     try:
-        parsed: Any = json.loads(call.arguments_json or "{}")
-    except json.JSONDecodeError:
+        parsed: Any = loads(call.arguments_json or "{}", max_chars=ARGUMENTS_CHARS)
+    except ValueError:  # not JSON, or past a bound (core/json_bounds.py)
         parsed = None
     if isinstance(parsed, dict):
         return parsed

@@ -25,6 +25,7 @@ from tiny_harness.core.tracing import TracedAdapter
 from tiny_harness.kube.client import connect, read_object
 from tiny_harness.models.config import catalog_for, parse_provider_settings
 from tiny_harness.models.factory import build_adapter
+from tiny_harness.operator import kopf_decoding
 from tiny_harness.operator.agents import AgentDirectory
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.handlers import build_registry
@@ -94,6 +95,8 @@ async def run_operator(
         completion_override=completion_override(commands.hooks),
     )
     api = await connect(kubeconfig, max_connections=API_CONNECTIONS)
+    # kopf's own listings and watch lines, decoded with the bound ours are (kube/client.py).
+    kopf_decoding.bound()
     cache = Cache(
         budget=settings.operator.cache_bytes,
         fetch=functools.partial(read_object, api),

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import mcp_types
 
+from tiny_harness.core.json_bounds import JsonBoundError, check
 from tiny_harness.core.llm import ToolSpec
 from tiny_harness.core.tool_server import MAX_TOOLS, DiscoveredTool
 from tiny_harness.core.tools import (
@@ -69,6 +70,13 @@ def select_tools(
             continue
         schema = dict(tool.input_schema)
         description = (tool.description or tool.title or "")[:_DESCRIPTION_MAX]
+        try:
+            # Kept in the server's status and read by every replica: bounded like any
+            # free-form value a participant or a remote server can have stored.
+            check(schema)
+        except JsonBoundError as exc:
+            problems.append(f"{tool.name}: its input schema cannot be taken: {exc}")
+            continue
         try:
             compile_schema(ToolSpec(name=name, description=description, parameters=schema))
         except ToolRegistrationError as exc:

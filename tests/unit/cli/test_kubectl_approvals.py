@@ -135,6 +135,21 @@ def test_arguments_that_are_not_a_json_object_are_a_usage_error_before_anything_
     assert 'write the arguments as a JSON object, such as \'{"city": "Bergen"}\'' in err
 
 
+def test_arguments_nested_too_deep_are_a_usage_error_before_anything_is_sent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    deep = '{"a":' * 5000 + "{}" + "}" * 5000
+
+    with pytest.raises(SystemExit) as done:
+        main(["approve", "trip", "call_w1", "--arguments", deep, "--kubeconfig", "/nowhere"])
+
+    assert done.value.code == 2
+    assert (
+        "approve: error: argument --arguments: the JSON is nested more than 64 levels deep, "
+        "and free-form data may nest at most 64 levels: flatten it, or send it as text"
+    ) in capsys.readouterr().err
+
+
 def test_a_rejection_with_arguments_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as done:
         main(["reject", "trip", "call_w1", "--arguments", "{}"])

@@ -7,6 +7,7 @@ from typing import Any
 
 import mcp_types
 
+from tiny_harness.core.json_bounds import MAX_DEPTH
 from tiny_harness.toolservers.offered import select_tools
 
 
@@ -48,3 +49,18 @@ def test_the_allow_list_keeps_only_what_it_names_and_reports_what_is_missing() -
 
     assert [t.name for t in chosen] == ["read"]
     assert problems == ("rm: in spec.tools, but the server has no such tool",)
+
+
+def test_a_schema_nested_too_deep_to_store_is_left_out_with_the_reason() -> None:
+    deep: dict[str, Any] = {"type": "object"}
+    for _ in range(MAX_DEPTH):
+        deep = {"type": "object", "properties": {"a": deep}}
+
+    chosen, problems = select_tools("files", [listed("ok"), listed("deep", deep)], None)
+
+    assert [t.name for t in chosen] == ["ok"]
+    assert problems == (
+        f"deep: its input schema cannot be taken: the JSON is nested more than {MAX_DEPTH} "
+        f"levels deep, and free-form data may nest at most {MAX_DEPTH} levels: flatten it, "
+        "or send it as text",
+    )
