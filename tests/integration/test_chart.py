@@ -580,7 +580,7 @@ def test_the_operator_may_get_only_the_secrets_named_for_tool_servers(
     expected = documented(
         OPERATOR_SA,
         cluster_mode=mode == "cluster",
-        identity="header",
+        identity="tokenreview",
         secret_names=("mcp-headers",),
     )
     assert granted(release.operator, namespace) == expected

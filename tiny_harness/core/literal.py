@@ -57,6 +57,15 @@ def literal(text: str, *, lines: bool = True) -> str:
     return pattern.sub(_escape, text)
 
 
+def literal_json(text: str) -> str:
+    """JSON ``text`` with each character a terminal would obey written as its JSON escape
+    (``\\u001b``, ``\\u202e``): it reads back as the same value, and shows nothing it would
+    obey. Such characters can only be inside JSON strings, where the escape means the same."""
+    if _ONE_LINE.search(text) is None:
+        return text
+    return _ONE_LINE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
 class LiteralFormatter(logging.Formatter):
     """A log formatter that shows each record's message on one line, literally, and its
     traceback literally, on its lines: a quoted message can neither drive the reader's

@@ -16,10 +16,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Label
 
 from tiny_harness.core.approval import Verdict
 from tiny_harness.tui.approvals import Call, PromptError, edited_arguments, shown_json, verb
+from tiny_harness.tui.plain import Plain, PlainLabel
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,8 @@ class DecisionPrompt(ModalScreen[Asked | None]):
     def compose(self) -> ComposeResult:
         pending = self.call.pending
         with Vertical():
-            yield Label(f"{verb(self.verdict)} {pending.tool} (call {pending.call_id})?")
-            yield Static("\n".join(self.call.lines()[1:]), id="call", markup=False)
+            yield PlainLabel(f"{verb(self.verdict)} {pending.tool} (call {pending.call_id})?")
+            yield Plain("\n".join(self.call.lines()[1:]), id="call")
             yield Input(placeholder="Reason (optional)", id="reason")
             if self.editable:
                 yield Input(
@@ -60,7 +61,7 @@ class DecisionPrompt(ModalScreen[Asked | None]):
                     placeholder="The arguments as a JSON object",
                     id="arguments",
                 )
-            yield Label("", id="error", markup=False)
+            yield PlainLabel("", id="error")
             yield Label(
                 f"enter: {verb(self.verdict).lower()}"
                 + (" (with the arguments as they are in the field)" if self.editable else "")
@@ -81,7 +82,7 @@ class DecisionPrompt(ModalScreen[Asked | None]):
                     self.query_one("#arguments", Input).value, self.call.pending
                 )
             except PromptError as exc:
-                self.query_one("#error", Label).update(str(exc))
+                self.query_one("#error", PlainLabel).update(str(exc))
                 return
         self.dismiss(Asked(reason, arguments))
 

@@ -4,13 +4,14 @@ visible escape, everything else as it was written."""
 from __future__ import annotations
 
 import io
+import json
 import logging
 import sys
 from pathlib import Path
 
 import pytest
 
-from tiny_harness.core.literal import LOG_FORMAT, LiteralFormatter, literal
+from tiny_harness.core.literal import LOG_FORMAT, LiteralFormatter, literal, literal_json
 from tiny_harness.tui.launch import log_to
 
 #: What the tests send: a cleared screen, a clipboard write (OSC 52), a red "notice", a
@@ -139,3 +140,12 @@ def test_the_tuis_log_file_holds_participant_text_escaped(tmp_path: Path) -> Non
     written = (tmp_path / "tui.log").read_text()
     assert written.endswith(": refused: \\x1b[2Jreport\\u202efdp.exe\\nX\n")
     assert raw_controls(written) == []
+
+
+def test_json_keeps_its_value_and_shows_what_a_terminal_would_obey_as_json_escapes() -> None:
+    value = {"path": f"/tmp/{OVERRIDE}", "note": "a\x9bb\x7f", "ok": "日本"}
+    text = literal_json(json.dumps(value, ensure_ascii=False))
+    assert raw_controls(text) == []
+    assert json.loads(text) == value
+    assert "report\\u202efdp.exe" in text
+    assert "日本" in text
