@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, ListView, Tree
 
 from tests.tui_support import lasting_notices, noticed
-from tests.unit.tui.approval_tasks import agent, call, user, waiting
+from tests.unit.tui.approval_tasks import call, user, waiting
 from tests.unit.tui.test_approval_keys import until
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.decision import DecisionPrompt
