@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import logging
 import sys
 from pathlib import Path
 
 import pytest
 
-from tiny_harness.core.literal import LOG_FORMAT, LiteralFormatter, literal, literal_json
+from tiny_harness.core.literal import _ALWAYS, LOG_FORMAT, LiteralFormatter, literal, literal_json
+from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.tui.launch import log_to
 
 #: What the tests send: a cleared screen, a clipboard write (OSC 52), a red "notice", a
@@ -149,3 +151,13 @@ def test_json_keeps_its_value_and_shows_what_a_terminal_would_obey_as_json_escap
     assert json.loads(text) == value
     assert "report\\u202efdp.exe" in text
     assert "日本" in text
+
+
+def test_the_web_uis_twin_escapes_the_same_characters() -> None:
+    """web/src/literal.ts says the same as this module; its character class is read here."""
+    source = (REPO_ROOT / "web" / "src" / "literal.ts").read_text()
+    match = re.search(r'const ALWAYS =\s*"([^"]+)"', source)
+    assert match is not None
+    web_class = match.group(1).encode().decode("unicode_escape").encode().decode("unicode_escape")
+    ours = _ALWAYS.replace("\ud800-\udfff", "")  # lone surrogates: a pattern of their own there
+    assert web_class == ours
