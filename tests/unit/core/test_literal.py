@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import logging
+import re
 import sys
 from pathlib import Path
 
