@@ -29,6 +29,7 @@ from tests.integration.chart_support import (
     granted,
     permission_table,
     service_account_kubeconfig,
+    set_args,
     settings_file,
 )
 from tiny_harness.core.destinations import DestinationSettings
@@ -235,6 +236,84 @@ def test_settings_file_is_one_the_harness_accepts(helm: Helm, configuration: str
         )
     else:
         assert budget is None
+
+
+#: What the notes say of an install in which any pod can claim to be anyone.
+FORGEABLE = "WARNING: THIS INSTALL IS FORGEABLE."
+PROXY = [{"podSelector": {"matchLabels": {"app": "auth-proxy"}}}]
+
+
+def notes(helm: Helm, values: dict[str, Any]) -> str:
+    """What ``helm install`` prints after NOTES: for these values (a client-side dry run)."""
+    out = helm.run(
+        "install", RELEASE, str(CHART), "--namespace", "team-a", "--skip-crds",
+        "--dry-run=client", *set_args(values),
+    ).stdout  # fmt: skip
+    assert "NOTES:" in out, out
+    return out.split("NOTES:", 1)[1]
+
+
+def test_by_default_the_gateway_takes_participants_by_token_and_trusts_no_header(
+    helm: Helm,
+) -> None:
+    docs = helm.render("tiny-harness", {})
+
+    gateway = Settings.parse(settings_file(docs)).gateway
+    assert gateway.participant_identity == "tokenreview"
+    reviews = [
+        rule
+        for d in docs
+        if d["kind"] == "ClusterRole"
+        for rule in d.get("rules", [])
+        if "tokenreviews" in rule.get("resources", [])
+    ]
+    assert reviews == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+    ]
+    said = notes(helm, {})
+    assert FORGEABLE not in said
+    assert "X-Participant-Id" not in said
+    assert "Authorization: Bearer $(kubectl create token <your-sa>)" in said
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"gateway.participantIdentity": "header"},
+        {"gateway.participantIdentity": "header", "networkPolicy.enabled": True},
+        {"gateway.participantIdentity": "header", "networkPolicy.gatewayFrom": PROXY},
+    ],
+    ids=["no-policy", "policy-open-to-all", "peers-without-policy"],
+)
+def test_a_header_install_without_a_policy_admitting_only_the_proxy_is_called_forgeable(
+    helm: Helm, values: dict[str, Any]
+) -> None:
+    said = notes(helm, values)
+
+    assert FORGEABLE in said
+    assert "can send\nX-Participant-Id and approve, cancel or read any task as anyone" in said
+    assert "--set gateway.participantIdentity=tokenreview" in said
+
+
+def test_a_header_install_behind_a_policy_that_admits_only_the_proxy_is_not_called_forgeable(
+    helm: Helm,
+) -> None:
+    values = {
+        "gateway.participantIdentity": "header",
+        "networkPolicy.enabled": True,
+        "networkPolicy.gatewayFrom": PROXY,
+    }
+    said = notes(helm, values)
+    [policy] = [
+        d
+        for d in helm.render("team-a", values)
+        if d["kind"] == "NetworkPolicy" and d["metadata"]["name"].endswith("-gateway")
+    ]
+
+    assert FORGEABLE not in said
+    assert "trusts X-Participant-Id from the peers of networkPolicy.gatewayFrom" in said
+    assert "kubectl port-forward" in said
+    assert [rule["from"] for rule in policy["spec"]["ingress"]] == [PROXY]
 
 
 def test_token_audiences_and_the_failure_limit_reach_the_gateways_settings(helm: Helm) -> None:
