@@ -243,18 +243,19 @@ FORGEABLE = "WARNING: THIS INSTALL IS FORGEABLE."
 PROXY = [{"podSelector": {"matchLabels": {"app": "auth-proxy"}}}]
 
 
-def notes(helm: Helm, values: dict[str, Any]) -> str:
-    """What ``helm install`` prints after NOTES: for these values (a client-side dry run)."""
+def notes(helm: Helm, kubeconfig: Path, values: dict[str, Any]) -> str:
+    """What ``helm install`` prints after NOTES: for these values (a dry run, which still asks
+    the local API server for its version and APIs)."""
     out = helm.run(
         "install", RELEASE, str(CHART), "--namespace", "team-a", "--skip-crds",
-        "--dry-run=client", *set_args(values),
+        "--dry-run=client", *set_args(values), kubeconfig=kubeconfig,
     ).stdout  # fmt: skip
     assert "NOTES:" in out, out
     return out.split("NOTES:", 1)[1]
 
 
 def test_by_default_the_gateway_takes_participants_by_token_and_trusts_no_header(
-    helm: Helm,
+    helm: Helm, kubeconfig: Path
 ) -> None:
     docs = helm.render("tiny-harness", {})
 
@@ -270,7 +271,7 @@ def test_by_default_the_gateway_takes_participants_by_token_and_trusts_no_header
     assert reviews == [
         {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
     ]
-    said = notes(helm, {})
+    said = notes(helm, kubeconfig, {})
     assert FORGEABLE not in said
     assert "X-Participant-Id" not in said
     assert "Authorization: Bearer $(kubectl create token <your-sa>)" in said
@@ -286,9 +287,9 @@ def test_by_default_the_gateway_takes_participants_by_token_and_trusts_no_header
     ids=["no-policy", "policy-open-to-all", "peers-without-policy"],
 )
 def test_a_header_install_without_a_policy_admitting_only_the_proxy_is_called_forgeable(
-    helm: Helm, values: dict[str, Any]
+    helm: Helm, kubeconfig: Path, values: dict[str, Any]
 ) -> None:
-    said = notes(helm, values)
+    said = notes(helm, kubeconfig, values)
 
     assert FORGEABLE in said
     assert "can send\nX-Participant-Id and approve, cancel or read any task as anyone" in said
@@ -296,14 +297,14 @@ def test_a_header_install_without_a_policy_admitting_only_the_proxy_is_called_fo
 
 
 def test_a_header_install_behind_a_policy_that_admits_only_the_proxy_is_not_called_forgeable(
-    helm: Helm,
+    helm: Helm, kubeconfig: Path
 ) -> None:
     values = {
         "gateway.participantIdentity": "header",
         "networkPolicy.enabled": True,
         "networkPolicy.gatewayFrom": PROXY,
     }
-    said = notes(helm, values)
+    said = notes(helm, kubeconfig, values)
     [policy] = [
         d
         for d in helm.render("team-a", values)
