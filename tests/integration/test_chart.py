@@ -401,11 +401,19 @@ def test_tracing_reaches_both_processes_with_credentials_only_from_a_secret(helm
 def test_namespaced_mode_grants_nothing_cluster_wide_and_scopes_the_operator(
     helm: Helm,
 ) -> None:
-    docs = helm.render("tiny-harness", {"watchNamespace": "work"})
+    # Header identity: token review, the one cluster-scoped grant, is off.
+    values = {"watchNamespace": "work", "gateway.participantIdentity": "header"}
+    docs = helm.render("tiny-harness", values)
 
     kinds = {d["kind"] for d in docs}
     assert "ClusterRole" not in kinds
     assert "ClusterRoleBinding" not in kinds
+    # With the default identity, the gateway's tokenreviews ClusterRole is all there is of it.
+    by_default = helm.render("tiny-harness", {"watchNamespace": "work"})
+    [cluster_role] = [d for d in by_default if d["kind"] == "ClusterRole"]
+    assert cluster_role["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+    ]
     scoped = {
         d["metadata"]["name"]: d["metadata"]["namespace"]
         for d in docs
@@ -576,7 +584,8 @@ def test_service_accounts_are_denied_what_they_must_not_do(
     resource: str,
     subresource: str,
 ) -> None:
-    release = install({"watchNamespace": namespace})
+    # Header identity, where the gateway has no business reviewing tokens either.
+    release = install({"watchNamespace": namespace, "gateway.participantIdentity": "header"})
 
     identity = release.gateway if who == "gateway" else release.operator
 
