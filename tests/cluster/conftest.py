@@ -194,6 +194,9 @@ def release(
         "gateway.service.type": "NodePort",
         "gateway.service.nodePort": NODE_PORT,
         "gateway.baseUrl": gateway_url,
+        # The tests speak to the gateway as alice by header, on a node only they reach; the
+        # install's notes say that this is forgeable.
+        "gateway.participantIdentity": "header",
     }
     helm = Helm(build_helm(), tmp_path_factory.mktemp("helm"))
     started = time.monotonic()

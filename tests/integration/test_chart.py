@@ -29,6 +29,7 @@ from tests.integration.chart_support import (
     granted,
     permission_table,
     service_account_kubeconfig,
+    set_args,
     settings_file,
 )
 from tiny_harness.core.destinations import DestinationSettings
@@ -237,6 +238,85 @@ def test_settings_file_is_one_the_harness_accepts(helm: Helm, configuration: str
         assert budget is None
 
 
+#: What the notes say of an install in which any pod can claim to be anyone.
+FORGEABLE = "WARNING: THIS INSTALL IS FORGEABLE."
+PROXY = [{"podSelector": {"matchLabels": {"app": "auth-proxy"}}}]
+
+
+def notes(helm: Helm, kubeconfig: Path, values: dict[str, Any]) -> str:
+    """What ``helm install`` prints after NOTES: for these values (a dry run, which still asks
+    the local API server for its version and APIs)."""
+    out = helm.run(
+        "install", RELEASE, str(CHART), "--namespace", "team-a", "--skip-crds",
+        "--dry-run=client", *set_args(values), kubeconfig=kubeconfig,
+    ).stdout  # fmt: skip
+    assert "NOTES:" in out, out
+    return out.split("NOTES:", 1)[1]
+
+
+def test_by_default_the_gateway_takes_participants_by_token_and_trusts_no_header(
+    helm: Helm, kubeconfig: Path
+) -> None:
+    docs = helm.render("tiny-harness", {})
+
+    gateway = Settings.parse(settings_file(docs)).gateway
+    assert gateway.participant_identity == "tokenreview"
+    reviews = [
+        rule
+        for d in docs
+        if d["kind"] == "ClusterRole"
+        for rule in d.get("rules", [])
+        if "tokenreviews" in rule.get("resources", [])
+    ]
+    assert reviews == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+    ]
+    said = notes(helm, kubeconfig, {})
+    assert FORGEABLE not in said
+    assert "X-Participant-Id" not in said
+    assert "Authorization: Bearer $(kubectl create token <your-sa>)" in said
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"gateway.participantIdentity": "header"},
+        {"gateway.participantIdentity": "header", "networkPolicy.enabled": True},
+        {"gateway.participantIdentity": "header", "networkPolicy.gatewayFrom": PROXY},
+    ],
+    ids=["no-policy", "policy-open-to-all", "peers-without-policy"],
+)
+def test_a_header_install_without_a_policy_admitting_only_the_proxy_is_called_forgeable(
+    helm: Helm, kubeconfig: Path, values: dict[str, Any]
+) -> None:
+    said = notes(helm, kubeconfig, values)
+
+    assert FORGEABLE in said
+    assert "can send\nX-Participant-Id and approve, cancel or read any task as anyone" in said
+    assert "--set gateway.participantIdentity=tokenreview" in said
+
+
+def test_a_header_install_behind_a_policy_that_admits_only_the_proxy_is_not_called_forgeable(
+    helm: Helm, kubeconfig: Path
+) -> None:
+    values = {
+        "gateway.participantIdentity": "header",
+        "networkPolicy.enabled": True,
+        "networkPolicy.gatewayFrom": PROXY,
+    }
+    said = notes(helm, kubeconfig, values)
+    [policy] = [
+        d
+        for d in helm.render("team-a", values)
+        if d["kind"] == "NetworkPolicy" and d["metadata"]["name"].endswith("-gateway")
+    ]
+
+    assert FORGEABLE not in said
+    assert "trusts X-Participant-Id from the peers of networkPolicy.gatewayFrom" in said
+    assert "kubectl port-forward" in said
+    assert [rule["from"] for rule in policy["spec"]["ingress"]] == [PROXY]
+
+
 def test_token_audiences_and_the_failure_limit_reach_the_gateways_settings(helm: Helm) -> None:
     values = {
         "gateway.participantIdentity": "tokenreview",
@@ -321,11 +401,19 @@ def test_tracing_reaches_both_processes_with_credentials_only_from_a_secret(helm
 def test_namespaced_mode_grants_nothing_cluster_wide_and_scopes_the_operator(
     helm: Helm,
 ) -> None:
-    docs = helm.render("tiny-harness", {"watchNamespace": "work"})
+    # Header identity: token review, the one cluster-scoped grant, is off.
+    values = {"watchNamespace": "work", "gateway.participantIdentity": "header"}
+    docs = helm.render("tiny-harness", values)
 
     kinds = {d["kind"] for d in docs}
     assert "ClusterRole" not in kinds
     assert "ClusterRoleBinding" not in kinds
+    # With the default identity, the gateway's tokenreviews ClusterRole is all there is of it.
+    by_default = helm.render("tiny-harness", {"watchNamespace": "work"})
+    [cluster_role] = [d for d in by_default if d["kind"] == "ClusterRole"]
+    assert cluster_role["rules"] == [
+        {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}
+    ]
     scoped = {
         d["metadata"]["name"]: d["metadata"]["namespace"]
         for d in docs
@@ -496,7 +584,8 @@ def test_service_accounts_are_denied_what_they_must_not_do(
     resource: str,
     subresource: str,
 ) -> None:
-    release = install({"watchNamespace": namespace})
+    # Header identity, where the gateway has no business reviewing tokens either.
+    release = install({"watchNamespace": namespace, "gateway.participantIdentity": "header"})
 
     identity = release.gateway if who == "gateway" else release.operator
 
@@ -580,7 +669,7 @@ def test_the_operator_may_get_only_the_secrets_named_for_tool_servers(
     expected = documented(
         OPERATOR_SA,
         cluster_mode=mode == "cluster",
-        identity="header",
+        identity="tokenreview",
         secret_names=("mcp-headers",),
     )
     assert granted(release.operator, namespace) == expected

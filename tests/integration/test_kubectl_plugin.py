@@ -756,3 +756,51 @@ async def test_send_with_files_hands_them_to_the_model_and_a_too_large_one_is_re
         == f"Error: cannot read {tmp_path / 'nope.pdf'}: No such file or directory"
     )
     assert len(kubectl.get_json("harnessmessages")["items"]) == before
+
+
+# -- untrusted text is shown, never obeyed ---------------------------------------------------
+
+#: A cleared screen, a clipboard write (OSC 52), a red "notice", a right-to-left override.
+HOSTILE = "\x1b[2J\x1b]52;c;cm0gLXJmIH4=\x07\x1b[31mSECURITY NOTICE\x1b[0m report\u202efdp.exe"
+HOSTILE_SHOWN = (
+    "\\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07\\x1b[31mSECURITY NOTICE\\x1b[0m report\\u202efdp.exe"
+)
+
+
+def obeyable(text: str) -> list[str]:
+    """The characters of ``text`` a terminal would act on (newline aside)."""
+    return [c for c in text if c in "\x1b\x07\x9b\r" or 0x202A <= ord(c) <= 0x202E]
+
+
+async def test_get_and_watch_show_escape_sequences_in_participant_and_model_text_literally(
+    harness: Harness,
+    tasks: Tasks,
+    operator: Any,
+    model_server: ModelServer,
+    followers: list[Follower],
+) -> None:
+    await model_server.control.script([{"type": "text", "text": f"agent says {HOSTILE}"}])
+    operator()
+    await tasks.create("hostile", goal=f"Goal {HOSTILE}")
+    await tasks.wait("hostile", "TASK_STATE_INPUT_REQUIRED")
+    await tasks.send("hostile", f"alice says {HOSTILE}")
+    await tasks.wait("hostile", "TASK_STATE_INPUT_REQUIRED", turn=1)
+
+    got = await harness.run("get", "hostile", "--history", "5")
+
+    assert got.returncode == 0, got.stderr
+    assert obeyable(got.stdout) == []
+    assert f"Goal {HOSTILE_SHOWN}" in got.stdout
+    assert f"alice: alice says {HOSTILE_SHOWN}" in got.stdout
+    assert f"agent: agent says {HOSTILE_SHOWN}" in got.stdout
+
+    follower = Follower(harness.argv("watch", "hostile", "--history", "5"))
+    followers.append(follower)
+    eventually(
+        lambda: follower.saw(f"agent: agent says {HOSTILE_SHOWN}"),
+        within=60,
+        what="watch to print the agent's reply, literally",
+    )
+    follower.stop()
+    assert f"alice: alice says {HOSTILE_SHOWN}" in follower.said()
+    assert all(obeyable(line) == [] for line in follower.lines)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tiny_harness.a2a_gateway.app import serve_gateway
 from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.literal import log_handler
 from tiny_harness.core.settings import Settings
 from tiny_harness.telemetry import tracing
 
@@ -31,9 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, help="settings file (TOML; [gateway] section)")
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG)")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, handlers=[log_handler(logging.StreamHandler())])
     try:
         settings = Settings.load(args.config)
     except ConfigError as exc:

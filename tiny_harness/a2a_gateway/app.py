@@ -273,6 +273,10 @@ async def serve_gateway(
                 port=port,
                 log_level="warning",
                 access_log=False,
+                # uvicorn's records go to the process's own handler and its literal format
+                # (core/literal.py), not to a handler of uvicorn's that would print an error
+                # quoting a request's text as it is.
+                log_config=None,
                 lifespan="on",
                 timeout_graceful_shutdown=3,
                 # Longer than the idle timeout of the load balancers in front of a Service, so

@@ -419,7 +419,7 @@ def _command_name(value: str) -> str:
 
 
 def _out(text: str = "") -> None:
-    print(text, flush=True)
+    render.out(text)
 
 
 async def _run(args: argparse.Namespace, text: str | None) -> int:
@@ -443,9 +443,8 @@ async def _list(session: Session, args: argparse.Namespace, _: str | None) -> in
     objs = await session.listed(all_namespaces=args.all_namespaces)
     if not objs:
         where = "any namespace" if args.all_namespaces else f"the {session.namespace} namespace"
-        print(
-            f"No tasks found for participant {session.participant} in {where}.",
-            file=sys.stderr,
+        render.out(
+            f"No tasks found for participant {session.participant} in {where}.", file=sys.stderr
         )
         return 0
     _out(render.task_list(objs, session.participant, now(), namespaces=args.all_namespaces))
@@ -595,7 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except (HarnessError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-        print(error_text(exc), file=sys.stderr)
+        render.out(error_text(exc), file=sys.stderr)
         return 1
 
 

@@ -4,15 +4,21 @@ Nothing here talks to the API, so every layout (the task tree, ``get``'s descrip
 transcript line, a ``watch`` line) can be read and tested on its own. Layouts follow kubectl's:
 upper-case column headers, columns padded with three spaces, ``-`` for an empty cell, ages as
 ``kubectl get`` shows them.
+
+Everything printed goes through :func:`out`, which shows participant, model and tool text
+literally (:func:`~tiny_harness.core.literal.literal`): an escape sequence in a message, a goal,
+a task or artifact name, or an error quoting one is printed as ``\\x1b[2J``, never sent to the
+terminal. Table cells are escaped on one line before they are measured, so columns stay aligned.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
@@ -21,6 +27,7 @@ from tiny_harness.core.artifacts import ArtifactRow
 from tiny_harness.core.clock import parse
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage
+from tiny_harness.core.literal import literal
 from tiny_harness.core.sizes import kib
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import SubTaskRow, local_parent_of
@@ -74,9 +81,16 @@ def duration(seconds: int) -> str:
     return f"{days // 365}y{days % 365}d" if days % 365 else f"{days // 365}y"
 
 
+def out(text: str = "", *, file: TextIO | None = None) -> None:
+    """Print ``text`` for a person (standard output, or ``file``), literally: the one way
+    ``kubectl harness`` writes text."""
+    print(literal(text), file=file or sys.stdout, flush=True)
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """Columns padded to their widest cell, as ``kubectl get`` prints them."""
-    lines = [list(header), *(list(r) for r in rows)]
+    """Columns padded to their widest cell, as ``kubectl get`` prints them; each cell shown
+    literally on one line."""
+    lines = [list(header), *([literal(cell, lines=False) for cell in r] for r in rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     return "\n".join(
         _GAP.join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()

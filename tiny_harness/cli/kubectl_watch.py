@@ -50,10 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser, *, count: Callable[[str], int
     )
 
 
-def _out(text: str) -> None:
-    print(text, flush=True)
-
-
 class _Follower:
     """What ``watch`` has printed so far, and what it prints next."""
 
@@ -65,7 +61,7 @@ class _Follower:
         self.rows: dict[str, tuple[TaskState, str | None]] = {}
 
     def say(self, text: str) -> None:
-        _out(render.watch_line(now(), text))
+        render.out(render.watch_line(now(), text))
 
     async def messages(self, *, show: bool = True) -> None:
         for said in await self.session.conversation(self.name):

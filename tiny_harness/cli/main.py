@@ -21,6 +21,7 @@ import yaml
 
 from tiny_harness.cli.home import ensure_default, home, resolve
 from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.literal import log_handler
 from tiny_harness.core.settings import Settings
 from tiny_harness.devcluster import ClusterError, LocalCluster
 from tiny_harness.devcluster.binaries import BinariesError
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv).parse_args([*(argv or []), "tui"])
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[log_handler(logging.StreamHandler())],
     )
     if not args.verbose:
         for name in PER_REQUEST_LOGGERS:

@@ -86,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             "gateway.service.type": "NodePort",
             "gateway.service.nodePort": NODE_PORT,
             "gateway.baseUrl": gateway,
+            # A development node on this machine: the web UI and the examples name their
+            # participant by header (the install's notes say this is forgeable; a team's
+            # install keeps the chart's tokenreview default).
+            "gateway.participantIdentity": "header",
         }
         sets = [a for k, v in values.items() for a in ("--set-json", f"{k}={json.dumps(v)}")]
         for extra in args.set:

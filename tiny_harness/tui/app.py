@@ -49,11 +49,13 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.suggester import SuggestFromList
-from textual.widgets import Footer, Input, Label, ListItem, ListView, RichLog, Static, Tree
+from textual.widgets import Footer, Input, ListItem, ListView, Tree
 from textual.widgets.tree import TreeNode
 
 from tiny_harness.core.approval import Verdict
+from tiny_harness.core.literal import literal
 from tiny_harness.core.sizes import kib
 from tiny_harness.tui.approvals import Call, refusal_to, summary, unseen
 from tiny_harness.tui.artifacts import content_of as artifact_bytes
@@ -64,6 +66,7 @@ from tiny_harness.tui.attach import shown as attached_line
 from tiny_harness.tui.decision import Asked, DecisionPrompt
 from tiny_harness.tui.new_task import NewTask
 from tiny_harness.tui.path_prompt import Chosen, PathPrompt
+from tiny_harness.tui.plain import Plain, PlainLabel, PlainLog, plain_text
 from tiny_harness.tui.session import (
     Reconnecting,
     Session,
@@ -125,22 +128,37 @@ class HarnessApp(App[None]):
         #: The files attached to the next message, in the order attached.
         self.attached: list[Attached] = []
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A notice, shown literally: a notice quotes refusals and replies, so its text is
+        never read as markup and its control characters are shown escaped."""
+        super().notify(
+            literal(message), title=literal(title), severity=severity, timeout=timeout, markup=False
+        )
+
     # -- layout ------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static("no task open: type a goal to start one", id="topbar", markup=False)
+        yield Plain("no task open: type a goal to start one", id="topbar")
         with Horizontal():
             yield Tree("tasks", id="tasks")
             with Vertical():
-                yield Static("", id="details", markup=False)
-                yield Static("", id="approvals-title", markup=False)
+                yield Plain("", id="details")
+                yield Plain("", id="approvals-title")
                 yield ListView(id="approvals")
-                yield RichLog(id="conversation", wrap=True, markup=False)
-                yield Static("", id="artifacts-title", markup=False)
+                yield PlainLog(id="conversation", wrap=True)
+                yield Plain("", id="artifacts-title")
                 yield ListView(id="artifacts")
                 yield ListView(id="subtasks")
-                yield Static("", id="hint", markup=False)
-                yield Static("", id="attached", markup=False)
+                yield Plain("", id="hint")
+                yield Plain("", id="attached")
                 yield Input(
                     placeholder=COMPOSER_PLACEHOLDER,
                     id="composer",
@@ -197,7 +215,7 @@ class HarnessApp(App[None]):
             self.stack.append(self.view.task_id)
         self.view = TaskView(task_id, self.session.me)
         self.reconnecting = None
-        self.query_one("#conversation", RichLog).clear()
+        self.query_one("#conversation", PlainLog).clear()
         self.shown = 0
         self.follow(task_id)
         self.render_view()
@@ -256,8 +274,8 @@ class HarnessApp(App[None]):
 
     def _render_view(self) -> None:
         view = self.view
-        top = self.query_one("#topbar", Static)
-        self.query_one("#composer", Input).placeholder = (
+        top = self.query_one("#topbar", Plain)
+        self.query_one("#composer", Input).placeholder = literal(
             view.placeholder() if view is not None else COMPOSER_PLACEHOLDER
         )
         if view is None:
@@ -302,10 +320,10 @@ class HarnessApp(App[None]):
             details.append(used)
         if view.parent:
             details.append(f"← Parent: {view.parent} (f4)")
-        self.query_one("#details", Static).update("\n".join(details))
+        self.query_one("#details", Plain).update("\n".join(details))
         self._render_calls(calls)
         self._render_artifacts(view)
-        log = self.query_one("#conversation", RichLog)
+        log = self.query_one("#conversation", PlainLog)
         for line in view.lines[self.shown :]:
             log.write(f"{line.who}: {line.text}")
         self.shown = len(view.lines)
@@ -314,15 +332,15 @@ class HarnessApp(App[None]):
         if [str(i.name) for i in rows.children] != [r.task_id for r in view.sub_tasks]:
             rows.clear()
             for row, text in zip(view.sub_tasks, wanted, strict=True):
-                rows.append(ListItem(Label(text, markup=False), name=row.task_id))
+                rows.append(ListItem(PlainLabel(text), name=row.task_id))
             rows.index = 0 if view.sub_tasks else None
         else:
             for item, text in zip(rows.children, wanted, strict=True):
-                item.query_one(Label).update(text)
+                item.query_one(PlainLabel).update(text)
 
     def _render_calls(self, calls: tuple[Call, ...]) -> None:
         """The calls that wait for approval, the viewer's first, the chosen one kept."""
-        title = self.query_one("#approvals-title", Static)
+        title = self.query_one("#approvals-title", Plain)
         items = self.query_one("#approvals", ListView)
         waiting = [c for c in calls if not c.decided]
         if any(c.mine for c in waiting):
@@ -339,7 +357,7 @@ class HarnessApp(App[None]):
             chosen = self._chosen()
             items.clear()
             for call_id, text in wanted:
-                items.append(ListItem(Label(text, markup=False), name=call_id))
+                items.append(ListItem(PlainLabel(text), name=call_id))
             ids = [call_id for call_id, _ in wanted]
             # The same call stays chosen while it waits; else the first (the viewer's first).
             still = chosen is not None and chosen in ids and not calls[ids.index(chosen)].decided
@@ -355,7 +373,7 @@ class HarnessApp(App[None]):
 
     def _render_artifacts(self, view: TaskView) -> None:
         """The task's artifacts, each whole, the chosen one kept chosen."""
-        title = self.query_one("#artifacts-title", Static)
+        title = self.query_one("#artifacts-title", Plain)
         items = self.query_one("#artifacts", ListView)
         wanted = [(a.artifact_id, artifact_row(a)) for a in view.artifacts]
         title.display = items.display = bool(wanted)
@@ -371,7 +389,7 @@ class HarnessApp(App[None]):
         chosen = self._chosen("#artifacts")
         items.clear()
         for artifact_id, text in wanted:
-            items.append(ListItem(Label(text, markup=False), name=artifact_id))
+            items.append(ListItem(PlainLabel(text), name=artifact_id))
         ids = [artifact_id for artifact_id, _ in wanted]
         items.index = ids.index(chosen) if chosen in ids else (0 if ids else None)
         if had != bool(wanted):
@@ -391,7 +409,7 @@ class HarnessApp(App[None]):
         if text.startswith("/") and " " not in text:
             matching = [c for c in self.session.commands if f"/{c.name}".startswith(text)]
             hint = "\n".join(f"/{c.name}  {c.description}" for c in matching[:6])
-        self.query_one("#hint", Static).update(hint)
+        self.query_one("#hint", Plain).update(hint)
 
     @on(Input.Submitted, "#composer")
     def _submit(self, event: Input.Submitted) -> None:
@@ -403,7 +421,7 @@ class HarnessApp(App[None]):
             self.notify("Say what the task is: the files go with it", severity="warning")
             return
         event.input.value = ""
-        self.query_one("#hint", Static).update("")
+        self.query_one("#hint", Plain).update("")
         self.say(text, files=self._handed())
 
     @work(group="send")
@@ -468,7 +486,7 @@ class HarnessApp(App[None]):
         return files
 
     def _render_attached(self) -> None:
-        bar = self.query_one("#attached", Static)
+        bar = self.query_one("#attached", Plain)
         bar.update(attached_line(self.attached))
         bar.display = bool(self.attached)
         self.refresh_bindings()
@@ -673,8 +691,8 @@ class HarnessApp(App[None]):
 
 def tree_label(view: TaskView) -> Text:
     """A task's line in the tree: a question's or an approval's badge (bold, reversed) first."""
-    label = Text(view.label())
+    label = plain_text(view.label())
     mark = view.badge()
     if mark is not None:
-        label.stylize("bold reverse", 0, len(mark))
+        label.stylize("bold reverse", 0, len(literal(mark)))
     return label

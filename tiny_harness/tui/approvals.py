@@ -36,6 +36,7 @@ from tiny_harness.core.approval import (
     refuse_decision,
 )
 from tiny_harness.core.clock import parse
+from tiny_harness.core.literal import literal_json
 from tiny_harness.core.states import SubState
 from tiny_harness.core.status_ext import metadata_dict
 from tiny_harness.core.task import Role, TaskExtension
@@ -241,8 +242,9 @@ def edited_arguments(text: str, pending: PendingApproval) -> dict[str, Any] | No
 
 
 def shown_json(pending: PendingApproval) -> str:
-    """The arguments as the prompt's field shows them to edit: one line of JSON."""
-    return json.dumps(pending.arguments, ensure_ascii=False)
+    """The arguments as the prompt's field shows them to edit: one line of JSON, whose
+    control and bidi characters are written as their escapes (the same value, shown)."""
+    return literal_json(json.dumps(pending.arguments, ensure_ascii=False))
 
 
 def is_decision_answer(message: Message) -> bool:

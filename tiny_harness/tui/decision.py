@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, Static
+from textual.widgets import Input, Label
 
 from tiny_harness.core.approval import Verdict
 from tiny_harness.tui.approvals import (
@@ -27,6 +27,7 @@ from tiny_harness.tui.approvals import (
     verb,
     whole_lines,
 )
+from tiny_harness.tui.plain import Plain, PlainLabel
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,11 @@ class DecisionPrompt(ModalScreen[Asked | None]):
     def compose(self) -> ComposeResult:
         pending = self.call.pending
         with Vertical():
-            yield Label(f"{verb(self.verdict)} {pending.tool} (call {pending.call_id})?")
+            yield PlainLabel(f"{verb(self.verdict)} {pending.tool} (call {pending.call_id})?")
             with VerticalScroll(id="whole"):
                 # The arguments whole, however long: the call is decided as it will run.
-                yield Static("\n".join(whole_lines(pending)), id="arguments-whole", markup=False)
-            yield Static("\n".join(self.call.details()), id="call", markup=False)
+                yield Plain("\n".join(whole_lines(pending)), id="arguments-whole")
+            yield Plain("\n".join(self.call.details()), id="call")
             yield Input(placeholder="Reason (optional)", id="reason")
             if self.editable:
                 yield Input(
@@ -71,7 +72,7 @@ class DecisionPrompt(ModalScreen[Asked | None]):
                     placeholder="The arguments as a JSON object",
                     id="arguments",
                 )
-            yield Label("", id="error", markup=False)
+            yield PlainLabel("", id="error")
             yield Label(
                 f"enter: {verb(self.verdict).lower()}"
                 + (" (with the arguments as they are in the field)" if self.editable else "")
@@ -92,7 +93,7 @@ class DecisionPrompt(ModalScreen[Asked | None]):
                     self.query_one("#arguments", Input).value, self.call.pending
                 )
             except PromptError as exc:
-                self.query_one("#error", Label).update(str(exc))
+                self.query_one("#error", PlainLabel).update(str(exc))
                 return
         self.dismiss(Asked(reason, arguments))
 

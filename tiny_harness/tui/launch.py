@@ -15,6 +15,7 @@ from typing import Any, Final
 import httpx
 
 from tiny_harness.core.errors import ConfigError
+from tiny_harness.core.literal import log_handler
 from tiny_harness.tui.app import HarnessApp
 from tiny_harness.tui.session import Session
 
@@ -30,9 +31,7 @@ def log_to(path: Path) -> None:
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
+    root.addHandler(log_handler(logging.FileHandler(path, encoding="utf-8")))
     root.setLevel(logging.INFO)
 
 

@@ -16,6 +16,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
+from tiny_harness.tui.plain import PlainLabel
+
 ROLES = ("assignee", "reporter", "watcher", "admin")
 
 
@@ -67,7 +69,7 @@ class NewTask(ModalScreen[dict[str, Any] | None]):
             yield Input(placeholder="Goal", id="goal")
             yield Input(placeholder="Acceptance criteria, separated by ;", id="criteria")
             yield Input(placeholder="Participants as name:role, separated by commas", id="people")
-            yield Label("", id="error", markup=False)
+            yield PlainLabel("", id="error")
             yield Button("Create", variant="primary", id="create")
 
     def on_mount(self) -> None:
@@ -84,7 +86,7 @@ class NewTask(ModalScreen[dict[str, Any] | None]):
                 self.me,
             )
         except FormError as exc:
-            self.query_one("#error", Label).update(str(exc))
+            self.query_one("#error", PlainLabel).update(str(exc))
             return
         self.dismiss(made)
 

@@ -18,6 +18,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from tiny_harness.tui.plain import PlainLabel
+
 
 @dataclass(frozen=True)
 class Chosen:
@@ -49,9 +51,9 @@ class PathPrompt(ModalScreen[Chosen | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, markup=False)
+            yield PlainLabel(self.title_text)
             yield Input(value=self.start, placeholder="A path (~ and relative paths work)")
-            yield Label("", id="warning", markup=False)
+            yield PlainLabel("", id="warning")
             yield Label("enter: take it · escape: back, nothing done", markup=False)
 
     def on_mount(self) -> None:
@@ -61,7 +63,7 @@ class PathPrompt(ModalScreen[Chosen | None]):
     def _changed(self) -> None:
         if self.warned is not None:
             self.warned = None
-            self.query_one("#warning", Label).update("")
+            self.query_one("#warning", PlainLabel).update("")
 
     @on(Input.Submitted)
     def _taken(self, event: Input.Submitted) -> None:
@@ -71,11 +73,11 @@ class PathPrompt(ModalScreen[Chosen | None]):
         path = Path(text).expanduser().absolute()
         if self.saving and path.exists():
             if path.is_dir():
-                self.query_one("#warning", Label).update(f"{path} is a directory: name a file")
+                self.query_one("#warning", PlainLabel).update(f"{path} is a directory: name a file")
                 return
             if self.warned != path:
                 self.warned = path
-                self.query_one("#warning", Label).update(
+                self.query_one("#warning", PlainLabel).update(
                     f"{path} exists: enter again to overwrite it, or change the path"
                 )
                 return

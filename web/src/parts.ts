@@ -215,8 +215,9 @@ function withExtension(name: string, extension: string): string {
   return extension && !safe.toLowerCase().endsWith(extension) ? `${safe}${extension}` : safe;
 }
 
-/** A name a file system takes: no path separators, no control characters, not empty. */
+/** A name a file system takes: no path separators, no control characters, no bidi override
+ * (which would show "report\u202efdp.exe" as "reportexe.pdf" in the save dialog), not empty. */
 export function safeName(name: string): string {
-  const cleaned = name.replace(/[\u0000-\u001f\u007f/\\:*?"<>|]+/g, "-").replace(/^[.\s-]+/, "").trim();
+  const cleaned = name.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029/\\:*?"<>|]+/g, "-").replace(/^[.\s-]+/, "").trim();
   return cleaned || "artifact";
 }

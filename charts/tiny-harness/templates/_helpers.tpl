@@ -221,3 +221,15 @@ scheme's.
 {{- $hostPort := splitList ":" $url.host -}}
 {{- if gt (len $hostPort) 1 -}}{{ last $hostPort }}{{- else if eq $url.scheme "https" -}}443{{- else -}}80{{- end -}}
 {{- end }}
+
+{{- /*
+"true" when anyone in the cluster can claim any participant's identity at the gateway: header
+mode (X-Participant-Id is trusted as sent) without a NetworkPolicy that admits only named
+peers (the authenticating proxy) to the gateway. NOTES.txt says so plainly.
+*/}}
+{{- define "tiny-harness.forgeable" -}}
+{{- $np := .Values.networkPolicy }}
+{{- if and .Values.gateway.enabled (eq .Values.gateway.participantIdentity "header") (not (and $np.enabled $np.gatewayFrom)) -}}
+true
+{{- end }}
+{{- end }}

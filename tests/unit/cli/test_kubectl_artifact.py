@@ -8,7 +8,12 @@ import datetime as dt
 
 import pytest
 
-from tiny_harness.cli.kubectl_artifact import ArtifactNotFoundError, content
+from tiny_harness.cli.kubectl_artifact import (
+    ArtifactNotFoundError,
+    BinaryArtifactError,
+    content,
+    for_terminal,
+)
 from tiny_harness.cli.kubectl_plugin import build_parser
 from tiny_harness.cli.kubectl_render import describe
 from tiny_harness.core.artifacts import ArtifactFile, ArtifactPart, ArtifactRow, ChunkRef
@@ -71,3 +76,16 @@ def test_get_lists_the_artifacts_with_size_and_chunks() -> None:
     line = next(x for x in text.splitlines() if "report" in x and "KiB" in x)
     assert line.split()[:3] == ["report", "3", "KiB"]
     assert " 2 " in line
+
+
+def test_on_a_terminal_an_artifacts_text_is_shown_literally_and_bytes_are_refused() -> None:
+    text = "summary \x1b[2J\x1b]52;c;cm0gLXJm\x07 done\u202e\nline two".encode()
+    assert for_terminal(text, "t1", "report") == (
+        "summary \\x1b[2J\\x1b]52;c;cm0gLXJm\\x07 done\\u202e\nline two"
+    )
+    with pytest.raises(BinaryArtifactError) as refused:
+        for_terminal(b"\x89PNG\r\n\x1a\n\xff", "t1", "chart.png")
+    assert str(refused.value) == (
+        "artifact 'chart.png' of task 't1' is not text (9 bytes) and is not written to a "
+        "terminal: redirect it to a file (kubectl harness artifact t1 chart.png > FILE)"
+    )

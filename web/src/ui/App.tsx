@@ -2,6 +2,7 @@
 // your tasks beside (or, below 820 px, above) the screen the URL names: a task, the new-task
 // form, or a welcome.
 import { useCallback, useEffect, useMemo, useState } from "react";
+import { literal } from "../literal";
 import { HarnessClient, loadConfig, type Credentials, type UiConfig } from "../client";
 import { explain } from "../errors";
 import { navigate, onLinkClick, usePlace } from "../location";
@@ -54,7 +55,7 @@ export function App() {
       return (
         <main className="center">
           <h1>tiny-harness</h1>
-          <p role="alert">{phase.error}</p>
+          <p role="alert">{literal(phase.error)}</p>
         </main>
       );
     case "signed-out":
@@ -94,7 +95,7 @@ function Workspace({ client, onSignOut }: { client: HarnessClient; onSignOut: ()
           tiny-harness
         </a>
         <span className="who">
-          Signed in as <strong>{client.me}</strong>
+          Signed in as <strong>{literal(client.me, false)}</strong>
         </span>
         <span className="spacer" />
         <a className="button primary" href="?new" onClick={onLinkClick({ screen: "new" })}>

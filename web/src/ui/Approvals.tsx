@@ -22,6 +22,7 @@ import {
   type Call,
   type Verdict,
 } from "../approval";
+import { literal } from "../literal";
 import type { HarnessClient } from "../client";
 import { explain } from "../errors";
 import type { Json } from "../extension";
@@ -130,12 +131,12 @@ function CallCard({
   return (
     <article className="call" aria-labelledby={`${id}-title`}>
       <h3 id={`${id}-title`}>
-        <span className="call-tool">{pending.tool}</span>{" "}
-        <span className="muted">call {pending.callId}</span>
+        <span className="call-tool">{literal(pending.tool, false)}</span>{" "}
+        <span className="muted">call {literal(pending.callId, false)}</span>
         {call.mine ? <span className="badge approval">for you</span> : null}
       </h3>
-      <pre className="arguments" tabIndex={0} role="region" aria-label={`Arguments of call ${pending.callId}`}>
-        {args.text}
+      <pre className="arguments" tabIndex={0} role="region" aria-label={`Arguments of call ${literal(pending.callId, false)}`}>
+        {literal(args.text)}
       </pre>
       {args.cut ? (
         <p className="help">
@@ -160,7 +161,7 @@ function CallCard({
         {decided ? (
           <>
             <dt>Decision</dt>
-            <dd className="decided">{decided}</dd>
+            <dd className="decided">{literal(decided)}</dd>
           </>
         ) : null}
       </dl>
@@ -248,10 +249,10 @@ function CallCard({
         </div>
       )}
       <p className={answer?.refused ? "problem" : "answer"} role="status">
-        {answer?.text}
+        {answer ? literal(answer.text) : null}
       </p>
       <p className="problem" role="alert">
-        {problem}
+        {problem ? literal(problem) : null}
       </p>
     </article>
   );

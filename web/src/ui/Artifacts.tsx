@@ -6,6 +6,7 @@
 // and reads (GetTask), folded by artifacts.ts.
 import type { Part } from "@a2a-js/sdk";
 import { useId, useMemo } from "react";
+import { literal } from "../literal";
 import { size } from "../attachments";
 import type { ArtifactView } from "../artifacts";
 import { artifactSize, downloadOf, fileDownload, shownPart, type Shown } from "../parts";
@@ -34,8 +35,8 @@ function ArtifactCard({ artifact }: { artifact: ArtifactView }) {
   const several = artifact.parts.length > 1;
   return (
     <article className="artifact" aria-labelledby={`${id}-name`}>
-      <h3 id={`${id}-name`}>{artifact.name}</h3>
-      {artifact.description ? <p className="artifact-description">{artifact.description}</p> : null}
+      <h3 id={`${id}-name`}>{literal(artifact.name, false)}</h3>
+      {artifact.description ? <p className="artifact-description">{literal(artifact.description)}</p> : null}
       <p className="muted artifact-facts">
         {size(artifactSize(artifact))}
         {several ? ` · ${artifact.parts.length} parts` : null}
@@ -76,8 +77,8 @@ function PartView({
       const what = shown.kind === "json" ? "JSON" : "Text";
       return (
         <>
-          <pre className={`artifact-body ${shown.kind}`} role="region" aria-label={`${what} of ${label}`} tabIndex={0}>
-            {shown.text}
+          <pre className={`artifact-body ${shown.kind}`} role="region" aria-label={`${what} of ${literal(label, false)}`} tabIndex={0}>
+            {literal(shown.text)}
           </pre>
           {shown.cut ? <p className="help">Shown in part: the download has all of it.</p> : null}
         </>
@@ -86,7 +87,7 @@ function PartView({
     case "image":
       return (
         <figure className="artifact-image">
-          <img src={shown.src} alt={`${shown.name}, an image of ${label}`} />
+          <img src={shown.src} alt={`${literal(shown.name, false)}, an image of ${literal(label, false)}`} />
           <figcaption className="muted">
             {shown.name} · {shown.mediaType} · {size(shown.size)}
           </figcaption>
@@ -96,7 +97,7 @@ function PartView({
     case "file":
       return (
         <p className="artifact-file">
-          <span className="file-name">{shown.name}</span>{" "}
+          <span className="file-name">{literal(shown.name, false)}</span>{" "}
           <span className="muted">
             {shown.mediaType} · {size(shown.size)}
           </span>
@@ -113,10 +114,10 @@ function PartView({
         <p className="artifact-file">
           {/^https?:\/\//i.test(shown.url) ? (
             <a href={shown.url} rel="noopener noreferrer" target="_blank">
-              {shown.name}
+              {literal(shown.name, false)}
             </a>
           ) : (
-            <span className="file-name">{shown.url}</span>
+            <span className="file-name">{literal(shown.url, false)}</span>
           )}{" "}
           {shown.mediaType ? <span className="muted">{shown.mediaType}</span> : null}
         </p>

@@ -4,13 +4,14 @@
 // megabyte need sit in the document.
 import { useEffect, useState } from "react";
 import { size } from "../attachments";
+import { literal } from "../literal";
 import type { Download } from "../parts";
 
 export function DownloadLink({ download, what }: { download: Download; what: string }) {
   const url = useObjectUrl(download);
   return (
     <a className="download" href={url ?? undefined} download={download.filename}>
-      Download {what}{" "}
+      Download {literal(what, false)}{" "}
       <span className="muted">
         ({download.filename}, {size(download.bytes.length)})
       </span>

@@ -7,6 +7,7 @@
 // shows the state its page shows, from the same view (tasks.ts, withOpenView).
 import type { Task } from "@a2a-js/sdk";
 import { useCallback, useEffect, useRef, useState, useSyncExternalStore } from "react";
+import { literal } from "../literal";
 import type { HarnessClient } from "../client";
 import { explain, rereadAfter, rereading } from "../errors";
 import { onLinkClick } from "../location";
@@ -117,7 +118,7 @@ export function TaskList({
       </div>
       {list.error ? (
         <p className="problem" role="alert">
-          {list.error}
+          {literal(list.error)}
         </p>
       ) : null}
       {list.tasks === null ? (
@@ -147,7 +148,7 @@ function Branches({
             onClick={onLinkClick({ screen: "task", taskId: row.id })}
             aria-current={row.id === openId ? "page" : undefined}
           >
-            <span className="goal">{row.goal}</span>
+            <span className="goal">{literal(row.goal)}</span>
             <StateBadges
               state={row.state}
               subState={row.subState}

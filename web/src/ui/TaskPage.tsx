@@ -18,6 +18,7 @@
 // places what the read adds.
 import type { Task } from "@a2a-js/sdk";
 import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { literal } from "../literal";
 import { sleep, type HarnessClient } from "../client";
 import { explain, GatewayRefusal, isUnreachable } from "../errors";
 import {
@@ -75,15 +76,15 @@ export function TaskPage({
   useMoves(view, onChange);
 
   useEffect(() => {
-    document.title = `${view.extension?.goal || taskId} · tiny-harness`;
+    document.title = `${literal(view.extension?.goal || taskId, false)} · tiny-harness`;
   }, [view.extension?.goal, taskId]);
 
   if (missing) {
     return (
       <section className="task" aria-labelledby="task-title">
-        <h1 id="task-title">Task {taskId}</h1>
+        <h1 id="task-title">Task {literal(taskId, false)}</h1>
         <p role="alert" className="problem">
-          {missing}
+          {literal(missing)}
         </p>
       </section>
     );
@@ -135,7 +136,7 @@ export function TaskPage({
             ← Parent
           </a>
         ) : null}
-        <h1 id="task-title">{ext?.goal || (view.known ? taskId : "Reading the task…")}</h1>
+        <h1 id="task-title">{literal(ext?.goal || (view.known ? taskId : "Reading the task…"))}</h1>
         <div className="task-state">
           <span role="status" aria-label="Task state" title={stateLabel(view)}>
             <StateBadges state={view.state} subState={view.subState} />
@@ -151,12 +152,12 @@ export function TaskPage({
           </button>
           {refusal ? (
             <span id="controls-why" className="muted">
-              {refusal}
+              {literal(refusal)}
             </span>
           ) : null}
         </div>
         <p className="problem" role="alert">
-          {notice}
+          {notice ? literal(notice) : null}
         </p>
       </header>
       <div className="link" role="status">
@@ -204,8 +205,8 @@ function QuestionPanel({ question }: { question: Question }) {
       className="question-panel"
       aria-labelledby="question-title"
     >
-      <h2 id="question-title">{title(question)}</h2>
-      <p className={answered ? "answer" : undefined}>{guidance(question)}</p>
+      <h2 id="question-title">{literal(title(question), false)}</h2>
+      <p className={answered ? "answer" : undefined}>{literal(guidance(question))}</p>
     </section>
   );
 }
@@ -227,8 +228,8 @@ function Conversation({ lines, known }: { lines: Line[]; known: boolean }) {
               className={`line ${line.kind}`}
               ref={i === lines.length - 1 ? end : undefined}
             >
-              <span className="who">{who(line)}</span>
-              {line.text ? <span className="text">{line.text}</span> : null}
+              <span className="who">{literal(who(line), false)}</span>
+              {line.text ? <span className="text">{literal(line.text)}</span> : null}
               {line.files.length ? <Files files={line.files} /> : null}
             </li>
           ))}
@@ -246,14 +247,14 @@ function Files({ files }: { files: FileNote[] }) {
     <ul className="line-files" aria-label="Attached files">
       {files.map((file, i) => (
         <li key={i}>
-          {previews[i] ? <img src={previews[i]} alt={`Preview of ${file.name}`} /> : null}
+          {previews[i] ? <img src={previews[i]} alt={`Preview of ${literal(file.name, false)}`} /> : null}
           <span className="file-name">
             {file.url && /^https?:\/\//i.test(file.url) ? (
               <a href={file.url} rel="noopener noreferrer" target="_blank">
-                {file.name}
+                {literal(file.name, false)}
               </a>
             ) : (
-              file.name
+              literal(file.name, false)
             )}
           </span>
           <span className="muted">
@@ -292,7 +293,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
       {ext.description ? (
         <section aria-labelledby="description-title">
           <h2 id="description-title">Description</h2>
-          <p className="pre">{ext.description}</p>
+          <p className="pre">{literal(ext.description)}</p>
         </section>
       ) : null}
       <section aria-labelledby="criteria-title">
@@ -300,7 +301,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
         {ext.acceptanceCriteria.length ? (
           <ul>
             {ext.acceptanceCriteria.map((c, i) => (
-              <li key={i}>{c}</li>
+              <li key={i}>{literal(c)}</li>
             ))}
           </ul>
         ) : (
@@ -312,7 +313,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
         <ul className="people">
           {ext.participants.map((p) => (
             <li key={p.id}>
-              <span>{p.id}</span>
+              <span>{literal(p.id, false)}</span>
               {p.id === view.me ? <span className="muted"> (you)</span> : null}
               <span className="badge role">{p.role}</span>
             </li>
@@ -335,7 +336,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
             <ol className="plan">
               {ext.plan.map((s) => (
                 <li key={s.name} className={s.done ? "done" : undefined}>
-                  <span aria-hidden="true">{s.done ? "✓" : "○"}</span> {s.name}
+                  <span aria-hidden="true">{s.done ? "✓" : "○"}</span> {literal(s.name, false)}
                   <span className="visually-hidden">{s.done ? " (done)" : " (to do)"}</span>
                   {s.dependencies.length ? (
                     <span className="muted"> · after {s.dependencies.join(", ")}</span>
@@ -359,7 +360,7 @@ function Details({ view, role }: { view: TaskView; role: string | null }) {
                   href={`?task=${encodeURIComponent(row.taskId)}`}
                   onClick={onLinkClick({ screen: "task", taskId: row.taskId })}
                 >
-                  <span className="goal">{row.goal || row.taskId}</span>
+                  <span className="goal">{literal(row.goal || row.taskId)}</span>
                   {whereItRuns(row) ? <span className="muted">{whereItRuns(row)}</span> : null}
                   <StateBadges state={row.state} subState={row.subState} />
                 </a>
