@@ -3,7 +3,7 @@
 A stream (``SubscribeToTask``, ``SendStreamingMessage``, a unary send's wait, a cancel's wait)
 is a :class:`Subscription`: a bounded queue of the task's changes, and nothing else. The
 namespace's one watch of tasks (:mod:`.namespace_feed`) gives each change to :meth:`Fanout.tell`
-once; it is rendered once (:func:`.stream.change_of`), however many streams follow the task,
+once; it is rendered once (:func:`.rendering.change_of`), however many streams follow the task,
 and appended to each of their queues in the same step of the event loop.
 
 **The rules.**

@@ -3,7 +3,7 @@
 The SDK's routes (JSON-RPC and HTTP+JSON, with SSE for streams) call this handler; it decides
 who may do what (:mod:`~tiny_harness.a2a_gateway.policy`), then reads and writes through the
 versioned task store (:class:`~tiny_harness.a2a_gateway.store.KubeTaskStore`) and follows a task
-through the task event stream (:class:`~tiny_harness.a2a_gateway.stream.KubeTaskEventStream`).
+through its namespace's streams (:class:`~tiny_harness.a2a_gateway.stream.TaskStreams`).
 
 Why not the SDK's ``DefaultRequestHandler``: it runs the agent inside the serving process (an
 ``AgentExecutor`` per task, held by an in-memory ``ActiveTask``) and persists the task state it

@@ -302,7 +302,7 @@ class KubeTaskStore(VersionedTaskStore):
         return stored is not None and stored.spec.sender == sender and stored.belongs_to(obj)
 
     async def fate(self, task_id: str, message_id: str, *, since: int | None) -> Fate:
-        """What the journal says of the message now (:func:`.answers.fate_of`), from the
+        """What the journal says of the message now (:func:`.reply_ids.fate_of`), from the
         records of the turns since ``since``, the turn it was written at (None: every turn;
         :meth:`_records`)."""
         return fate_of(await self._records(task_id, since=since), message_id)
