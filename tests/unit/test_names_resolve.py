@@ -32,22 +32,22 @@ def names() -> Names:
     return Names()
 
 
-def _report(found: list[str], what: str) -> str:
-    return f"{len(found)} {what}:\n  " + "\n  ".join(found)
+def _report(found: list[str], what: str) -> None:
+    """Fail with one line per finding, each saying where and what to do (no repr of the list)."""
+    if found:
+        pytest.fail(f"{len(found)} {what}:\n  " + "\n  ".join(found), pytrace=False)
 
 
 def test_every_name_the_docs_write_exists(names: Names) -> None:
     refs = [ref for doc in documents() for ref in markdown_references(names, doc)]
-    found = problems(names, refs)
-    assert not found, _report(found, "names in the docs that name nothing")
+    _report(problems(names, refs), "names in the docs that name nothing")
 
 
 def test_every_name_a_docstring_writes_exists(names: Names) -> None:
     refs = [
         ref for module in sorted(names.index.modules) for ref in source_references(names, module)
     ]
-    found = problems(names, refs)
-    assert not found, _report(found, "names in docstrings and comments that name nothing")
+    _report(problems(names, refs), "names in docstrings and comments that name nothing")
 
 
 def test_every_module_is_on_the_map(names: Names) -> None:
@@ -62,7 +62,7 @@ def test_every_module_is_on_the_map(names: Names) -> None:
         for module in names.modules_named(ref)
     }
     missing = sorted(set(names.index.modules) - named - {PACKAGE})
-    assert not missing, _report(
+    _report(
         [
             f"{name}: name it in {MAP.relative_to(ROOT)}, in the part it belongs to"
             for name in missing
@@ -76,7 +76,7 @@ def test_every_page_of_the_docs_is_within_two_links_of_the_map() -> None:
     second = {page for doc in first if doc.exists() for page in linked(doc)}
     pages = {page.resolve() for page in DOCS.rglob("*.md")} - {MAP.resolve()}
     missing = sorted(str(page.relative_to(ROOT)) for page in pages - first - second)
-    assert not missing, _report(missing, "pages of docs/ the map does not reach in two links")
+    _report(missing, "pages of docs/ the map does not reach in two links")
 
 
 # --- the check itself: it finds drift, and takes no prose for a name ------------------------------
