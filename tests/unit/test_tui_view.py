@@ -24,8 +24,10 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import with_sub_state
 from tiny_harness.core.task import SubTaskRow, TaskSpec
 from tiny_harness.core.task import TaskStatus as Status
+from tiny_harness.tui.folded import row_text
 from tiny_harness.tui.new_task import FormError, envelope
-from tiny_harness.tui.view import TaskView, listed_view, row_text, text_of, tree
+from tiny_harness.tui.task_tree import tree
+from tiny_harness.tui.view import TaskView, listed_view, text_of
 
 
 def spec(goal: str = "Plan the release", parent: str | None = None) -> TaskSpec:
