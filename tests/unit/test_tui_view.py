@@ -104,6 +104,17 @@ def test_a_status_update_moves_the_state_and_carries_the_sub_task_rows() -> None
     assert view.header == "INPUT_REQUIRED · awaiting-next-message"
 
 
+def test_the_top_bar_and_the_details_read_the_fold() -> None:
+    view = TaskView.of(a2a_task("draft", parent="release"), "alice")
+    assert view.top_bar() == "draft · INPUT_REQUIRED · awaiting-next-message"
+    assert view.details() == [
+        "Goal: Plan the release",
+        "  ✓ Dates agreed",
+        "Participants: alice (assignee), bob (watcher)",
+        "← Parent: release (f4)",
+    ]
+
+
 def test_the_open_tasks_line_in_the_tree_says_what_its_top_bar_says() -> None:
     # The listing was read during the turn; the stream has since parked the task again.
     listed = a2a_task(state=TaskState.WORKING, sub_state=None)
