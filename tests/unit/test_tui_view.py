@@ -24,8 +24,10 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import with_sub_state
 from tiny_harness.core.task import SubTaskRow, TaskSpec
 from tiny_harness.core.task import TaskStatus as Status
+from tiny_harness.tui.folded import row_text
 from tiny_harness.tui.new_task import FormError, envelope
-from tiny_harness.tui.view import TaskView, listed_view, row_text, text_of, tree
+from tiny_harness.tui.task_tree import tree
+from tiny_harness.tui.view import TaskView, listed_view, text_of
 
 
 def spec(goal: str = "Plan the release", parent: str | None = None) -> TaskSpec:
@@ -100,6 +102,17 @@ def test_a_status_update_moves_the_state_and_carries_the_sub_task_rows() -> None
     )
     view.take(StreamResponse(status_update=done))
     assert view.header == "INPUT_REQUIRED · awaiting-next-message"
+
+
+def test_the_top_bar_and_the_details_read_the_fold() -> None:
+    view = TaskView.of(a2a_task("draft", parent="release"), "alice")
+    assert view.top_bar() == "draft · INPUT_REQUIRED · awaiting-next-message"
+    assert view.details() == [
+        "Goal: Plan the release",
+        "  ✓ Dates agreed",
+        "Participants: alice (assignee), bob (watcher)",
+        "← Parent: release (f4)",
+    ]
 
 
 def test_the_open_tasks_line_in_the_tree_says_what_its_top_bar_says() -> None:

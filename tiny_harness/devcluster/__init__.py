@@ -5,6 +5,7 @@ checked against a mock of the Kubernetes API. The binaries are built once from t
 modules under ``hack/controlplane`` and cached per pin.
 """
 
-from tiny_harness.devcluster.cluster import ClusterError, LocalCluster
+from tiny_harness.devcluster.cluster import LocalCluster
+from tiny_harness.devcluster.failures import ClusterError
 
 __all__ = ["ClusterError", "LocalCluster"]

@@ -17,33 +17,32 @@ accounts, their tokens and the root CA ConfigMap that every pod's token volume m
 
 The same idea as controller-runtime's envtest, without downloads: the binaries come from
 :mod:`tiny_harness.devcluster.binaries`. Every child process is tied to the launcher with
-``PR_SET_PDEATHSIG`` and recorded in a pid file, so an interrupted test run or a killed
-``make run`` leaves nothing behind.
+``PR_SET_PDEATHSIG`` and recorded in a pid file (:mod:`tiny_harness.devcluster.processes`), so
+an interrupted test run or a killed ``make run`` leaves nothing behind.
+
+This module is the order of a start and a stop; the parts are elsewhere: the processes' command
+lines in :mod:`~tiny_harness.devcluster.control_plane_args`, the key material in
+:mod:`~tiny_harness.devcluster.certs`, the kubeconfig in
+:mod:`~tiny_harness.devcluster.kubeconfig`, the CRDs and admission policies in
+:mod:`~tiny_harness.devcluster.apply`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import ctypes
-import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import yaml
-
 from tiny_harness.devcluster import network as net
 from tiny_harness.devcluster.admin_http import AdminHttp
+from tiny_harness.devcluster.apply import apply_admission, apply_crds
 from tiny_harness.devcluster.binaries import (
     ControlPlaneBinaries,
     NodeBinaries,
@@ -51,28 +50,16 @@ from tiny_harness.devcluster.binaries import (
     find_node_binaries,
 )
 from tiny_harness.devcluster.certs import Pki, ensure_pki, ensure_serving_ips
-from tiny_harness.devcluster.node import LocalNode, reap_node_leftovers
-
-_PR_SET_PDEATHSIG = 1
-_CONTEXT = "tiny-harness"
-#: The controllers every local control plane runs (see the module's docstring).
-_CONTROL_PLANE_CONTROLLERS = "garbagecollector,namespace,clusterrole-aggregation"
-
-
-class ClusterError(RuntimeError):
-    """The local control plane could not be started; the message says why and where to look."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: the kernel kills it when the launcher dies."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+from tiny_harness.devcluster.control_plane_args import (
+    apiserver_args,
+    controller_manager_args,
+    etcd_args,
+)
+from tiny_harness.devcluster.failures import ClusterError
+from tiny_harness.devcluster.kubeconfig import write_admin_kubeconfig
+from tiny_harness.devcluster.node import LocalNode
+from tiny_harness.devcluster.node_cleanup import reap_node_leftovers
+from tiny_harness.devcluster.processes import free_port, reap_leftovers, spawn, tail
 
 
 class LocalCluster:
@@ -141,26 +128,15 @@ class LocalCluster:
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="tiny-harness-cluster-"))
         self._data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _reap_leftovers(self.data_dir)
+        reap_leftovers(self.data_dir)
         pki = ensure_pki(self.data_dir / "pki")
         if self._network is not None:
-            assert self._bridge_lock is not None
-            self._bridge_lock.acquire(self._progress)
-            reap_node_leftovers(self.data_dir / "node", self._network)
-            # The API server binds the bridge's address, so the bridge comes first.
-            net.bring_up(
-                self._network,
-                self.data_dir / "node" / "cni" / "net.d",
-                self.data_dir / "node" / "cni" / "ipam",
-            )
-            ensure_serving_ips(
-                pki, ["127.0.0.1", self._network.host_ip, self._network.kubernetes_service_ip]
-            )
+            self._bring_up_bridge(self._network, pki)
         try:
             self._start_etcd(binaries)
             self._start_apiserver(binaries, pki)
             self._wait_ready()
-            self._write_kubeconfig(pki)
+            write_admin_kubeconfig(self.kubeconfig, self.server, pki)
             if self._crds is not None:
                 apply_crds(self.admin(), self._crds)
             apply_admission(self.admin(), self._admission)
@@ -168,22 +144,38 @@ class LocalCluster:
             # then only every 30 s, and until it watches a type it deletes none of its objects.
             self._start_controller_manager(binaries)
             if self._network is not None:
-                assert self._node_binaries is not None
-                self.node = LocalNode(
-                    self.data_dir / "node",
-                    network=self._network,
-                    binaries=self._node_binaries,
-                    pki=pki,
-                    server=self.server,
-                    admin=self.admin(),
-                    admin_kubeconfig=self.kubeconfig,
-                    progress=self._progress,
-                )
-                self.node.start()
+                self._start_node(self._network, pki)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _bring_up_bridge(self, network: net.NodeNetwork, pki: Pki) -> None:
+        """Take the bridge (one node per bridge at a time), clear what a killed node left on
+        it, and bring it up: the API server binds the bridge's address, so it comes first."""
+        assert self._bridge_lock is not None
+        self._bridge_lock.acquire(self._progress)
+        reap_node_leftovers(self.data_dir / "node", network)
+        net.bring_up(
+            network,
+            self.data_dir / "node" / "cni" / "net.d",
+            self.data_dir / "node" / "cni" / "ipam",
+        )
+        ensure_serving_ips(pki, ["127.0.0.1", network.host_ip, network.kubernetes_service_ip])
+
+    def _start_node(self, network: net.NodeNetwork, pki: Pki) -> None:
+        assert self._node_binaries is not None
+        self.node = LocalNode(
+            self.data_dir / "node",
+            network=network,
+            binaries=self._node_binaries,
+            pki=pki,
+            server=self.server,
+            admin=self.admin(),
+            admin_kubeconfig=self.kubeconfig,
+            progress=self._progress,
+        )
+        self.node.start()
 
     def stop(self) -> None:
         """Stop the node, the API server, then etcd; remove a temporary data directory."""
@@ -252,85 +244,35 @@ class LocalCluster:
     ) -> None:
         self.stop()
 
-    # -- the two processes ----------------------------------------------------------------
+    # -- the control plane's processes ----------------------------------------------------
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
-        log = (self.data_dir / f"{name}.log").open("ab")
-        self._logs.append(log)
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-            cwd=self.data_dir,
-        )
-        self._procs.append(proc)
-        with (self.data_dir / "pids").open("a") as f:
-            f.write(f"{proc.pid}\n")
-        return proc
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        self._procs.append(spawn(self.data_dir, name, argv, self._logs))
 
     def _start_etcd(self, binaries: ControlPlaneBinaries, *, port: int = 0, peer: int = 0) -> None:
-        self.etcd_port = port or _free_port()
-        peer = peer or _free_port()
-        self._etcd_peer = peer
-        argv = [
-            str(binaries.etcd),
-            "--name=default",
-            f"--data-dir={self.data_dir / 'etcd'}",
-            f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
-            f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
-            f"--listen-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-            f"--initial-cluster=default=http://127.0.0.1:{peer}",
-            "--log-level=warn",
-        ]
-        if not self._persistent:
-            # A throwaway test cluster does not need its writes on disk; this is most of
-            # etcd's latency on a shared machine.
-            argv.append("--unsafe-no-fsync")
+        self.etcd_port = port or free_port()
+        self._etcd_peer = peer or free_port()
+        argv = etcd_args(
+            binaries.etcd,
+            self.data_dir,
+            self.etcd_port,
+            self._etcd_peer,
+            persistent=self._persistent,
+        )
         self._spawn("etcd", argv)
 
     def _start_apiserver(self, binaries: ControlPlaneBinaries, pki: Pki, *, port: int = 0) -> None:
-        self.port = port or _free_port()
-        argv = [
-            str(binaries.kube_apiserver),
-            f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            f"--bind-address={self._host}",
-            f"--advertise-address={self._host}",
-            f"--secure-port={self.port}",
-            f"--cert-dir={self.data_dir / 'apiserver-certs'}",
-            f"--tls-cert-file={pki.serving_cert}",
-            f"--tls-private-key-file={pki.serving_key}",
-            f"--client-ca-file={pki.ca_cert}",
-            f"--service-account-key-file={pki.sa_pub}",
-            f"--service-account-signing-key-file={pki.sa_key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            *self._apiserver_mode_flags(pki),
-            "--enable-priority-and-fairness=false",
-            "--profiling=false",
-            "--allow-privileged=true",
-            "--v=0",
-        ]
+        self.port = port or free_port()
+        argv = apiserver_args(
+            binaries.kube_apiserver,
+            self.data_dir,
+            pki,
+            host=self._host,
+            port=self.port,
+            etcd_port=self.etcd_port,
+            network=self._network,
+        )
         self._spawn("kube-apiserver", argv)
-
-    def _apiserver_mode_flags(self, pki: Pki) -> list[str]:
-        if self._network is None:
-            return [
-                "--authorization-mode=RBAC",
-                "--service-cluster-ip-range=10.0.0.0/24",
-                "--endpoint-reconciler-type=none",
-            ]
-        return [
-            "--authorization-mode=Node,RBAC",
-            f"--service-cluster-ip-range={self._network.service_cidr}",
-            # The `kubernetes` Service's endpoints name this API server, for pods.
-            "--endpoint-reconciler-type=lease",
-            # The node's name resolves nowhere; its address is on the bridge.
-            "--kubelet-preferred-address-types=InternalIP",
-            f"--kubelet-client-certificate={pki.admin_cert}",
-            f"--kubelet-client-key={pki.admin_key}",
-        ]
 
     def _start_controller_manager(self, binaries: ControlPlaneBinaries) -> None:
         if binaries.kube_controller_manager is None:
@@ -339,46 +281,10 @@ class LocalCluster:
                 "will not cascade (deleted tasks leave their messages and turn records)"
             )
             return
-        self._spawn(
-            "kube-controller-manager",
-            [
-                str(binaries.kube_controller_manager),
-                f"--kubeconfig={self.kubeconfig}",
-                *self._controllers_flags(),
-                "--leader-elect=false",
-                "--secure-port=0",
-                "--use-service-account-credentials=false",
-                "--concurrent-gc-syncs=20",
-                # The default client rate (20 requests/s) would take a minute to delete a
-                # task of 500 turns; a real cluster's administrator sets their own.
-                "--kube-api-qps=500",
-                "--kube-api-burst=1000",
-                "--v=0",
-            ],
+        argv = controller_manager_args(
+            binaries.kube_controller_manager, self.kubeconfig, self.pki, self._network
         )
-
-    def _controllers_flags(self) -> list[str]:
-        if self._network is None:
-            return [f"--controllers={_CONTROL_PLANE_CONTROLLERS}"]
-        workloads = [
-            "deployment",
-            "replicaset",
-            "endpointslice",
-            "endpointslicemirroring",
-            "endpoint",
-            "serviceaccount",
-            "serviceaccount-token",
-            "root-ca-cert-publisher",
-            "podgc",
-            # Lifts the not-ready taint the kubelet registers with, once the node is Ready.
-            "nodelifecycle",
-        ]
-        return [
-            f"--controllers={_CONTROL_PLANE_CONTROLLERS},{','.join(workloads)}",
-            f"--root-ca-file={self.pki.ca_cert}",
-            f"--service-account-private-key-file={self.pki.sa_key}",
-            f"--cluster-cidr={self._network.pod_cidr}",
-        ]
+        self._spawn("kube-controller-manager", argv)
 
     def _wait_ready(self) -> None:
         admin = self.admin()
@@ -387,9 +293,10 @@ class LocalCluster:
         while time.monotonic() < deadline:
             for proc, name in zip(self._procs, ("etcd", "kube-apiserver"), strict=False):
                 if proc.poll() is not None:
+                    log = self.data_dir / f"{name}.log"
                     raise ClusterError(
                         f"{name} exited with code {proc.returncode} during start-up; "
-                        f"its log is {self.data_dir / (name + '.log')}:\n{self._tail(name)}"
+                        f"its log is {log}:\n{tail(log)}"
                     )
             try:
                 resp = admin.request("GET", "/readyz", timeout=2)
@@ -403,148 +310,3 @@ class LocalCluster:
             f"kube-apiserver was not ready within {self._ready_timeout:.0f}s (last: {last}); "
             f"see {self.data_dir / 'kube-apiserver.log'}"
         )
-
-    def _tail(self, name: str, lines: int = 20) -> str:
-        try:
-            text = (self.data_dir / f"{name}.log").read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def _write_kubeconfig(self, pki: Pki) -> None:
-        def b64(path: Path) -> str:
-            return base64.b64encode(path.read_bytes()).decode()
-
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": _CONTEXT,
-                    "cluster": {
-                        "server": self.server,
-                        "certificate-authority-data": b64(pki.ca_cert),
-                    },
-                }
-            ],
-            "users": [
-                {
-                    "name": "tiny-harness-admin",
-                    "user": {
-                        "client-certificate-data": b64(pki.admin_cert),
-                        "client-key-data": b64(pki.admin_key),
-                    },
-                }
-            ],
-            "contexts": [
-                {
-                    "name": _CONTEXT,
-                    "context": {
-                        "cluster": _CONTEXT,
-                        "user": "tiny-harness-admin",
-                        "namespace": "default",
-                    },
-                }
-            ],
-            "current-context": _CONTEXT,
-        }
-        fd = os.open(self.kubeconfig, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(config, f)
-
-
-def apply_admission(admin: AdminHttp, docs: list[dict[str, Any]]) -> None:
-    """Server-side apply admission policies and their bindings (the harness's identity policy,
-    ``kube/admission.py``). The API server starts enforcing a policy within a moment of the
-    write; a caller that depends on it being enforced waits for a refusal."""
-    for doc in docs:
-        plural = {
-            "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
-            "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
-        }[doc["kind"]]
-        name = doc["metadata"]["name"]
-        resp = admin.request(
-            "PATCH",
-            f"/apis/admissionregistration.k8s.io/v1/{plural}/{name}"
-            "?fieldManager=tiny-harness&force=true",
-            body=json.dumps(doc).encode(),
-            content_type="application/apply-patch+yaml",
-        )
-        if resp.status >= 300:
-            raise ClusterError(
-                f"applying the {doc['kind']} {name} failed ({resp.status}): "
-                f"{resp.body.decode()[:500]}"
-            )
-
-
-def apply_crds(admin: AdminHttp, directory: Path, timeout: float = 30.0) -> list[str]:
-    """Server-side apply every CRD in ``directory`` and wait until each is established."""
-    names: list[str] = []
-    served: list[str] = []
-    for path in sorted(directory.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if not doc:
-                continue
-            name = doc["metadata"]["name"]
-            resp = admin.request(
-                "PATCH",
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-                f"{name}?fieldManager=tiny-harness&force=true",
-                body=json.dumps(doc).encode(),
-                content_type="application/apply-patch+yaml",
-            )
-            if resp.status >= 300:
-                raise ClusterError(
-                    f"applying {path.name} failed ({resp.status}): {resp.body.decode()[:500]}"
-                )
-            names.append(name)
-            spec = doc["spec"]
-            for version in spec["versions"]:
-                served.append(f"/apis/{spec['group']}/{version['name']}/{spec['names']['plural']}")
-    deadline = time.monotonic() + timeout
-    for name in names:
-        while not _established(admin, name):
-            if time.monotonic() > deadline:
-                raise ClusterError(f"the CRD {name} was not established within {timeout:.0f}s")
-            time.sleep(0.05)
-    # Established is not yet servable: until its storage is initialised a list gets 429.
-    for url in served:
-        while admin.request("GET", f"{url}?limit=1").status != 200:
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{url} was not served within {timeout:.0f}s")
-            time.sleep(0.05)
-    return names
-
-
-def _established(admin: AdminHttp, name: str) -> bool:
-    resp = admin.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-    if resp.status != 200:
-        return False
-    conditions: list[dict[str, Any]] = (resp.json().get("status") or {}).get("conditions") or []
-    for c in conditions:
-        if c["type"] == "NonStructuralSchema" and c["status"] == "True":
-            raise ClusterError(f"the CRD {name} is not structural: {c.get('message')}")
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
-
-
-def _reap_leftovers(data_dir: Path) -> None:
-    """Kill processes a previous launcher on this data directory left (it was SIGKILLed
-    before the kernel could deliver the death signal, or ran under another parent)."""
-    pidfile = data_dir / "pids"
-    if not pidfile.exists():
-        return
-    for pid in _recorded(pidfile):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(data_dir).encode() in cmdline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-    pidfile.unlink()
-
-
-def _recorded(pidfile: Path) -> Iterator[int]:
-    for line in pidfile.read_text().split():
-        if line.isdigit():
-            yield int(line)

@@ -2,14 +2,19 @@
 in its pid file, and dies with the launcher.
 
 ``PR_SET_PDEATHSIG`` has the kernel kill a child when the launcher dies, and the pid file lets
-the next start on the same data directory kill what a launcher killed too fast for that left.
+the next start on the same data directory kill what a launcher killed too fast for that left
+(:func:`reap_leftovers`). Each listens on a port the kernel picked free (:func:`free_port`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import signal
+import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -61,3 +66,33 @@ def tail(path: Path, lines: int = 20) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now, for a child to listen on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def reap_leftovers(data_dir: Path) -> None:
+    """Kill processes a previous launcher on this data directory left (it was SIGKILLed
+    before the kernel could deliver the death signal, or ran under another parent)."""
+    pidfile = data_dir / "pids"
+    if not pidfile.exists():
+        return
+    for pid in _recorded(pidfile):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(data_dir).encode() in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    pidfile.unlink()
+
+
+def _recorded(pidfile: Path) -> Iterator[int]:
+    for line in pidfile.read_text().split():
+        if line.isdigit():
+            yield int(line)

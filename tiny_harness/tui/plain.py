@@ -7,7 +7,7 @@ not to (``[bold]`` would be bold, ``[@click=...]`` an action), and passes ``ESC`
 controls to the terminal as they are (``ESC [2J`` clears the real screen under the app). These
 widgets take such text as plain text (``markup=False``) and show what a terminal would obey
 as visible escapes (:func:`~tiny_harness.core.literal.literal`), so that no caller can forget
-either; the app uses them, and :meth:`HarnessApp.notify` does the same for notices.
+either; the app uses them, and :meth:`FollowingApp.notify` does the same for notices.
 """
 
 from __future__ import annotations

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from a2a.types import (
@@ -58,93 +56,22 @@ from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, sub_state_of
-from tiny_harness.core.task import Lifecycle, Participant, SubTaskRow, TaskExtension, TaskUsage
-from tiny_harness.tui.approvals import AWAITING_APPROVAL, Call, badge, calls_of, is_decision_answer
-from tiny_harness.tui.artifacts import fold
+from tiny_harness.core.task import SubTaskRow, TaskUsage
+from tiny_harness.tui.approvals import is_decision_answer
+from tiny_harness.tui.artifact_list import fold
+from tiny_harness.tui.folded import FoldedTask, Line
 
 #: How the ids of the answers given outside a turn begin (``core.reply_ids``).
 REFUSED_PREFIX = refusal_id("")
 COMMAND_PREFIX = command_reply_id("")
-#: What the composer says when nothing more particular applies.
-COMPOSER_PLACEHOLDER = "Say something, or / for commands"
-
-
-@dataclass(frozen=True)
-class Line:
-    """One message of the conversation, as shown."""
-
-    message_id: str
-    who: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Question:
-    """A participant task as the screens show it: the question, whom it asks, whether that is
-    the viewer, whether it still waits for the answer, and how it ended."""
-
-    text: str
-    #: Who answers it: the task's assignees (one, as ``create_task_for_participant`` makes it).
-    asks: tuple[str, ...]
-    mine: bool
-    waiting: bool
-    #: The status text the task ended with ("answered by carol: ..."), once it has ended.
-    ending: str | None
-
-    @property
-    def whom(self) -> str:
-        return " or ".join(self.asks) or "its assignee"
-
-    @property
-    def badge(self) -> str:
-        """The mark beside the task wherever it is listed (the web UI says the same)."""
-        return "question for you" if self.mine else f"asks {self.whom}"
-
-    @property
-    def title(self) -> str:
-        return "Question for you" if self.mine else f"Question for {self.whom}"
-
-    def guidance(self) -> str:
-        """What the viewer can do about it now, or how it ended."""
-        if self.ending is not None:
-            return self.ending
-        if not self.waiting:
-            return "Taking your answer…" if self.mine else f"Taking {self.whom}'s answer…"
-        if self.mine:
-            return "Your answer completes this task: type it below and press enter."
-        return (
-            f"This task waits for {self.whom}'s answer: only theirs completes it, and a "
-            "message from you does not answer it."
-        )
-
-    def placeholder(self) -> str:
-        """The composer's placeholder: the assignee's answer, or a reminder to anyone else."""
-        if not self.waiting:
-            return COMPOSER_PLACEHOLDER
-        if self.mine:
-            return "Your answer (enter sends it and completes the task)"
-        return f"Only {self.whom}'s answer completes this task; / for commands"
 
 
 @dataclass
-class TaskView:
-    """One task as the TUI shows it. ``me`` is the participant the TUI acts as."""
+class TaskView(FoldedTask):
+    """One task as the TUI shows it, and the fold that keeps it so (what the screens read of
+    it is :class:`~tiny_harness.tui.folded.FoldedTask`'s). ``me`` is the participant the TUI
+    acts as."""
 
-    task_id: str
-    me: str
-    state: TaskState = TaskState.SUBMITTED
-    sub_state: str | None = None
-    extension: TaskExtension | None = None
-    lines: list[Line] = field(default_factory=list)
-    #: When (on ``clock``) this view saw the task start working, while it works.
-    working_since: float | None = None
-    #: The status text the task ended with, once it has ended.
-    ending: str | None = None
-    #: The task's version this view last applied (None: nothing carried one yet).
-    version: int | None = None
-    #: The task's artifacts, each whole (its chunks' parts joined), in the order published.
-    artifacts: tuple[Artifact, ...] = ()
-    clock: Callable[[], float] = time.monotonic
     _seen: set[str] = field(default_factory=set)
     #: Each stream's artifact updates not yet followed by a status update, by stream.
     _held: dict[str, list[TaskArtifactUpdateEvent]] = field(default_factory=dict)
@@ -313,122 +240,6 @@ class TaskView:
         sender = str(metadata_dict(message.metadata).get("sender") or "")
         return sender if sender and sender != self.me else "you"
 
-    # -- what the screens ask ----------------------------------------------------------------
-
-    @property
-    def header(self) -> str:
-        """The top bar: ``INPUT_REQUIRED · awaiting-next-message``."""
-        state = self.state.value.removeprefix("TASK_STATE_")
-        return f"{state} · {self.sub_state}" if self.sub_state else state
-
-    @property
-    def goal(self) -> str:
-        return self.extension.goal if self.extension else ""
-
-    @property
-    def criteria(self) -> tuple[str, ...]:
-        return tuple(self.extension.acceptance_criteria) if self.extension else ()
-
-    @property
-    def participants(self) -> tuple[Participant, ...]:
-        return tuple(self.extension.participants) if self.extension else ()
-
-    @property
-    def sub_tasks(self) -> tuple[SubTaskRow, ...]:
-        return self.extension.sub_tasks if self.extension else ()
-
-    @property
-    def parent(self) -> str | None:
-        link = self.extension.parent if self.extension else None
-        return link.task_id if link is not None else None
-
-    @property
-    def plan_lines(self) -> list[str]:
-        plan = self.extension.plan if self.extension else None
-        if plan is None:
-            return []
-        return [f"[{'x' if s.done else ' '}] {s.name}" for s in plan.steps]
-
-    def progress(self) -> str | None:
-        """While a turn runs: for how long (as this view saw it) and the model calls the task
-        has made so far, the running turn's included (the operator writes those with each
-        renewal of the turn's lease, every third of the lease time)."""
-        if self.working_since is None:
-            return None
-        text = f"working for {int(self.clock() - self.working_since)}s"
-        calls = 0
-        if self.extension is not None:
-            for used in (self.extension.usage, self.extension.turn_usage):
-                calls += used.model_calls if used is not None else 0
-        if calls:
-            text += f" · {calls} model call{'' if calls == 1 else 's'} so far"
-        return text
-
-    def usage_line(self) -> str | None:
-        used = self.extension.usage if self.extension else None
-        if used is None or not used.model_calls:
-            return None
-        return (
-            f"Used: {used.model_calls} model calls, "
-            f"{used.input_tokens + used.output_tokens} tokens, {used.tool_calls} tool calls"
-        )
-
-    def question(self) -> Question | None:
-        """The question this task puts to a person, when it is a participant task."""
-        ext = self.extension
-        if ext is None or ext.lifecycle is not Lifecycle.PARTICIPANT:
-            return None
-        return Question(
-            text=ext.goal,
-            asks=ext.assignees,
-            mine=self.me in ext.assignees,
-            waiting=self.state is TaskState.INPUT_REQUIRED,
-            ending=self.ending if self.state.is_terminal else None,
-        )
-
-    def answer_to(self, message_id: str) -> Line | None:
-        """The harness's answer to the message sent as ``message_id``: a command's or a
-        decision's reply (``cmd-...``), or its refusal (``refused-...``), once shown."""
-        ids = {command_reply_id(message_id), refusal_id(message_id)}
-        return next((line for line in self.lines if line.message_id in ids), None)
-
-    def calls(self) -> tuple[Call, ...]:
-        """The calls the task waits to have approved (and those decided since), the ones the
-        viewer may decide first."""
-        return calls_of(self.extension, self.me)
-
-    def wants_read(self) -> bool:
-        """Whether the task should be read again after a status update: its calls are in no
-        status update, and one that waits (or did) may have been decided meanwhile."""
-        return self.sub_state == AWAITING_APPROVAL or bool(self.calls())
-
-    def badge(self) -> str | None:
-        """The mark first on the task's line: a question's, else an approval's."""
-        question = self.question()
-        return question.badge if question else badge(self.calls(), self.sub_state)
-
-    def label(self) -> str:
-        """The task's line in the tree: a question's or an approval's badge first (so a
-        narrow tree keeps it), then the goal and the state."""
-        mark = self.badge()
-        line = f"{self.goal or self.task_id} · {self.header}"
-        return f"{mark} · {line}" if mark else line
-
-    def placeholder(self) -> str:
-        question = self.question()
-        return question.placeholder() if question else COMPOSER_PLACEHOLDER
-
-    def role(self) -> str | None:
-        return next((p.role.value for p in self.participants if p.id == self.me), None)
-
-    def refusal(self) -> str | None:
-        """Why Complete and Cancel are refused here, or None when they may be asked."""
-        if self.state.is_terminal:
-            return f"the task has ended ({self.header}); nothing to complete or cancel"
-        if self.role() == "watcher":
-            return "you watch this task: a watcher cannot complete or cancel it"
-        return None
-
 
 def listed_view(task: Task, me: str, open_view: TaskView | None = None) -> TaskView:
     """A listed task as the tree shows it. The open task is shown as its top bar shows it: its
@@ -453,17 +264,6 @@ def version_of(item: Task | TaskStatusUpdateEvent) -> int | None:
     extension = metadata_dict(item.metadata).get(TASK_EXT_KEY)
     value = extension.get("version") if isinstance(extension, dict) else None
     return int(value) if isinstance(value, str) and value.isdigit() else None
-
-
-def row_text(row: SubTaskRow) -> str:
-    """A sub-task row as the parent lists it: id, state and sub-state, where it runs when that
-    is a remote agent, and its goal."""
-    state = row.state.value.removeprefix("TASK_STATE_")
-    parts = [row.task_id, f"{state} · {row.sub_state}" if row.sub_state else state]
-    if row.agent:
-        parts.append(f"on agent {row.agent}")
-    parts.append(row.goal)
-    return " · ".join(parts)
 
 
 def is_refusal(message: Message) -> bool:
@@ -513,43 +313,4 @@ def file_line(part: Part) -> str:
 def _copy(artifact: Artifact) -> Artifact:
     out = Artifact()
     out.CopyFrom(artifact)
-    return out
-
-
-def tree(
-    tasks: Iterable[Task], first: Callable[[Task], bool] = lambda _: False
-) -> list[tuple[int, Task]]:
-    """Tasks as a tree, parents before their children: (depth, task). A child whose parent is
-    not in the list is shown at the top. Among siblings, those for which ``first`` holds, or
-    for one of their sub-tasks, come first (a call that waits for the viewer's decision), the
-    others keeping their order."""
-    listed = list(tasks)
-    ids = {t.id for t in listed}
-    children: dict[str, list[Task]] = {}
-    roots: list[Task] = []
-    for task in listed:
-        try:
-            parent = extension_from_a2a(task).parent
-        except InvalidTaskError:
-            parent = None
-        if parent is not None and parent.task_id in ids:
-            children.setdefault(parent.task_id, []).append(task)
-        else:
-            roots.append(task)
-    out: list[tuple[int, Task]] = []
-    urgent: dict[str, bool] = {}
-
-    def needs(task: Task) -> bool:
-        if task.id not in urgent:
-            below = [needs(c) for c in children.get(task.id, [])]
-            urgent[task.id] = first(task) or any(below)
-        return urgent[task.id]
-
-    def walk(task: Task, depth: int) -> None:
-        out.append((depth, task))
-        for child in sorted(children.get(task.id, []), key=lambda t: not needs(t)):
-            walk(child, depth + 1)
-
-    for root in sorted(roots, key=lambda t: not needs(t)):
-        walk(root, 0)
     return out

@@ -22,7 +22,8 @@ from tiny_harness.tui.approvals import (
     refusal_to,
     summary,
 )
-from tiny_harness.tui.view import TaskView, listed_view, tree
+from tiny_harness.tui.task_tree import tree
+from tiny_harness.tui.view import TaskView, listed_view
 
 
 def view_of(*calls: object, me: str = "alice", **more: object) -> TaskView:

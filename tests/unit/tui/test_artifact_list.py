@@ -22,7 +22,7 @@ from tests.unit.tui.artifact_events import (
 )
 from tiny_harness.core.artifact_bytes import content
 from tiny_harness.core.artifacts import ArtifactPart
-from tiny_harness.tui.artifacts import (
+from tiny_harness.tui.artifact_list import (
     content_of,
     fold,
     parts_of,
