@@ -36,6 +36,7 @@ from typing import Any, Final
 from tiny_harness.core.approval import gates_of
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
+from tiny_harness.core.completion import decide_completion
 from tiny_harness.core.deadlines import deadline_left
 from tiny_harness.core.decide import (
     CutReason,
@@ -49,7 +50,6 @@ from tiny_harness.core.decide import (
 )
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
-from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.participant_turn import AnsweringLoop
 from tiny_harness.core.reach import Reach
 from tiny_harness.core.remote_view import remote_ref_of
@@ -416,7 +416,7 @@ class TurnSupervisor:
 
     def refused_completions(self, snap: Snapshot, pending: Sequence[Pending]) -> frozenset[str]:
         """The completions the task would refuse now, judged as the next pass would judge
-        them (``core.loop.decide_completion``, with the hooks' override)."""
+        them (``core.completion.decide_completion``, with the hooks' override)."""
         hooks = self.w.rt.commands.hooks
         return frozenset(
             m.message_id

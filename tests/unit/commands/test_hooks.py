@@ -36,7 +36,7 @@ from tiny_harness.core.commands.registry import (
     CommandRegistry,
 )
 from tiny_harness.core.commands.run import run_command
-from tiny_harness.core.loop import CompletionVerdict, decide_completion
+from tiny_harness.core.completion import CompletionVerdict, decide_completion
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Role, SubTaskRow, TaskExtension
 
