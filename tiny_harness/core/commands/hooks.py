@@ -262,7 +262,7 @@ TASK_COMPLETE_POST: Final = HookPoint(Operation.TASK_COMPLETE, Phase.POST)
 
 
 def completion_override(runner: HookRunner, requested_by: str | None = None) -> CompletionOverride:
-    """The ``task.complete`` chains as a :data:`~tiny_harness.core.loop.CompletionOverride`.
+    """The ``task.complete`` chains as a :data:`~tiny_harness.core.completion.CompletionOverride`.
 
     Pass ``requested_by`` (the participant asking) for a complete request, and nothing for a
     delegated turn's end::
