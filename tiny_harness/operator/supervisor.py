@@ -33,21 +33,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from tiny_harness.core.actions import CutReason, CutTurn, KeepGoing, RunCommandNow, SyncRowsNow
 from tiny_harness.core.approval import gates_of
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.completion import decide_completion
 from tiny_harness.core.deadlines import deadline_left
-from tiny_harness.core.decide import (
-    CutReason,
-    CutTurn,
-    KeepGoing,
-    Pending,
-    RunCommandNow,
-    SyncRowsNow,
-    TurnFacts,
-    decide_during_turn,
-)
+from tiny_harness.core.decide import Pending, TurnFacts, decide_during_turn
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.participant_turn import AnsweringLoop

@@ -12,6 +12,14 @@ from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
 from pydantic import ValidationError
 
+from tiny_harness.core.actions import (
+    ApplyControl,
+    ApplyDecision,
+    Refuse,
+    RunTurn,
+    TimeOutApprovals,
+    WaitForInput,
+)
 from tiny_harness.core.approval import (
     ApprovalDefaults,
     ApprovalPolicy,
@@ -27,17 +35,7 @@ from tiny_harness.core.approval import (
 )
 from tiny_harness.core.compaction import FixedContextWindow
 from tiny_harness.core.control import control_message, control_of
-from tiny_harness.core.decide import (
-    ApplyControl,
-    ApplyDecision,
-    Facts,
-    Pending,
-    Refuse,
-    RunTurn,
-    TimeOutApprovals,
-    WaitForInput,
-    decide,
-)
+from tiny_harness.core.decide import Facts, Pending, decide
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.loop import CoreLoop
