@@ -29,7 +29,6 @@ from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import PendingApproval, distinct_call_ids
 from tiny_harness.core.compaction import ContextWindows, estimate_tools_tokens
 from tiny_harness.core.completion import CompletionOverride, CompletionVerdict, decide_completion
-from tiny_harness.core.context import sub_task_note
 from tiny_harness.core.intrinsics import (
     INTRINSIC_NAMES,
     INTRINSIC_SPECS,
@@ -39,6 +38,7 @@ from tiny_harness.core.intrinsics import (
 from tiny_harness.core.llm import ModelAdapter
 from tiny_harness.core.loop_config import LoopConfig
 from tiny_harness.core.model_steps import ModelSteps
+from tiny_harness.core.prompt import sub_task_note
 from tiny_harness.core.replay import Skipped
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Lifecycle

@@ -2,7 +2,7 @@
 budget, and the answer journaled before the turn acts on it.
 
 A model call is a step like any other (:mod:`tiny_harness.core.turn`): live, it asks the host
-for the task's settings, builds the request (:func:`~tiny_harness.core.context.assemble_context`)
+for the task's settings, builds the request (:func:`~tiny_harness.core.prompt.assemble_context`)
 and checkpoints the answer as a :class:`~tiny_harness.core.turn.ModelEntry`; replayed, it takes
 the answer from the journal and calls nothing. A compaction before it is journaled the same way
 (a :class:`~tiny_harness.core.turn.CompactionEntry`), so a resumed turn sees the history it had.
@@ -19,10 +19,10 @@ from tiny_harness.core.compaction import (
     estimate_history_tokens,
     estimate_tokens,
 )
-from tiny_harness.core.context import assemble_context, system_prompt
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, ModelAdapter, ToolSpec
 from tiny_harness.core.loop_config import LoopConfig
+from tiny_harness.core.prompt import assemble_context, system_prompt
 from tiny_harness.core.turn import CompactionEntry, ModelEntry, TaskSettings, TurnHost
 from tiny_harness.core.turn_state import TurnState
 

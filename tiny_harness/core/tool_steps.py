@@ -18,7 +18,7 @@ from typing import Any
 
 from tiny_harness.core import approval_steps
 from tiny_harness.core.approval import Gates
-from tiny_harness.core.artifacts import ChunkRef, apply_chunk, local_entry_id, tool_files_chunk
+from tiny_harness.core.artifact_index import ChunkRef, apply_chunk, local_entry_id, tool_files_chunk
 from tiny_harness.core.intrinsics import INTRINSIC_NAMES, apply_intrinsic, record_spawn
 from tiny_harness.core.llm import ToolCall
 from tiny_harness.core.reach import Reach

@@ -51,7 +51,7 @@ from tiny_harness.core.tracing import enabled as tracing_enabled
 from tiny_harness.core.tracing import end_turn, parent_and_links, turn_span
 from tiny_harness.core.turn import TurnInput, TurnOutcome
 from tiny_harness.core.usage import total, usage_of
-from tiny_harness.models.errors import ModelCallError
+from tiny_harness.models.call_errors import ModelCallError
 from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.host import OperatorTurnHost
 from tiny_harness.operator.inherited_rules import inherited_rules

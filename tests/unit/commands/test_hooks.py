@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
+from tiny_harness.core.commands.command_errors import HookAbort, HookError
 from tiny_harness.core.commands.context import (
     CommandInvokedIn,
     CommandInvokedPost,
     CommandInvokedPre,
     CommandResult,
 )
-from tiny_harness.core.commands.errors import HookAbort, HookError
 from tiny_harness.core.commands.hooks import (
     HOOK_POINT_NAMES,
     TASK_COMPLETE_IN,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tiny_harness.core.commands.command_errors import PluginError
 from tiny_harness.core.commands.context import CommandResult
-from tiny_harness.core.commands.errors import PluginError
 from tiny_harness.core.commands.hooks import TASK_COMPLETE_IN, completion_override
 from tiny_harness.core.commands.plugins import ComponentKind, SkippedComponent
 from tiny_harness.core.commands.registry import COMMAND_INVOKED_IN, COMMAND_INVOKED_PRE
@@ -21,7 +21,7 @@ from .support import CATALOG, PluginFactory, send
 
 EXECUTORS = """
     from tiny_harness.core.commands.context import CommandResult
-    from tiny_harness.core.commands.errors import HookAbort
+    from tiny_harness.core.commands.command_errors import HookAbort
 
     seen = []
 

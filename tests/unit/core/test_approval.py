@@ -34,7 +34,7 @@ from tiny_harness.core.approval import (
     shown_arguments,
 )
 from tiny_harness.core.compaction import FixedContextWindow
-from tiny_harness.core.control import control_message, control_of
+from tiny_harness.core.control_envelope import control_message, control_of
 from tiny_harness.core.decide import Facts, Pending, decide
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.llm import ChatMessage

@@ -32,7 +32,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from tiny_harness.core.commands.errors import HookAbort, HookError
+from tiny_harness.core.commands.command_errors import HookAbort, HookError
 from tiny_harness.core.completion import CompletionDecision, CompletionOverride
 from tiny_harness.core.task import TaskExtension
 

@@ -19,8 +19,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from tiny_harness.core.command_spec import COMMAND_NAME_MAX, COMMAND_NAME_PATTERN, CommandSpec
+from tiny_harness.core.commands.command_errors import CommandError, HookError
 from tiny_harness.core.commands.context import CommandInvokedIn, CommandResult
-from tiny_harness.core.commands.errors import CommandError, HookError
 from tiny_harness.core.commands.hooks import (
     DEFAULT_PRIORITY,
     HookPoint,
