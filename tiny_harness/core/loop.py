@@ -139,7 +139,7 @@ class _Turn:
         self.decided = turn.decided
         self.budget = turn.budget
         self.used = turn.used
-        self.models = ModelSteps(
+        self.model_steps = ModelSteps(
             self.state,
             host,
             model=loop.model,
@@ -149,12 +149,12 @@ class _Turn:
             tools_tokens=tools_tokens,
             tool_notes=tools.notes if tools is not None else (),
         )
-        self.tools = ToolSteps(self.state, host, invoker, gates=turn.gates, reach=turn.reach)
+        self.tool_steps = ToolSteps(self.state, host, invoker, gates=turn.gates, reach=turn.reach)
 
     async def run(self) -> TurnOutcome:
         s = self.state
         for decided in self.decided:
-            await self.tools.decided(decided)
+            await self.tool_steps.decided(decided)
         first = True
         while True:
             await self.drain_point()
@@ -169,11 +169,11 @@ class _Turn:
             over = self.over_budget()
             if over is not None:
                 return await over
-            response = await self.models.call()
+            response = await self.model_steps.call()
             if response.tool_calls:
                 ids = distinct_call_ids([c.id for c in response.tool_calls])
                 for call, call_id in zip(response.tool_calls, ids, strict=True):
-                    await self.tools.step(call, call_id)
+                    await self.tool_steps.step(call, call_id)
                 if s.awaiting:
                     return await self.park_for_approval()
                 if s.questions:
