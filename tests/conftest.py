@@ -30,7 +30,7 @@ from tiny_harness.devcluster import LocalCluster
 from tiny_harness.kube.admission import local_policy
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.testing.mcp_server import McpServerThread
-from tiny_harness.testing.model_server import ModelServerControl
+from tiny_harness.testing.model_script import ModelServerControl
 
 # Property tests assert what holds for every input, not how fast inputs are made: on a shared
 # 2-core machine under load, example generation and a single example can each take longer than

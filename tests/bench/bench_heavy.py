@@ -112,7 +112,7 @@ from tiny_harness.kube.names import (
     TURN_PLURAL,
     VERSION,
 )
-from tiny_harness.testing.model_server import (
+from tiny_harness.testing.model_script import (
     ModelServerControl,
     RecordedRequest,
     ScriptedToolCall,

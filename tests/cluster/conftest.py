@@ -32,7 +32,7 @@ from tests.integration.chart_support import CHART, Helm, build_helm
 from tiny_harness.devcluster import LocalCluster
 from tiny_harness.devcluster.network import NodeNetwork
 from tiny_harness.kube.crd import REPO_ROOT
-from tiny_harness.testing.model_server import ModelServerControl
+from tiny_harness.testing.model_script import ModelServerControl
 
 if os.environ.get("TINY_HARNESS_NODE_TESTS") != "1":
     collect_ignore_glob = ["test_*.py"]

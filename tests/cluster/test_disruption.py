@@ -18,7 +18,7 @@ from tests.cluster.test_install import harness
 from tests.eventually import eventually, eventually_async
 from tests.integration.gateway_support import A2AUser, states, task_id_of, text_message
 from tiny_harness.a2a_gateway.rendering import version_of
-from tiny_harness.testing.model_server import ScriptedToolCall, TextTurn, ToolCallsTurn
+from tiny_harness.testing.model_script import ScriptedToolCall, TextTurn, ToolCallsTurn
 
 
 def create_task(release: Release, name: str) -> None:

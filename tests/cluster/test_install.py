@@ -11,7 +11,7 @@ import urllib.request
 from tests.cluster.conftest import NAMESPACE, RELEASE, NodeModelServer, Release, wait_for_state
 from tests.integration.gateway_support import A2AUser, said, states, task_id_of, text_message
 from tiny_harness.kube.crd import REPO_ROOT
-from tiny_harness.testing.model_server import TextTurn
+from tiny_harness.testing.model_script import TextTurn
 
 
 def harness(release: Release, *args: str) -> str:

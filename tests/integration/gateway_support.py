@@ -33,7 +33,7 @@ from a2a.types import (
 
 from tests.conftest import Kubectl, free_port
 from tests.eventually import eventually
-from tiny_harness.core.control import control_part
+from tiny_harness.core.control_envelope import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.kube.crd import REPO_ROOT

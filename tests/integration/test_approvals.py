@@ -35,7 +35,7 @@ from tests.integration.remote_support import (
 )
 from tests.integration.remote_support import declare as declare_agent
 from tests.integration.toolserver_support import declare, tool_outputs, wait_ready
-from tiny_harness.core.control import control_message
+from tiny_harness.core.control_envelope import control_message
 from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.kube.names import API_VERSION, TOOL_SERVER_KIND

@@ -18,7 +18,7 @@ from a2a.types import (
 )
 
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.control import control_message
+from tiny_harness.core.control_envelope import control_message
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import with_sub_state

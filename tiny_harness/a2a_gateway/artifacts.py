@@ -1,13 +1,13 @@
 """A task's artifacts as an A2A client sees them: ``Task.artifacts`` and the
 ``TaskArtifactUpdateEvent`` of each chunk a stream has not shown yet.
 
-The task's status holds the artifacts' index (``status.artifacts``, :mod:`.core.artifacts`);
+The task's status holds the artifacts' index (``status.artifacts``, :mod:`.core.artifact_index`);
 their parts are in the turn records, in the entries the index names. So a reader reads the
 records of those turns alone (:meth:`.store.KubeTaskStore.artifacts`), whatever the length of the
 conversation, and renders them here.
 
 **Streams.** The index changes when a turn that published ends (the operator's one status
-writer), so a stream tells each change's new chunks (:func:`.core.artifacts.new_chunks`) as
+writer), so a stream tells each change's new chunks (:func:`.core.artifact_index.new_chunks`) as
 artifact updates *before* that change's status update: ``append`` when the chunk adds to what
 the stream showed of the artifact, ``last_chunk`` when it is the artifact's last chunk as of
 that change (a later turn may append again). An artifact update carries no event id of its own
@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 from a2a.types import Artifact, Part, TaskArtifactUpdateEvent
 
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ArtifactChunk,
     ArtifactPart,
     ArtifactRow,

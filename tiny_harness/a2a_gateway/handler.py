@@ -102,7 +102,7 @@ from tiny_harness.a2a_gateway.stream import Opening, TaskStreams, visible
 from tiny_harness.a2a_gateway.stream_limits import StreamLimits
 from tiny_harness.a2a_gateway.waiting import Note, Quiet, Waits, at_quiet_tick, with_quiet_ticks
 from tiny_harness.core.a2a_task import task_to_a2a
-from tiny_harness.core.artifacts import ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactRow
 from tiny_harness.core.reply_ids import command_reply_id, refusal_id
 from tiny_harness.core.task import TaskStatus
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from tiny_harness.a2a_gateway.quotas import too_large
 from tiny_harness.a2a_gateway.rendering import message_parts, plain_metadata
 from tiny_harness.core.a2a_task import envelope_from_metadata
-from tiny_harness.core.control import control_of
+from tiny_harness.core.control_envelope import control_of
 from tiny_harness.core.errors import (
     InvalidEnvelopeError,
     InvalidTaskError,

@@ -24,9 +24,9 @@ from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.waiting import Note
 from tiny_harness.core.a2a_task import state_to_a2a, status_to_a2a, task_to_a2a
-from tiny_harness.core.artifacts import ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactRow
 from tiny_harness.core.attachments import OPAQUE_TYPE, Attachment, media_type_of, refuse_file
-from tiny_harness.core.control import control_part
+from tiny_harness.core.control_envelope import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec

@@ -84,7 +84,7 @@ from tiny_harness.a2a_gateway.rendering import (
 )
 from tiny_harness.a2a_gateway.tally import Hold
 from tiny_harness.core.a2a_task import extension_from_a2a, state_from_a2a
-from tiny_harness.core.artifacts import ArtifactChunk, chunks_of, turns_of
+from tiny_harness.core.artifact_index import ArtifactChunk, chunks_of, turns_of
 from tiny_harness.core.authority import SUB_TASKS, refusal
 from tiny_harness.core.errors import (
     InvalidTaskError,

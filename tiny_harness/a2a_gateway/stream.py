@@ -39,7 +39,7 @@ from tiny_harness.a2a_gateway.rendering import (
     change_of,
     is_terminal,
 )
-from tiny_harness.core.artifacts import ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactRow
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, changes_between

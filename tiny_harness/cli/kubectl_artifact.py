@@ -21,7 +21,7 @@ from typing import Final
 from tiny_harness.cli import kubectl_render as render
 from tiny_harness.cli.kubectl_session import Session, status_of
 from tiny_harness.core.artifact_bytes import content as content
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ArtifactChunk,
     ArtifactPart,
     ArtifactRow,

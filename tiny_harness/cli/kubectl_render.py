@@ -23,7 +23,7 @@ from typing import Any, Final, TextIO
 from tiny_harness.cli.kubectl_session import Said, name_of, role_of, spec_of, state_of, status_of
 from tiny_harness.cli.kubectl_session import lifecycle_of as participant_lifecycle
 from tiny_harness.core.approval import ARGUMENTS_MAX, PendingApproval, Requirement, undecided
-from tiny_harness.core.artifacts import ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactRow
 from tiny_harness.core.clock import parse
 from tiny_harness.core.command_spec import CommandSpec
 from tiny_harness.core.history import TranscriptMessage

@@ -1,8 +1,9 @@
 """What a turn does with approvals, as pure steps: whether a call parks, and what a park shows.
 
-The loop (:mod:`tiny_harness.core.loop`) journals what these return: the park of a call that
-needs approval (an :class:`~tiny_harness.core.turn.AwaitEntry`, with its deadline read from the
-clock once), and, at the turn's end, the pending calls and the status text that lists them.
+The loop's tool steps (:mod:`tiny_harness.core.tool_steps`) journal what these return: the park
+of a call that needs approval (an :class:`~tiny_harness.core.turn.AwaitEntry`, with its deadline
+read from the clock once); the loop (:mod:`tiny_harness.core.loop`), at the turn's end, the
+pending calls and the status text that lists them.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from tiny_harness.core.artifacts import ArtifactPart
+from tiny_harness.core.artifact_index import ArtifactPart
 
 
 def content(parts: Sequence[ArtifactPart]) -> bytes:

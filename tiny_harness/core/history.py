@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.compaction import compacted_history
-from tiny_harness.core.context import sub_task_note
 from tiny_harness.core.llm import ChatMessage
+from tiny_harness.core.prompt import sub_task_note
 from tiny_harness.core.turn import (
     AwaitEntry,
     CompactionEntry,

@@ -23,7 +23,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from tiny_harness.core.agent import AgentChoice
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ARTIFACT_DESCRIPTION_MAX,
     ARTIFACT_NAME_MAX,
     ArtifactChunk,

@@ -29,7 +29,7 @@ from a2a.helpers.proto_helpers import get_data_parts
 from a2a.types import Artifact, Message, Part, Role, StreamResponse, Task, TaskStatus
 
 from tiny_harness.core.a2a_task import state_from_a2a
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ArtifactChunk,
     ArtifactFile,
     ArtifactPart,
@@ -341,7 +341,7 @@ def kept_artifacts(
     rows: Sequence[ArtifactRow], kept: Iterable[RemoteArtifactEntry], turn: int
 ) -> tuple[ArtifactRow, ...]:
     """The sub-task's artifact index with the remote chunks this turn kept; a chunk past the
-    task's bounds (``core/artifacts.refuse_publish``) is left out of the index, as a publish
+    task's bounds (``core/artifact_index.refuse_publish``) is left out of the index, as a publish
     past them would be refused."""
     out = tuple(rows)
     for entry in kept:

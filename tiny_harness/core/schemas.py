@@ -5,7 +5,7 @@ Clients in other languages validate against ``docs/a2a/ext/{task,status,commands
 :class:`~tiny_harness.core.task.TaskExtension`,
 :class:`~tiny_harness.core.status_ext.StatusExtensionData`,
 :class:`~tiny_harness.core.command_spec.CommandsExtensionParams` and
-:class:`~tiny_harness.core.control.ControlEnvelope` by field name (snake_case, the wire
+:class:`~tiny_harness.core.control_envelope.ControlEnvelope` by field name (snake_case, the wire
 spelling), and a unit test fails when a committed file differs from what this module generates.
 Regenerate them with::
 
@@ -25,7 +25,7 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from tiny_harness.core.command_spec import CommandsExtensionParams
-from tiny_harness.core.control import ControlEnvelope
+from tiny_harness.core.control_envelope import ControlEnvelope
 from tiny_harness.core.extensions import (
     APPROVAL_EXT_URI,
     COMMANDS_EXT_URI,

@@ -20,7 +20,7 @@ every update, so every object must stay well under 1.5 MiB however long it lives
 - the **artifacts** a model publishes: at most :data:`ARTIFACT_CHUNK_BYTES` per publish (one
   journal entry), :data:`ARTIFACT_BYTES` and :data:`MAX_ARTIFACT_CHUNKS` per artifact,
   :data:`MAX_ARTIFACTS` and :data:`TASK_ARTIFACT_BYTES` per task; past one the publish is
-  refused to the model, naming the bound, and nothing is stored (``core/artifacts.py``).
+  refused to the model, naming the bound, and nothing is stored (``core/artifact_index.py``).
 """
 
 from __future__ import annotations

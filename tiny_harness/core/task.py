@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from tiny_harness.core.approval import PendingApproval, TaskApprovalRule
-from tiny_harness.core.artifacts import ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactRow
 from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
 from tiny_harness.core.plan import Plan
 from tiny_harness.core.sizes import MAX_ARTIFACTS

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from tiny_harness.core.agent import AgentChoice
 from tiny_harness.core.approval import Decision, Gates, PendingApproval, Requirement
-from tiny_harness.core.artifacts import ArtifactChunk, ArtifactRow
+from tiny_harness.core.artifact_index import ArtifactChunk, ArtifactRow
 from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.llm import ChatMessage, LLMResponse, Usage
@@ -225,7 +225,7 @@ class RemoteStatusEntry(_Data):
 class RemoteArtifactEntry(_Data):
     """A chunk of a remote task's artifact, kept as an artifact of the sub-task that mirrors
     it: its parts are here, as a publish's are in its tool entry, and the sub-task's index
-    names this entry (``core/artifacts.py``). ``digest`` is the artifact's content as of this
+    names this entry (``core/artifact_index.py``). ``digest`` is the artifact's content as of this
     chunk, so a poll that shows the same artifact again keeps nothing twice."""
 
     kind: Literal["remote_artifact"] = "remote_artifact"

@@ -12,19 +12,19 @@ The adapter classes live in their provider's module (``openai_responses``, ``ope
 ``anthropic_messages``), imported only by the one that is configured.
 """
 
+from tiny_harness.models.call_errors import (
+    MODEL_CALL_REASONS,
+    ModelCallError,
+    ModelCallReason,
+    ModelRequestRejectedError,
+    ModelUnavailableError,
+)
 from tiny_harness.models.config import (
     AnthropicSettings,
     OpenAISettings,
     ProviderSettings,
     catalog_for,
     parse_provider_settings,
-)
-from tiny_harness.models.errors import (
-    MODEL_CALL_REASONS,
-    ModelCallError,
-    ModelCallReason,
-    ModelRequestRejectedError,
-    ModelUnavailableError,
 )
 from tiny_harness.models.factory import Adapter, build_adapter, resolve_api_key
 from tiny_harness.models.retry import CallContext, RetryPolicy

@@ -3,10 +3,10 @@
 The SDK clients are built with ``max_retries=0`` and this loop retries instead, for three
 reasons: the backoff is a setting (tests run it at zero), the budget is the same for every
 provider, and when the budget runs out the caller gets a typed
-:class:`~tiny_harness.models.errors.ModelCallError` rather than an SDK exception.
+:class:`~tiny_harness.models.call_errors.ModelCallError` rather than an SDK exception.
 
 Every failure is classified into a condition reason (see
-:data:`~tiny_harness.models.errors.ModelCallReason`) and, while the loop backs off, the
+:data:`~tiny_harness.models.call_errors.ModelCallReason`) and, while the loop backs off, the
 :data:`~tiny_harness.core.llm.retry_observer` of the running turn hears about each retry, so
 a participant is not left looking at a turn that seems to hang.
 """
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.tracing import add_event
-from tiny_harness.models.errors import (
+from tiny_harness.models.call_errors import (
     ModelCallError,
     ModelRequestRejectedError,
     ModelUnavailableError,

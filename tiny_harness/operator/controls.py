@@ -6,7 +6,7 @@ The reconciler (:mod:`tiny_harness.operator.worker`) decides which of these a pa
 row of :func:`~tiny_harness.core.decide.decide`; this module carries it out through the
 worker's writers (:class:`~tiny_harness.operator.ports.Acting`), one short action each.
 Whether a completion is accepted, what a command may do and who may end a task are decided by
-pure functions (``core.loop.decide_completion``, ``core.commands.run``, ``core.speakers``).
+pure functions (``core.completion.decide_completion``, ``core.commands.run``, ``core.speakers``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from tiny_harness.core.commands.context import TaskSnapshot
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.commands.parse import CommandCall, parse_command
 from tiny_harness.core.commands.run import run_command
+from tiny_harness.core.completion import CompletionVerdict, decide_completion
 from tiny_harness.core.history import (
     NoticeEntry,
     RecordEntry,
 )
 from tiny_harness.core.inbox import MessagePart, MessageSpec
-from tiny_harness.core.loop import CompletionVerdict, decide_completion
 from tiny_harness.core.reach import refuse_depth
 from tiny_harness.core.remote_view import remote_ref_of
 from tiny_harness.core.reply_ids import command_reply_id

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any, Final
 
-from tiny_harness.core.decide import CutReason
+from tiny_harness.core.actions import CutReason
 
 log = logging.getLogger(__name__)
 

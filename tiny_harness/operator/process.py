@@ -18,7 +18,8 @@ from pathlib import Path
 from tiny_harness.core.commands.hooks import completion_override
 from tiny_harness.core.commands.setup import build_command_registry
 from tiny_harness.core.errors import ConfigError
-from tiny_harness.core.loop import CoreLoop, LoopConfig
+from tiny_harness.core.loop import CoreLoop
+from tiny_harness.core.loop_config import LoopConfig
 from tiny_harness.core.settings import Settings
 from tiny_harness.core.tools import Tool, ToolRegistry
 from tiny_harness.core.tracing import TracedAdapter

@@ -44,7 +44,7 @@ from tiny_harness.core.approval import (
     shown_arguments,
 )
 from tiny_harness.core.clock import now, parse, rfc3339
-from tiny_harness.core.control import control_message
+from tiny_harness.core.control_envelope import control_message
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.extensions import KAGENT_HITL_EXT_URI
 from tiny_harness.core.remote_view import kagent_request, reply_id

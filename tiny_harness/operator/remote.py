@@ -61,7 +61,7 @@ from a2a.utils.errors import (
 
 from tiny_harness.core.approval import PendingApproval
 from tiny_harness.core.backoff import Backoff, retry_after
-from tiny_harness.core.control import control_part
+from tiny_harness.core.control_envelope import control_part
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.extensions import TASK_EXT_KEY
 from tiny_harness.core.llm import ChatMessage

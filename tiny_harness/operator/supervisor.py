@@ -33,23 +33,15 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
+from tiny_harness.core.actions import CutReason, CutTurn, KeepGoing, RunCommandNow, SyncRowsNow
 from tiny_harness.core.approval import gates_of
 from tiny_harness.core.clock import now, rfc3339
 from tiny_harness.core.commands.hooks import completion_override
+from tiny_harness.core.completion import decide_completion
 from tiny_harness.core.deadlines import deadline_left
-from tiny_harness.core.decide import (
-    CutReason,
-    CutTurn,
-    KeepGoing,
-    Pending,
-    RunCommandNow,
-    SyncRowsNow,
-    TurnFacts,
-    decide_during_turn,
-)
+from tiny_harness.core.decide import Pending, TurnFacts, decide_during_turn
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
-from tiny_harness.core.loop import decide_completion
 from tiny_harness.core.participant_turn import AnsweringLoop
 from tiny_harness.core.reach import Reach
 from tiny_harness.core.remote_view import remote_ref_of
@@ -59,7 +51,7 @@ from tiny_harness.core.tracing import enabled as tracing_enabled
 from tiny_harness.core.tracing import end_turn, parent_and_links, turn_span
 from tiny_harness.core.turn import TurnInput, TurnOutcome
 from tiny_harness.core.usage import total, usage_of
-from tiny_harness.models.errors import ModelCallError
+from tiny_harness.models.call_errors import ModelCallError
 from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.host import OperatorTurnHost
 from tiny_harness.operator.inherited_rules import inherited_rules
@@ -416,7 +408,7 @@ class TurnSupervisor:
 
     def refused_completions(self, snap: Snapshot, pending: Sequence[Pending]) -> frozenset[str]:
         """The completions the task would refuse now, judged as the next pass would judge
-        them (``core.loop.decide_completion``, with the hooks' override)."""
+        them (``core.completion.decide_completion``, with the hooks' override)."""
         hooks = self.w.rt.commands.hooks
         return frozenset(
             m.message_id

@@ -30,10 +30,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from tiny_harness.core.backoff import Backoff
-from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.deadlines import deadline_left, idle_time_left, input_time_left, stamped
-from tiny_harness.core.decide import (
+from tiny_harness.core.actions import (
     Acknowledge,
     Action,
     ApplyControl,
@@ -42,7 +39,6 @@ from tiny_harness.core.decide import (
     AwaitRecords,
     Collect,
     EndWithParent,
-    Facts,
     FailPastDeadline,
     GiveUpTurn,
     IdleEnded,
@@ -58,9 +54,11 @@ from tiny_harness.core.decide import (
     WaitForInput,
     WaitForLease,
     WaitToCollect,
-    decide,
-    pending_of,
 )
+from tiny_harness.core.backoff import Backoff
+from tiny_harness.core.clock import now, rfc3339
+from tiny_harness.core.deadlines import deadline_left, idle_time_left, input_time_left, stamped
+from tiny_harness.core.decide import Facts, decide, pending_of
 from tiny_harness.core.errors import TaskNotFoundError
 from tiny_harness.core.history import (
     RecordEntry,

@@ -5,6 +5,9 @@ to a request whose origin the Secret names (:mod:`tiny_harness.core.secret_desti
 
 Two HTTP stacks are in use: the ``a2a`` SDK speaks over ``httpx``, the ``mcp`` SDK over
 ``httpx2``. Both sit on the same connection layer's interface (``httpcore`` and ``httpcore2``),
-so the guard is written once (:class:`~tiny_harness.outbound.guard.Guard`) and put under each.
+so the guard is written once (:class:`~tiny_harness.outbound.guard.Guard`, in one network
+backend, :class:`~tiny_harness.outbound.guard.GuardedBackend`) and put under each; the one
+reach into the stacks' internals that this takes is
+:func:`~tiny_harness.outbound.httpx_internals.put_network_backend`.
 Below ``toolservers`` and the operator, above ``core``; it knows no Kubernetes.
 """

@@ -22,7 +22,8 @@ import httpx2
 
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.secret_destinations import BoundHeader, OriginError, attach_bound, origin_of
-from tiny_harness.outbound.guard import Guard, GuardedBackend, GuardedBackend2
+from tiny_harness.outbound.guard import Guard, GuardedBackend
+from tiny_harness.outbound.httpx_internals import HTTPX, HTTPX2, put_network_backend
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +68,8 @@ def agent_client(
     """A client for an agent and its card (the ``a2a`` SDK's ``httpx``): ``headers`` (plain
     values from the spec) on every request, ``bound`` only where their Secrets allow."""
     transport = httpx.AsyncHTTPTransport()
-    pool = getattr(transport, "_pool", None)
-    if not isinstance(pool, httpcore.AsyncConnectionPool) or not hasattr(pool, "_network_backend"):
-        raise RuntimeError("httpx's transport changed: its connections cannot be guarded")
-    pool._network_backend = GuardedBackend(Guard(policy))
+    backend = GuardedBackend(Guard(policy), httpcore.AnyIOBackend())
+    put_network_backend(transport, backend, HTTPX)
     return httpx.AsyncClient(
         headers=dict(headers),
         timeout=timeout,
@@ -87,10 +86,8 @@ def tool_server_client(
     """A client for an MCP server (the ``mcp`` SDK's ``httpx2``), ``bound`` headers only
     where their Secrets allow."""
     transport = httpx2.AsyncHTTPTransport()
-    pool = getattr(transport, "_pool", None)
-    if not isinstance(pool, httpcore2.AsyncConnectionPool) or not hasattr(pool, "_network_backend"):
-        raise RuntimeError("httpx2's transport changed: its connections cannot be guarded")
-    pool._network_backend = GuardedBackend2(Guard(policy))
+    backend = GuardedBackend(Guard(policy), httpcore2.AnyIOBackend())
+    put_network_backend(transport, backend, HTTPX2)
     return httpx2.AsyncClient(
         timeout=httpx2.Timeout(timeout),
         transport=transport,

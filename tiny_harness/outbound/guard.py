@@ -1,11 +1,11 @@
 """The guard: every connection a tool server's, an agent's or a card's client opens is checked
 against the destination policy just before it is made.
 
-The guard sits in the connection layer (an ``httpcore`` network backend), not in front of the
-request: there the host has been resolved, by the guard itself, and the address it checked is
-the one it connects to. A name that resolves to a refused address is refused, whatever its
-first answer was, and TLS still verifies the certificate against the URL's host (the
-connection layer sends the host name, not the address, as SNI). A refusal is a
+The guard sits in the connection layer (a network backend, :class:`GuardedBackend`, one for both
+stacks), not in front of the request: there the host has been resolved, by the guard itself,
+and the address it checked is the one it connects to. A name that resolves to a refused address
+is refused, whatever its first answer was, and TLS still verifies the certificate against the
+URL's host (the connection layer sends the host name, not the address, as SNI). A refusal is a
 :class:`DestinationRefusedError`, raised before any byte leaves the machine; it is a
 ``ConnectError`` of both HTTP stacks, so every caller already treats it as a connection that
 could not be made, and the callers that classify failures name it (the address, the rule and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 import httpcore
@@ -26,6 +26,8 @@ from tiny_harness.core.destinations import DestinationSettings, Refusal
 from tiny_harness.core.errors import HarnessError
 
 T = TypeVar("T")
+S = TypeVar("S")
+S_co = TypeVar("S_co", covariant=True)
 
 #: Resolves a host name to the addresses a connection may go to (``getaddrinfo``).
 Resolver = Callable[[str, int], Awaitable[list[str]]]
@@ -117,12 +119,9 @@ class Guard:
         raise failure
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """``httpcore``'s network backend (the ``a2a`` SDK's stack) under the guard."""
-
-    def __init__(self, guard: Guard) -> None:
-        self.guard = guard
-        self.inner = httpcore.AnyIOBackend()
+class NetworkBackend(Protocol[S_co]):
+    """A connection layer's network backend, by the shape the connection pools call it with:
+    ``httpcore``'s and ``httpcore2``'s ``AsyncNetworkBackend`` alike, ``S_co`` their stream."""
 
     async def connect_tcp(
         self,
@@ -131,8 +130,31 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        def open_(address: str) -> Awaitable[httpcore.AsyncNetworkStream]:
+    ) -> S_co: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class GuardedBackend(Generic[S]):
+    """A network backend under the guard: ``inner`` opens the connections, to the addresses
+    the guard allows. One class for both HTTP stacks, since their connection layers share one
+    interface (``S``: the stream type of the stack whose backend ``inner`` is); it is put under
+    a transport's connections by :func:`~tiny_harness.outbound.httpx_internals.put_network_backend`.
+    """
+
+    def __init__(self, guard: Guard, inner: NetworkBackend[S]) -> None:
+        self.guard = guard
+        self.inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> S:
+        def open_(address: str) -> Awaitable[S]:
             return self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
 
         return await self.guard.connect(host, port, timeout, open_)
@@ -142,39 +164,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         path: str,
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
         socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise _UnresolvedError("the guarded clients connect over TCP only")
-
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
-
-
-class GuardedBackend2(httpcore2.AsyncNetworkBackend):
-    """``httpcore2``'s network backend (the ``mcp`` SDK's stack) under the same guard."""
-
-    def __init__(self, guard: Guard) -> None:
-        self.guard = guard
-        self.inner = httpcore2.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        def open_(address: str) -> Awaitable[httpcore2.AsyncNetworkStream]:
-            return self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
-
-        return await self.guard.connect(host, port, timeout, open_)
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
+    ) -> S:
         raise _UnresolvedError("the guarded clients connect over TCP only")
 
     async def sleep(self, seconds: float) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Final
 from a2a.types import Artifact, Part, TaskArtifactUpdateEvent
 
 from tiny_harness.core.artifact_bytes import content
-from tiny_harness.core.artifacts import ArtifactFile, ArtifactPart
+from tiny_harness.core.artifact_index import ArtifactFile, ArtifactPart
 from tiny_harness.core.sizes import kib
 from tiny_harness.core.status_ext import metadata_dict
 

@@ -47,7 +47,7 @@ from a2a.utils.errors import A2AError, TaskNotFoundError
 from tiny_harness.core.approval import Verdict
 from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.command_spec import CommandSpec, commands_from_params
-from tiny_harness.core.control import ControlAction, control_message
+from tiny_harness.core.control_envelope import ControlAction, control_message
 from tiny_harness.core.extensions import COMMANDS_EXT_URI, TASK_EXT_KEY
 from tiny_harness.core.status_ext import metadata_dict
 

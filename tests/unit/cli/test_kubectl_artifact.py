@@ -16,7 +16,7 @@ from tiny_harness.cli.kubectl_artifact import (
 )
 from tiny_harness.cli.kubectl_plugin import build_parser
 from tiny_harness.cli.kubectl_render import describe
-from tiny_harness.core.artifacts import ArtifactFile, ArtifactPart, ArtifactRow, ChunkRef
+from tiny_harness.core.artifact_index import ArtifactFile, ArtifactPart, ArtifactRow, ChunkRef
 
 NOW = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 

@@ -7,13 +7,13 @@ from collections.abc import Callable
 
 import pytest
 
+from tiny_harness.core.commands.command_errors import HookAbort, HookError
 from tiny_harness.core.commands.context import (
     CommandInvokedIn,
     CommandInvokedPost,
     CommandInvokedPre,
     CommandResult,
 )
-from tiny_harness.core.commands.errors import HookAbort, HookError
 from tiny_harness.core.commands.hooks import (
     HOOK_POINT_NAMES,
     TASK_COMPLETE_IN,
@@ -36,7 +36,7 @@ from tiny_harness.core.commands.registry import (
     CommandRegistry,
 )
 from tiny_harness.core.commands.run import run_command
-from tiny_harness.core.loop import CompletionVerdict, decide_completion
+from tiny_harness.core.completion import CompletionVerdict, decide_completion
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Role, SubTaskRow, TaskExtension
 

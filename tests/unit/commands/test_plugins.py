@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tiny_harness.core.commands.command_errors import PluginError
 from tiny_harness.core.commands.context import CommandResult
-from tiny_harness.core.commands.errors import PluginError
 from tiny_harness.core.commands.hooks import TASK_COMPLETE_IN, completion_override
 from tiny_harness.core.commands.plugins import ComponentKind, SkippedComponent
 from tiny_harness.core.commands.registry import COMMAND_INVOKED_IN, COMMAND_INVOKED_PRE
 from tiny_harness.core.commands.setup import BuiltCommands, build_command_registry
-from tiny_harness.core.loop import decide_completion
+from tiny_harness.core.completion import decide_completion
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, SubTaskRow, TaskExtension
 
@@ -21,7 +21,7 @@ from .support import CATALOG, PluginFactory, send
 
 EXECUTORS = """
     from tiny_harness.core.commands.context import CommandResult
-    from tiny_harness.core.commands.errors import HookAbort
+    from tiny_harness.core.commands.command_errors import HookAbort
 
     seen = []
 

@@ -6,8 +6,8 @@ import pytest
 
 from tiny_harness.core.command_spec import CommandSpec, commands_params
 from tiny_harness.core.commands.builtins import BUILTIN_SPECS
+from tiny_harness.core.commands.command_errors import CommandError, HookError
 from tiny_harness.core.commands.context import CommandInvokedIn, CommandResult
-from tiny_harness.core.commands.errors import CommandError, HookError
 from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_IN,
     COMMAND_INVOKED_PRE,

@@ -8,13 +8,13 @@ import logging
 import pytest
 
 from tiny_harness.core.command_spec import CommandSpec
+from tiny_harness.core.commands.command_errors import CommandError, HookAbort
 from tiny_harness.core.commands.context import (
     CommandInvokedIn,
     CommandInvokedPre,
     CommandResult,
     SpawnRequest,
 )
-from tiny_harness.core.commands.errors import CommandError, HookAbort
 from tiny_harness.core.commands.parse import CommandCall
 from tiny_harness.core.commands.registry import (
     COMMAND_INVOKED_IN,

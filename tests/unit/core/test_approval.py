@@ -12,6 +12,14 @@ from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
 from pydantic import ValidationError
 
+from tiny_harness.core.actions import (
+    ApplyControl,
+    ApplyDecision,
+    Refuse,
+    RunTurn,
+    TimeOutApprovals,
+    WaitForInput,
+)
 from tiny_harness.core.approval import (
     ApprovalDefaults,
     ApprovalPolicy,
@@ -26,18 +34,8 @@ from tiny_harness.core.approval import (
     shown_arguments,
 )
 from tiny_harness.core.compaction import FixedContextWindow
-from tiny_harness.core.control import control_message, control_of
-from tiny_harness.core.decide import (
-    ApplyControl,
-    ApplyDecision,
-    Facts,
-    Pending,
-    Refuse,
-    RunTurn,
-    TimeOutApprovals,
-    WaitForInput,
-    decide,
-)
+from tiny_harness.core.control_envelope import control_message, control_of
+from tiny_harness.core.decide import Facts, Pending, decide
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.llm import ChatMessage
 from tiny_harness.core.loop import CoreLoop

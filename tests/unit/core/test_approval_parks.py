@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from typing import Any, Literal
 
+from tiny_harness.core.actions import ApplyDecision, Refuse
 from tiny_harness.core.approval import (
     Decision,
     DecisionRequest,
@@ -19,7 +20,7 @@ from tiny_harness.core.approval import (
     new_park,
     refuse_decision,
 )
-from tiny_harness.core.decide import ApplyDecision, Facts, Pending, Refuse, decide
+from tiny_harness.core.decide import Facts, Pending, decide
 from tiny_harness.core.llm import LLMResponse, ToolCall
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Role

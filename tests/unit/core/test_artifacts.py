@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ArtifactChunk,
     ArtifactPart,
     ArtifactRow,
@@ -22,10 +22,10 @@ from tiny_harness.core.artifacts import (
 )
 from tiny_harness.core.attachments import Attachment
 from tiny_harness.core.compaction import FixedContextWindow
-from tiny_harness.core.context import system_prompt
 from tiny_harness.core.intrinsics import apply_intrinsic
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.plan import Plan, PlanStep
+from tiny_harness.core.prompt import system_prompt
 from tiny_harness.core.sizes import (
     ARTIFACT_BYTES,
     ARTIFACT_CHUNK_BYTES,

@@ -25,7 +25,8 @@ from tiny_harness.core.compaction import (
     tail_start,
 )
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse, ToolCall
-from tiny_harness.core.loop import CoreLoop, LoopConfig
+from tiny_harness.core.loop import CoreLoop
+from tiny_harness.core.loop_config import LoopConfig
 from tiny_harness.core.turn import CompactionEntry, TaskSettings, TurnInput
 
 from .conftest import MemoryHost, ScriptedModel, conversation, reply

@@ -8,7 +8,7 @@ import pytest
 from a2a.helpers.proto_helpers import new_data_part
 from a2a.types import Message, Part, Role
 
-from tiny_harness.core.control import (
+from tiny_harness.core.control_envelope import (
     ControlEnvelope,
     control_message,
     control_of,

@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tiny_harness.core.decide import (
-    MAX_TURN_ATTEMPTS,
+from tiny_harness.core.actions import (
     Acknowledge,
     Action,
     ApplyControl,
@@ -26,17 +25,13 @@ from tiny_harness.core.decide import (
     AwaitRecords,
     Collect,
     EndWithParent,
-    Facts,
     FailPastDeadline,
     GiveUpTurn,
     IdleEnded,
     Initialise,
     InputTimedOut,
-    Lease,
-    MessageKind,
     Nothing,
     Park,
-    Pending,
     Refuse,
     RunCommand,
     RunTurn,
@@ -44,8 +39,8 @@ from tiny_harness.core.decide import (
     WaitForInput,
     WaitForLease,
     WaitToCollect,
-    decide,
 )
+from tiny_harness.core.decide import MAX_TURN_ATTEMPTS, Facts, Lease, MessageKind, Pending, decide
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Participant, Role, TaskLink, TaskSpec
 
@@ -912,15 +907,15 @@ def test_a_participant_task_starts_a_new_turn_only_for_its_assignees_answer_or_n
 
 # -- while a turn runs: decide_during_turn ---------------------------------------------------------
 
-from tiny_harness.core.decide import (  # noqa: E402  (the second table's names, kept with it)
+# The second table's names, kept with it.
+from tiny_harness.core.actions import (  # noqa: E402
     CutReason,
     CutTurn,
     KeepGoing,
     RunCommandNow,
     SyncRowsNow,
-    TurnFacts,
-    decide_during_turn,
 )
+from tiny_harness.core.decide import TurnFacts, decide_during_turn  # noqa: E402
 
 _TEAM = TaskSpec.model_validate(
     {

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from tiny_harness.core.approval import DecisionRequest, shown_arguments
-from tiny_harness.core.control import parse_control
+from tiny_harness.core.control_envelope import parse_control
 from tiny_harness.core.errors import InvalidEnvelopeError
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.json_bounds import (

@@ -10,13 +10,10 @@ from typing import Any
 import pytest
 
 from tiny_harness.core.compaction import FixedContextWindow
+from tiny_harness.core.completion import CompletionVerdict, decide_completion
 from tiny_harness.core.llm import ChatMessage, LLMRequest, LLMResponse
-from tiny_harness.core.loop import (
-    CompletionVerdict,
-    CoreLoop,
-    LoopConfig,
-    decide_completion,
-)
+from tiny_harness.core.loop import CoreLoop
+from tiny_harness.core.loop_config import LoopConfig
 from tiny_harness.core.plan import Plan, PlanStep
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import Budget, TaskExtension, TaskUsage

@@ -11,7 +11,7 @@ from a2a.types import TaskArtifactUpdateEvent
 
 from tiny_harness.a2a_gateway.artifacts import ArtifactFollower, part_to_a2a, whole
 from tiny_harness.a2a_gateway.rendering import artifact_rows, change_of
-from tiny_harness.core.artifacts import (
+from tiny_harness.core.artifact_index import (
     ArtifactChunk,
     ArtifactFile,
     ArtifactPart,

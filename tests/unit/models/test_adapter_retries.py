@@ -9,7 +9,8 @@ from adapter_kit import KINDS, TEST_KEY, Kind, MakeAdapter
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest
 from tiny_harness.models import ModelRequestRejectedError, ModelUnavailableError, RetryPolicy
-from tiny_harness.testing.model_server import ErrorTurn, ScriptedModelServer, TextTurn
+from tiny_harness.testing.model_script import ErrorTurn, TextTurn
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
 

@@ -8,12 +8,8 @@ import pytest
 from adapter_kit import KINDS, PATHS, Kind, MakeAdapter
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest, ToolCall, ToolSpec
-from tiny_harness.testing.model_server import (
-    ScriptedModelServer,
-    ScriptedToolCall,
-    TextTurn,
-    ToolCallsTurn,
-)
+from tiny_harness.testing.model_script import ScriptedToolCall, TextTurn, ToolCallsTurn
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 LIST_FILES = ToolSpec(
     name="list_files",

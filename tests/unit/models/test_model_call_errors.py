@@ -17,7 +17,8 @@ from tiny_harness.models import (
     build_adapter,
     parse_provider_settings,
 )
-from tiny_harness.testing.model_server import ErrorTurn, ScriptedModelServer, TextTurn
+from tiny_harness.testing.model_script import ErrorTurn, TextTurn
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
 

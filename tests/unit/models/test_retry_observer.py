@@ -19,7 +19,8 @@ from tiny_harness.core.llm import (
     retry_observer,
 )
 from tiny_harness.models import ModelUnavailableError
-from tiny_harness.testing.model_server import ErrorTurn, ScriptedModelServer, TextTurn
+from tiny_harness.testing.model_script import ErrorTurn, TextTurn
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
 

@@ -15,16 +15,16 @@ from openai import AsyncOpenAI
 from pydantic import ValidationError
 
 from tiny_harness.core.llm import ChatMessage, LLMRequest
-from tiny_harness.testing.model_server import (
-    CONTEXT_TOO_LONG_MESSAGES,
+from tiny_harness.testing.model_script import (
     ErrorTurn,
     ModelServerControl,
-    ScriptedModelServer,
     ScriptedToolCall,
     TextTurn,
     ToolCallsTurn,
     parse_turns,
 )
+from tiny_harness.testing.model_server import ScriptedModelServer
+from tiny_harness.testing.model_wire import CONTEXT_TOO_LONG_MESSAGES
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
 

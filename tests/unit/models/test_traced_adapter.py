@@ -11,7 +11,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from tiny_harness.core.llm import ChatMessage, LLMRequest
 from tiny_harness.core.tracing import TracedAdapter
 from tiny_harness.models import ModelCallError
-from tiny_harness.testing.model_server import ErrorTurn, ScriptedModelServer, TextTurn
+from tiny_harness.testing.model_script import ErrorTurn, TextTurn
+from tiny_harness.testing.model_server import ScriptedModelServer
 
 HI = LLMRequest(messages=(ChatMessage(role="user", content="hi"),))
 

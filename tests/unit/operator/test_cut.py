@@ -11,7 +11,7 @@ import logging
 
 import pytest
 
-from tiny_harness.core.decide import CutReason
+from tiny_harness.core.actions import CutReason
 from tiny_harness.operator import cut as cut_module
 from tiny_harness.operator.cut import Cut
 

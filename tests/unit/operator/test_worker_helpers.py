@@ -26,7 +26,7 @@ from tiny_harness.core.turn import DrainEntry, InboundMessage, ModelEntry, ToolE
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.names import FIRST_MESSAGE_ANNOTATION
-from tiny_harness.models.errors import ModelUnavailableError
+from tiny_harness.models.call_errors import ModelUnavailableError
 from tiny_harness.operator.snapshot import (
     Snapshot,
     awaited_first_message,

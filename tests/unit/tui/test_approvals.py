@@ -11,7 +11,7 @@ from a2a.types import Message, Part, Role, StreamResponse
 
 from tests.unit.tui.approval_tasks import agent, approved, call, status_update, user, waiting
 from tiny_harness.core.approval import Deciders, Decision
-from tiny_harness.core.control import control_message
+from tiny_harness.core.control_envelope import control_message
 from tiny_harness.core.task import Role as TaskRole
 from tiny_harness.tui.approvals import (
     ARGUMENT_LINES,

@@ -21,7 +21,7 @@ from tests.unit.tui.artifact_events import (
     text_part,
 )
 from tiny_harness.core.artifact_bytes import content
-from tiny_harness.core.artifacts import ArtifactPart
+from tiny_harness.core.artifact_index import ArtifactPart
 from tiny_harness.tui.artifact_list import (
     content_of,
     fold,

@@ -9,9 +9,9 @@ says.
 
 The package is split by idea (hooks and plugins are in it too, so that nothing outside it
 imports into it and back), and this file imports nothing so that :mod:`.hooks` can use
-:mod:`.errors` without an import cycle:
+:mod:`.command_errors` without an import cycle:
 
-- :mod:`.errors`: ``CommandError``, ``HookAbort``, ``HookError``, ``PluginError``;
+- :mod:`.command_errors`: ``CommandError``, ``HookAbort``, ``HookError``, ``PluginError``;
 - :mod:`.context`: what a handler sees (``TaskSnapshot``, the ``command.invoked`` contexts) and
   returns (``CommandResult``);
 - :mod:`.parse`: ``parse_command``, which tells a command from an ordinary message;

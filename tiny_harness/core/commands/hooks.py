@@ -15,7 +15,7 @@ Each chain runs its executors in priority order (lower first; ties in registrati
 executor takes the context and returns it changed, or ``None`` for "unchanged"; contexts are
 frozen pydantic models, so the only way to change one is to return a new one. Executors may be
 sync or async, except on ``task.complete``, which runs inside the pure, synchronous
-:func:`~tiny_harness.core.loop.decide_completion` and so takes synchronous executors only.
+:func:`~tiny_harness.core.completion.decide_completion` and so takes synchronous executors only.
 
 The runner is filled at start-up and frozen before the operator runs, so what runs is fixed for
 the life of the process.
@@ -32,8 +32,8 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from tiny_harness.core.commands.errors import HookAbort, HookError
-from tiny_harness.core.loop import CompletionDecision, CompletionOverride
+from tiny_harness.core.commands.command_errors import HookAbort, HookError
+from tiny_harness.core.completion import CompletionDecision, CompletionOverride
 from tiny_harness.core.task import TaskExtension
 
 log = logging.getLogger(__name__)
@@ -262,7 +262,7 @@ TASK_COMPLETE_POST: Final = HookPoint(Operation.TASK_COMPLETE, Phase.POST)
 
 
 def completion_override(runner: HookRunner, requested_by: str | None = None) -> CompletionOverride:
-    """The ``task.complete`` chains as a :data:`~tiny_harness.core.loop.CompletionOverride`.
+    """The ``task.complete`` chains as a :data:`~tiny_harness.core.completion.CompletionOverride`.
 
     Pass ``requested_by`` (the participant asking) for a complete request, and nothing for a
     delegated turn's end::

@@ -31,7 +31,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tiny_harness.core.command_spec import CommandSpec
-from tiny_harness.core.commands.errors import CommandError, HookError, PluginError
+from tiny_harness.core.commands.command_errors import CommandError, HookError, PluginError
 from tiny_harness.core.commands.hooks import DEFAULT_PRIORITY, HookPoint, is_async
 from tiny_harness.core.commands.registry import COMMAND_INVOKED_IN, CommandRegistry
 

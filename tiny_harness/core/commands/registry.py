@@ -4,7 +4,7 @@ It is filled at start-up, from the built-ins, from code and from plugins, and fr
 operator runs. Freezing installs each command's body on ``command.invoked.in``, wrapped in a
 :class:`ForCommand` filter, so a body only ever sees its own command: it cannot read another
 command's arguments, answer twice, or answer a command another body already answered. A bad or
-duplicate name registered from code is a :class:`~.errors.CommandError` at start-up, never a
+duplicate name registered from code is a :class:`~.command_errors.CommandError` at start-up, never a
 surprise at run time.
 """
 
@@ -19,8 +19,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from tiny_harness.core.command_spec import COMMAND_NAME_MAX, COMMAND_NAME_PATTERN, CommandSpec
+from tiny_harness.core.commands.command_errors import CommandError, HookError
 from tiny_harness.core.commands.context import CommandInvokedIn, CommandResult
-from tiny_harness.core.commands.errors import CommandError, HookError
 from tiny_harness.core.commands.hooks import (
     DEFAULT_PRIORITY,
     HookPoint,

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Final
 
 from tiny_harness.core.authority import BUDGET, EFFORT, MODEL, SUB_TASKS, Authority, refusal
+from tiny_harness.core.commands.command_errors import HookAbort
 from tiny_harness.core.commands.context import CommandInvokedPre
-from tiny_harness.core.commands.errors import HookAbort
 
 #: Runs before ordinary pre executors (DEFAULT_PRIORITY is 500), so a refusal comes first.
 ROLE_CHECK_PRIORITY: Final = 100

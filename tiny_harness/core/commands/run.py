@@ -20,6 +20,7 @@ import logging
 
 from tiny_harness.core.authority import BUDGET, EFFORT, MODEL, SUB_TASKS, Authority, refusal
 from tiny_harness.core.catalog import ModelCatalog
+from tiny_harness.core.commands.command_errors import CommandError, HookAbort
 from tiny_harness.core.commands.context import (
     CommandInvokedIn,
     CommandInvokedPost,
@@ -27,7 +28,6 @@ from tiny_harness.core.commands.context import (
     CommandResult,
     TaskSnapshot,
 )
-from tiny_harness.core.commands.errors import CommandError, HookAbort
 from tiny_harness.core.commands.hooks import HookRunner, promote
 from tiny_harness.core.commands.parse import CommandCall
 from tiny_harness.core.commands.registry import (

@@ -41,8 +41,9 @@ def build_command_registry(
     (which may register commands on the registry and hooks on ``registry.hooks``), then each
     plugin folder in ``plugin_dirs``.
 
-    Raises :class:`~.errors.CommandError` or :class:`~.errors.HookError` for a bad registration
-    from code, and :class:`~.errors.PluginError` for a plugin file that cannot be read.
+    Raises :class:`~.command_errors.CommandError` or :class:`~.command_errors.HookError` for a
+    bad registration from code, and :class:`~.command_errors.PluginError` for a plugin file that
+    cannot be read.
     """
     registry = CommandRegistry()
     if builtin_commands:

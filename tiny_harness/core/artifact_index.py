@@ -1,4 +1,5 @@
-"""Artifacts: what a task produces besides its status messages, published by its model.
+"""Artifacts, what a task's model publishes, kept as chunks in the journal and an index of them
+in the status.
 
 A model publishes an artifact with the ``publish_artifact`` intrinsic, in one call or in
 several (``append``). Each call is one **chunk**: its parts are journaled once, in the call's

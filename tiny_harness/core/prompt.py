@@ -1,4 +1,4 @@
-"""Context assembly: what the model sees at each call of a turn.
+"""The prompt: what the model sees at each call of a turn (the context assembled for it).
 
 The model is stateless; everything it knows about the task comes from one request, rebuilt
 before every call: a system prompt (the goal, the description, the acceptance criteria, the
