@@ -15,7 +15,7 @@ WEB_UI := tiny_harness/a2a_gateway/webui/index.html
 WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate bench clean cluster-test cluster
+.PHONY: help install lock controlplane web webtest run test unit lint typecheck imports pytest generate bench clean cluster-test cluster
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
@@ -24,18 +24,36 @@ help:
 	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
+	@echo "make lock       update requirements.lock and requirements-dev.lock after a change to"
+	@echo "                pyproject.toml's dependencies (UPGRADE=1: every pin to its newest release)"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
 	@echo "make cluster    the chart on a real local node without Docker (root), until Ctrl-C"
 	@echo "make cluster-test  build the image without Docker, start a real one-node cluster, helm install"
 	@echo "                the chart and run tests/cluster against it (root; containerd, runc, buildah)"
 
-$(STAMP): pyproject.toml
+# The venv holds exactly what requirements-dev.lock pins, each package checked against its hash,
+# and the project itself (editable, nothing resolved again); pip check then proves the lock
+# gives the project every dependency pyproject.toml names.
+$(STAMP): pyproject.toml requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
+	$(BIN)/pip check
 	touch $(STAMP)
 
 install: $(STAMP) web
+
+# The locks, from pyproject.toml: requirements.lock (what the package needs, the image installs
+# it) and requirements-dev.lock (that, with the same pins, and the dev extra; make install uses
+# it). Universal: one lock for Python 3.11 and later on every platform, with the hashes of every
+# file of each pinned release. A plain `make lock` keeps each pin the bounds still allow and
+# resolves only what changed; `make lock UPGRADE=1` takes the newest release of everything.
+LOCK = $(BIN)/uv pip compile --quiet --generate-hashes --universal --python-version 3.11 \
+	--custom-compile-command "make lock" $(if $(UPGRADE),--upgrade) pyproject.toml
+lock:
+	@[[ -x $(BIN)/uv ]] || $(MAKE) --no-print-directory $(STAMP)
+	$(LOCK) -o requirements.lock
+	$(LOCK) --extra dev --constraint requirements.lock -o requirements-dev.lock
 
 $(WEB_DEPS): web/package-lock.json
 	cd web && npm ci --no-audit --no-fund
