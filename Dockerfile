@@ -40,20 +40,21 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-# The dependencies first, in a layer of their own, so that a change to the source (or the
-# README) alone rebuilds only the layers after it: an empty stand-in package lets pip resolve
-# and install what pyproject.toml names, and is uninstalled again.
-COPY pyproject.toml ./
-RUN mkdir tiny_harness && touch tiny_harness/__init__.py README.md \
- && python -m venv /opt/tiny-harness \
- && /opt/tiny-harness/bin/pip install . \
- && /opt/tiny-harness/bin/pip uninstall --yes tiny-harness \
- && rm -rf tiny_harness build ./*.egg-info README.md
-COPY README.md ./
+# The dependencies first, in a layer of their own: exactly what requirements.lock pins (the
+# runtime lock, `make lock`), each file checked against its hash, nothing resolved here. The
+# layer is keyed by the lock alone, so it is built again when a pin changes, and a change to
+# the source (or pyproject.toml, or the README) rebuilds only the layers after it.
+COPY requirements.lock ./
+RUN python -m venv /opt/tiny-harness \
+ && /opt/tiny-harness/bin/pip install --require-hashes -r requirements.lock
+COPY pyproject.toml README.md ./
 COPY tiny_harness ./tiny_harness
 COPY --from=web /src/tiny_harness/a2a_gateway/webui ./tiny_harness/a2a_gateway/webui
+# The wheel without its dependencies (the lock gave them); pip check fails the build if the
+# lock lacks one that pyproject.toml names.
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && /opt/tiny-harness/bin/pip install --no-deps /wheels/*.whl \
+ && /opt/tiny-harness/bin/pip check \
  && /opt/tiny-harness/bin/tiny-harness --help >/dev/null
 
 # Runtime: the same base (so the venv's interpreter links stay valid), no build tools, no

@@ -351,13 +351,24 @@ def remote(kubeconfig: Path, tmp_path: Path, model_server: ModelServer) -> Itera
 #: run on one worker, one after the other.
 _DEFAULT_PORT_FILES = frozenset({"test_up.py", "test_tui_terminal.py"})
 
+#: Fixtures that build a pinned tool on first use, within the first test's time: helm
+#: (``build_helm``: two to three minutes cold, bounded at 30). ``make pytest`` builds it
+#: first; a test file run alone on a fresh machine may build it here.
+_BUILT_ON_FIRST_USE: Final = {"helm": 1800}
+
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """With pytest-xdist (``make test`` runs two workers, ``--dist loadgroup``), each test file
     runs on one worker, so its module fixtures are set up once, and the files that need the
-    default gateway port share one."""
+    default gateway port share one. A test whose fixtures build a pinned tool on first use gets
+    that build's time on top of the per-test timeout (pyproject.toml)."""
     for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        builds = [seconds for name, seconds in _BUILT_ON_FIRST_USE.items() if name in fixtures]
+        if builds and item.get_closest_marker("timeout") is None:
+            timeout = float(item.config.getini("timeout") or 0)
+            item.add_marker(pytest.mark.timeout(timeout + max(builds)))
         if item.get_closest_marker("xdist_group") is not None:
             continue
         name = item.path.name

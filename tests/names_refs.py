@@ -391,6 +391,8 @@ def span_references(names: Names, ref: Reference) -> Iterator[Reference]:
     name = name.split("[")[0]
     if not path or path.startswith(("/", "~", "-", ".")) or re.search(r"[\s<>{}'\",;:()]", path):
         return
+    if "*" in path:  # a pattern (`test_*.py`) names many files, or none yet
+        return
     if re.search(r"\W", name.replace(".", "").replace("*", "")):
         return
     span = f"{path}{sep}{name}"

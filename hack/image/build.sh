@@ -23,7 +23,8 @@ fi
 
 echo "building the image from $repo/Dockerfile (buildah bud; cached layers make a rebuild" \
   "of unchanged stages quick)" >&2
-# --network host: the build's RUN steps install from PyPI; the layers cache is the warm path.
+# --network host: the build's RUN steps install requirements.lock's pins from PyPI; the layers
+# cache is the warm path (the dependencies' layer is reused while the lock is unchanged).
 # The machine's CA certificates and pip configuration are lent to the RUN steps (mounted, so
 # never part of a layer): a build behind a TLS-inspecting proxy or a private index reaches PyPI
 # as pip on the machine does, and the image keeps Debian's own trust store.

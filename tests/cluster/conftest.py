@@ -102,12 +102,20 @@ class NodeModelServer:
         self._log.close()
 
 
+#: Each test's bound (pytest-timeout), above the suite's: the first one takes the session's
+#: setup (the image build, bounded at 30 minutes, the node, ``helm install``), and the others
+#: wait for rollouts of a real release.
+TEST_TIMEOUT: Final = 2700
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
         module = item.path.stem
         return MODULE_ORDER.index(module) if module in MODULE_ORDER else -1
 
     mine = [i for i in items if i.path.parent == Path(__file__).parent]
+    for item in mine:
+        item.add_marker(pytest.mark.timeout(TEST_TIMEOUT), append=False)
     if mine:
         others = [i for i in items if i not in mine]
         items[:] = others + sorted(mine, key=rank)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.commands.support import (
+from tests.unit.core.commands.support import (
     CATALOG,
     PluginFactory,
     message,

@@ -56,14 +56,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 import kopf
-
-# kopf.spawn_tasks() takes the credentials vault it uses; the class is not re-exported.
-from kopf._cogs.structs.credentials import Vault
 from kubernetes_asyncio import client
 
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.kube.names import GROUP, MESSAGE_PLURAL, PLURAL, TURN_PLURAL
 from tiny_harness.operator.feed import Feed
+from tiny_harness.operator.kopf_vault import new_vault
 from tiny_harness.operator.settings import operator_settings
 from tiny_harness.operator.shard_deal import selector
 
@@ -336,7 +334,7 @@ async def _kopf(spawned: Callable[[], None], **options: Any) -> None:
     """
     # Our own vault, to close its API sessions when the instance ends (kopf's cleanup would,
     # but its root task is cancelled with the others).
-    vault = Vault()
+    vault = new_vault()
     tasks = await kopf.spawn_tasks(vault=vault, **options)
     spawned()
     try:

@@ -1,5 +1,5 @@
 // The harness's A2A extension keys and media type, as tiny_harness/core/extensions.py spells
-// them (tests/unit/gateway/test_web.py checks that the two agree), and the task states by name.
+// them (tests/unit/a2a_gateway/test_web.py checks that the two agree), and the task states by name.
 import { TaskState } from "@a2a-js/sdk";
 
 export const TASK_EXT_KEY = "io.github.madarauchiha-314.tiny-harness/task";

@@ -14,7 +14,7 @@ from tiny_harness.core.commands import plugin_schemas
 from tiny_harness.core.commands.hooks import HOOK_POINT_NAMES
 from tiny_harness.core.commands.plugins import HookPointName
 
-PLUGINS_DIR = Path(__file__).resolve().parents[3] / "docs" / "plugins"
+PLUGINS_DIR = Path(__file__).resolve().parents[4] / "docs" / "plugins"
 
 HOOKS_EXAMPLE: dict[str, Any] = {
     "$schema": "https://madarauchiha-314.github.io/tiny-harness/plugins/hooks.json",

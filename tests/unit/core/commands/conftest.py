@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.commands.support import PluginFactory
+from tests.unit.core.commands.support import PluginFactory
 
 
 @pytest.fixture
