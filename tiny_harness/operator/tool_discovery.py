@@ -39,7 +39,7 @@ import logging
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from kubernetes_asyncio import client
 from pydantic import ValidationError
@@ -69,8 +69,10 @@ from tiny_harness.operator.endpoints import (
 )
 from tiny_harness.operator.metrics import OperatorMetrics
 from tiny_harness.operator.tool_offers import NO_OFFER, Available, Offer, compose_offer
-from tiny_harness.toolservers.client import Endpoint, Listing, ToolServerError, list_tools
-from tiny_harness.toolservers.offered import CallObserver, build_tools, select_tools
+
+if TYPE_CHECKING:  # the MCP SDK is imported when a server is first discovered (_find_tools)
+    from tiny_harness.toolservers.client import Listing
+    from tiny_harness.toolservers.offered import CallObserver
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +232,14 @@ class ToolServers(Endpoints[_Server, ToolServerStatus]):
 
     async def _find_tools(self, server: _Server) -> str:
         """Offer the server's tools for its generation; how they were found (listed or
-        adopted). Raises :class:`NotReadyError` saying why the server cannot be offered."""
+        adopted). Raises :class:`NotReadyError` saying why the server cannot be offered.
+
+        The MCP client is imported here, not with the module: its SDK's models take longer to
+        import than the rest of the operator, and an operator in a namespace that declares no
+        tool server never needs them (each test's operator starts in about half the time)."""
+        from tiny_harness.toolservers.client import Endpoint, ToolServerError, list_tools
+        from tiny_harness.toolservers.offered import build_tools, select_tools
+
         generation = server.generation
         try:
             spec = ToolServerSpec.model_validate(server.obj.get("spec") or {})
