@@ -21,7 +21,7 @@ WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
 	@echo "make test       ruff, mypy --strict, import contracts, the web UI's unit tests, the whole pytest suite"
-	@echo "                and tests/cluster on a real local node (make cluster-test)"
+	@echo "                and tests/cluster on a real local node (make cluster-test), the last two at once"
 	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
 	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
@@ -128,7 +128,10 @@ cluster-test: prereqs-cluster install node helm web
 unit: install
 	$(BIN)/pytest -q -n $(WORKERS) tests/unit
 
-test: prereqs lint typecheck imports webtest pytest cluster-test
+# Everything, at once (hack/test.sh): pytest in front, the static checks and tests/cluster
+# beside it, each with its log; every part's prerequisites are built first.
+test: prereqs install controlplane helm node web $(WEB_DEPS)
+	WORKERS=$(WORKERS) bash hack/test.sh
 
 generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
