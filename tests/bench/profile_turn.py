@@ -176,8 +176,8 @@ def _child(argv: list[str]) -> int:
         for rt in runtimes:
             trace(
                 "counts",
-                f"overlay tasks {len(rt.cache._tasks)}, overlay records "
-                f"{sum(len(v) for v in rt.cache._records.values())}, written "
+                f"overlay tasks {len(rt.cache.overlay.tasks)}, overlay records "
+                f"{sum(len(v) for v in rt.cache.overlay.records.values())}, written "
                 f"{len(rt._written)}, workers {len(rt._workers)}, "
                 f"states {len(rt.metrics._states)}, leases seen {len(rt.leases._seen)}; "
                 f"live Python blocks {sys.getallocatedblocks():,}, "

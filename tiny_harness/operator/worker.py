@@ -71,7 +71,6 @@ from tiny_harness.kube.journal import EntryTooLargeError, FencedError, TurnRecor
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.operator.approval_decisions import ApprovalDecisions
 from tiny_harness.operator.budgets import TaskBudgets
-from tiny_harness.operator.cache import Pins
 from tiny_harness.operator.children import pending_news
 from tiny_harness.operator.command_step import CommandStep
 from tiny_harness.operator.endings import Endings
@@ -100,6 +99,7 @@ from tiny_harness.operator.snapshot import (
 from tiny_harness.operator.status_writer import StatusWriter
 from tiny_harness.operator.status_writes import failed_status
 from tiny_harness.operator.supervisor import TurnSupervisor
+from tiny_harness.operator.working_set import Pins
 
 log = logging.getLogger(__name__)
 
