@@ -116,8 +116,8 @@ class Cache(TaskTree):
 
     def saw(self, feed: Feed, kind: str, obj: Obj, *, deleted: bool = False) -> None:
         """An object as listed or watched (or read back by name), in its plain form
-        (:func:`plain`): the feed holds it, whole while there is room. One that cannot be
-        parsed is never held: it is flagged, as every reader flags one
+        (:func:`~tiny_harness.operator.feed.plain`): the feed holds it, whole while there is room.
+        One that cannot be parsed is never held: it is flagged, as every reader flags one
         (:mod:`tiny_harness.kube.unreadable`), and ``skipped`` counts it."""
         meta = obj["metadata"]
         namespace = str(meta.get("namespace") or "")

@@ -118,12 +118,11 @@ class Feed:
     """The objects of one kopf instance's watches, as the cache reads them, and the shard label
     of each task.
 
-    Unsharded, one feed serves the cache for the operator's whole life. Sharded, each watched
-    shard has a feed of its own (:mod:`tiny_harness.operator.kopf_shards`); the cache reads a
-    shard's feed from the moment it is primed (:meth:`Cache.adopt`) until the shard is no
-    longer watched (:meth:`Cache.drop`). A task, its children, its messages and its turn
-    records share a shard, so all of them are in one feed.
-    """
+    Unsharded, one feed serves the cache for the operator's whole life. Sharded, each watched shard
+    has a feed of its own (:mod:`tiny_harness.operator.kopf_shards`); the cache reads a shard's feed
+    from the moment it is primed (:meth:`~tiny_harness.operator.cache.Cache.adopt`) until the shard
+    is no longer watched (:meth:`~tiny_harness.operator.cache.Cache.drop`). A task, its children,
+    its messages and its turn records share a shard, so all of them are in one feed."""
 
     def __init__(self) -> None:
         #: What the cache reads: ``indices[kind][key][name] -> packed object``.

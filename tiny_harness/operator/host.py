@@ -1,4 +1,5 @@
-"""The operator's side of the core loop: what one turn's :class:`TurnHost` does in Kubernetes.
+"""The operator's side of the core loop: what one turn's
+:class:`~tiny_harness.core.turn.TurnHost` does in Kubernetes.
 
 Checkpoints go into the turn's record (``HarnessTurn``), fenced by the lease epoch. To keep a
 simple turn at three API writes, entries whose loss is harmless are held back and written with
@@ -324,7 +325,8 @@ class OperatorTurnHost:
 
     def delta(self, after: Sequence[ChatMessage]) -> HistoryDelta:
         """The turn's history delta as journaled: a participant's message the turn drained is
-        referred to in its drain entry, not copied (:func:`.history.by_reference`)."""
+        referred to in its drain entry, not copied
+        (:func:`~tiny_harness.core.history.by_reference`)."""
         drains = [e for e in (*self.entries, *self.buffer) if isinstance(e, DrainEntry)]
         return by_reference(history_delta(self.history_before, after), drains)
 
