@@ -3,7 +3,7 @@
 Two kinds of text name the code. Markdown (``docs/``, the READMEs) names it in code spans and
 links: a file path (``core/loop.py``, ``tiny_harness/kube/``, ``tests/unit/core/test_decide.py``),
 a path with a name (``kube/client.py::BoundedApiClient``, ``core/tracing.TracedAdapter``), a
-dotted name (``tiny_harness.kube.watching.follow_listings``, ``worker.write_status``,
+dotted name (``tiny_harness.kube.watching.follow_listings``, ``status_writer.write``,
 ``TaskView.version``), a test's name (``test_...``) or a configuration key
 (``operator.cache_bytes``; a chart value such as ``networkPolicy.enabled``). The package's own
 source names it in Sphinx roles (``:func:`.participant_view.conversation```,
@@ -300,7 +300,7 @@ class Names:
     def dotted_resolves(self, dotted: str) -> bool:
         """A dotted span: a name of the package's, a string it spells (a span attribute, a hook
         point), a module's name then a member of one of its classes (the way the docs speak of
-        an instance: ``worker.write_status``), a settings key or a chart value."""
+        an instance: ``status_writer.write``), a settings key or a chart value."""
         if any(self.index.resolves(name) for name in self.dotted_candidates(dotted)):
             return True
         if self.index.spells(dotted) or self.index.resolves(f"{SETTINGS}.{dotted}"):

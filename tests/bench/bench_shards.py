@@ -55,7 +55,7 @@ from tiny_harness.kube.client import HarnessTasks, connect
 from tiny_harness.kube.crd import REPO_ROOT
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.operator.shard_deal import labelled
-from tiny_harness.operator.shard_leases import ROLE_LABEL
+from tiny_harness.operator.shard_lease_writes import ROLE_LABEL
 
 _METRICS_PORTS = iter(range(18820, 18900))
 

@@ -95,7 +95,7 @@ def _child(argv: list[str]) -> int:
 
     from tiny_harness.core.loop import CoreLoop
     from tiny_harness.kube.journal import TurnRecords
-    from tiny_harness.operator import runtime, worker
+    from tiny_harness.operator import runtime, status_writer, worker
     from tiny_harness.operator.metrics import MeteredAdapter
 
     original_watch = watching.infinite_watch
@@ -152,7 +152,9 @@ def _child(argv: list[str]) -> int:
     wrap_async(worker.TaskWorker, "run", lambda self: self.name, sets_task=True)
     wrap_async(worker.TaskWorker, "act", lambda self, snap, action: type(action).__name__)
     wrap_async(
-        worker.TaskWorker, "write_status", lambda self, patch, **kw: str(patch.get("state", "-"))
+        status_writer.StatusWriter,
+        "write",
+        lambda self, patch, **kw: str(patch.get("state", "-")),
     )
     wrap_async(TurnRecords, "append", lambda self, task, turn, *a, **kw: str(turn))
     wrap_async(CoreLoop, "run_turn", lambda self, host, turn: str(turn.turn))
@@ -174,8 +176,8 @@ def _child(argv: list[str]) -> int:
         for rt in runtimes:
             trace(
                 "counts",
-                f"overlay tasks {len(rt.cache._tasks)}, overlay records "
-                f"{sum(len(v) for v in rt.cache._records.values())}, written "
+                f"overlay tasks {len(rt.cache.overlay.tasks)}, overlay records "
+                f"{sum(len(v) for v in rt.cache.overlay.records.values())}, written "
                 f"{len(rt._written)}, workers {len(rt._workers)}, "
                 f"states {len(rt.metrics._states)}, leases seen {len(rt.leases._seen)}; "
                 f"live Python blocks {sys.getallocatedblocks():,}, "
@@ -378,7 +380,7 @@ def milestones(rows: list[Row], t0: float, posted: float, seen: float) -> dict[s
         ("poke", lambda e, d: e == "poke"),
         ("act", lambda e, d: e == "act>" and d == "RunTurn"),
         ("w1_wire", lambda e, d: e == "request>" and d == "PATCH"),
-        ("w1_done", lambda e, d: e == "write_status<"),
+        ("w1_done", lambda e, d: e == "write<"),
         ("loop", lambda e, d: e == "run_turn>"),
         ("model", lambda e, d: e == "complete>"),
         ("http", lambda e, d: e == "send>"),
@@ -387,7 +389,7 @@ def milestones(rows: list[Row], t0: float, posted: float, seen: float) -> dict[s
         ("rec_wire", lambda e, d: e == "request>" and d == "POST"),
         ("rec_done", lambda e, d: e == "append<"),
         ("w2_wire", lambda e, d: e == "request>" and d == "PATCH"),
-        ("w2_done", lambda e, d: e == "write_status<"),
+        ("w2_done", lambda e, d: e == "write<"),
     ]
     after = msg
     for key, pred in steps:
@@ -495,7 +497,7 @@ CALLERS = [  # any frame in the stack: what the CPU was spent *for* (asyncio tas
     ("infinite_watch", "kopf: reading + parsing watch streams"),
     ("TaskWorker.step", "worker passes (step: snapshot, decide, act; not the turn)"),
     ("TaskWorker.snapshot", "  of which: snapshot (cache + pydantic)"),
-    ("TaskWorker.take_lease", "  of which: status WORKING write"),
+    ("Fences.take_lease", "  of which: status WORKING write"),
     ("CoreLoop.run_turn", "the turn (core loop task)"),
     ("MeteredAdapter.complete", "  of which: model adapter call"),
     ("async_maybe_transform", "    of which: openai params transform"),

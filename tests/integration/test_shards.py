@@ -17,7 +17,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.eventually import NotYet, eventually_async
-from tiny_harness.operator.shard_leases import SET_LABEL, ShardManager
+from tiny_harness.operator.shard_lease_writes import SET_LABEL
+from tiny_harness.operator.shard_leases import ShardManager
 
 pytestmark = pytest.mark.controlplane
 

@@ -119,7 +119,7 @@ def test_names_that_exist_resolve_in_every_form_the_docs_use(names: Names, tmp_p
         "`core/loop.py`, `tiny_harness/kube/`, `kube/watching`,\n"
         "`kube/client.py::BoundedApiClient`,\n"
         "`core/tracing.TracedAdapter`, `tiny_harness.kube.watching.follow_listings`,\n"
-        "`worker.write_status`, `TaskView.version`, `operator.cache_bytes`,\n"
+        "`status_writer.write`, `TaskView.version`, `operator.cache_bytes`,\n"
         "`[operator.destinations]`, `networkPolicy.enabled`, `tiny_harness.turn.resumed`,\n"
         "`test_the_model_cannot_put_the_conversation_before_a_stranger`, [map](README.md).\n"
     )

@@ -4,7 +4,7 @@
 :data:`Action`, and :func:`~tiny_harness.core.decide.decide_during_turn` a change seen while a
 turn runs with one :data:`DuringTurn`; the table that says which is in
 :mod:`tiny_harness.core.decide`, and the operator carries each out (``operator/worker.py``,
-``operator/controls.py``, ``operator/supervisor.py``). An action says *what* to do and carries
+``operator/endings.py``, ``operator/supervisor.py``). An action says *what* to do and carries
 what is needed to do it (a message id, a number of seconds, a typed reason), never *whether*.
 """
 

@@ -9,17 +9,22 @@ held against that ancestor's budget (``core.usage.tree_budget``), so a parent wi
 ``maxModelCalls: 2`` cannot spend more through its children, and ``/budget`` on the root raises
 the room of the whole tree at once. It is read level-triggered, so no copy of a budget goes
 stale in a child's spec.
+
+A worker reads them through :class:`TaskBudgets`, its task's budgets in one place; every
+status write it makes carries the task's usage through it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.task import Budget, TaskSpec, TaskStatus, TaskUsage
 from tiny_harness.core.usage import total, tree_budget, usage_of
 from tiny_harness.kube.client import Obj
 from tiny_harness.operator.cache import Cache
+from tiny_harness.operator.snapshot import Snapshot
 
 
 def own_budget(spec: TaskSpec | None, status: TaskStatus, default: Budget | None) -> Budget | None:
@@ -94,3 +99,35 @@ def with_usage(patch: Mapping[str, Any], cache: Cache, namespace: str, name: str
             )
         out["subTaskUsage"] = used.model_dump(by_alias=True) if children else None
     return out
+
+
+class Sources(Protocol):
+    """Where a task's budgets are read from: the operator's cache and its default budget."""
+
+    @property
+    def cache(self) -> Cache: ...
+
+    @property
+    def settings(self) -> OperatorSettings: ...
+
+
+class TaskBudgets:
+    """One task's budgets, as its worker, its turns and its commands read them."""
+
+    def __init__(self, sources: Sources, namespace: str, name: str) -> None:
+        self.sources = sources
+        self.namespace = namespace
+        self.name = name
+
+    def own(self, snap: Snapshot) -> Budget | None:
+        """The task's own budget (:func:`own_budget`)."""
+        return own_budget(snap.spec, snap.status, self.sources.settings.budget)
+
+    def for_turn(self, snap: Snapshot, used: TaskUsage) -> Budget | None:
+        """The budget the task's model calls are held to: its own and its ancestors'."""
+        cache, default = self.sources.cache, self.sources.settings.budget
+        return turn_budget(cache, self.namespace, snap.obj, self.own(snap), used, default)
+
+    def with_usage(self, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """A status patch with the usage it carries (:func:`with_usage`)."""
+        return with_usage(patch, self.sources.cache, self.namespace, self.name)

@@ -164,10 +164,9 @@ async def secret_headers(
     where: str,
     refusals_last: bool,
 ) -> tuple[BoundHeader, ...]:
-    """The headers' values from their Secrets (:func:`~tiny_harness.kube.secrets.
-    secret_values`), or :class:`NotReadyError` with the Secret's reason. A Secret still to
-    be created may come, so a missing one is tried again; a refusal (``refusals_last``) will
-    not change by itself."""
+    """The headers' values from their Secrets (:func:`~tiny_harness.kube.secrets.secret_values`), or
+    :class:`NotReadyError` with the Secret's reason. A Secret still to be created may come, so a
+    missing one is tried again; a refusal (``refusals_last``) will not change by itself."""
     try:
         return await secret_values(
             api,

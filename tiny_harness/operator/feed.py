@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tiny_harness.core.task import local_parent_of
 from tiny_harness.core.tracing import TRACE_ANNOTATIONS
-from tiny_harness.core.usage import Spent
+from tiny_harness.core.usage import Spent, spent_in
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
@@ -27,6 +28,7 @@ from tiny_harness.kube.names import (
     LIFECYCLE_ANNOTATION,
     MESSAGE_PLURAL,
     PLURAL,
+    SHARD_LABEL,
     TURN_PLURAL,
 )
 from tiny_harness.kube.unreadable import Skipped
@@ -116,12 +118,11 @@ class Feed:
     """The objects of one kopf instance's watches, as the cache reads them, and the shard label
     of each task.
 
-    Unsharded, one feed serves the cache for the operator's whole life. Sharded, each watched
-    shard has a feed of its own (:mod:`tiny_harness.operator.kopf_shards`); the cache reads a
-    shard's feed from the moment it is primed (:meth:`Cache.adopt`) until the shard is no
-    longer watched (:meth:`Cache.drop`). A task, its children, its messages and its turn
-    records share a shard, so all of them are in one feed.
-    """
+    Unsharded, one feed serves the cache for the operator's whole life. Sharded, each watched shard
+    has a feed of its own (:mod:`tiny_harness.operator.kopf_shards`); the cache reads a shard's feed
+    from the moment it is primed (:meth:`~tiny_harness.operator.cache.Cache.adopt`) until the shard
+    is no longer watched (:meth:`~tiny_harness.operator.cache.Cache.drop`). A task, its children,
+    its messages and its turn records share a shard, so all of them are in one feed."""
 
     def __init__(self) -> None:
         #: What the cache reads: ``indices[kind][key][name] -> packed object``.
@@ -179,6 +180,34 @@ class Feed:
             index.setdefault(key, {})[packed.name] = packed
         return old
 
+    def hold(self, kind: str, obj: Obj, parsed: Any) -> tuple[Packed, Packed | None]:
+        """Hold ``obj`` (as its kind's parser read it: ``parsed``) packed, under its keys and
+        with the summary kept for its whole life, and a task's shard label; the packed form,
+        and the older version it replaced."""
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        name = str(meta["name"])
+        packed = pack(obj)
+        keys: tuple[tuple[str, ...], ...]
+        if kind == TASKS:
+            parent = local_parent_of(obj.get("spec"))
+            keys = ((TASK, namespace, name),)
+            packed.groups = ((namespace, name),)
+            if parent:
+                keys += ((PARENT, namespace, str(parent)),)
+                packed.groups += ((namespace, str(parent)),)
+            packed.stub = stub_of(obj)
+            shard = (meta.get("labels") or {}).get(SHARD_LABEL)
+            if shard is not None:
+                self.shards[(namespace, name)] = str(shard)
+        else:
+            keys = ((namespace, parsed.spec.task if kind == MESSAGES else parsed.task),)
+            packed.groups = ((namespace, keys[0][1]),)
+            if kind == TURNS:
+                packed.spent = spent_in(parsed.entries)
+                packed.owners = parsed.owners
+        return packed, self.put(kind, namespace, packed, keys)
+
     def remove(self, kind: str, namespace: str, name: str) -> Packed | None:
         found = self.objects.pop((kind, namespace, name), None)
         if found is None:
@@ -192,6 +221,46 @@ class Feed:
                 if not under:
                     del index[key]
         return packed
+
+
+class Feeds(dict[int | None, Feed]):
+    """The feeds the cache reads, by shard (None: the one feed of an unsharded operator), and
+    what they hold across shards."""
+
+    def known(self) -> int:
+        """Objects known, in summary at least, in the feeds read."""
+        return sum(len(feed.objects) for feed in self.values())
+
+    def reads(self, feed: Feed) -> bool:
+        return any(f is feed for f in self.values())
+
+    def held(self, kind: str, key: tuple[str, ...]) -> list[Packed]:
+        """The objects of ``kind`` under ``key``, from the first feed that has any (a task's
+        group is in one shard)."""
+        for feed in self.values():
+            under = feed.indices[kind].get(key)
+            if under is not None:
+                return list(under.values())
+        return []
+
+    def shard(self, namespace: str, name: str) -> str | None:
+        """The task's shard label, as the feeds read last saw it."""
+        for feed in self.values():
+            label = feed.shards.get((namespace, name))
+            if label is not None:
+                return label
+        return None
+
+    def in_shard(self, label: str) -> list[Key]:
+        """Every task read whose shard label is ``label``."""
+        return [
+            key for feed in self.values() for key, value in feed.shards.items() if value == label
+        ]
+
+    def forget(self, namespace: str, name: str) -> None:
+        """The task is gone: its shard label with it."""
+        for feed in self.values():
+            feed.shards.pop((namespace, name), None)
 
 
 #: Metadata the operator never reads. ``managedFields`` alone is often most of an object's size

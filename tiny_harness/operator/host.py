@@ -1,4 +1,5 @@
-"""The operator's side of the core loop: what one turn's :class:`TurnHost` does in Kubernetes.
+"""The operator's side of the core loop: what one turn's
+:class:`~tiny_harness.core.turn.TurnHost` does in Kubernetes.
 
 Checkpoints go into the turn's record (``HarnessTurn``), fenced by the lease epoch. To keep a
 simple turn at three API writes, entries whose loss is harmless are held back and written with
@@ -66,7 +67,7 @@ from tiny_harness.operator.children import pending_news, rows_of
 from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.initialise import initialise
 from tiny_harness.operator.lease import Holding, LeaseLostError
-from tiny_harness.operator.ports import TurnIO
+from tiny_harness.operator.ports import TaskIO
 from tiny_harness.operator.snapshot import Snapshot
 from tiny_harness.operator.status_writes import failed_status
 
@@ -88,7 +89,7 @@ class OperatorTurnHost:
 
     def __init__(
         self,
-        worker: TurnIO,
+        worker: TaskIO,
         snap: Snapshot,
         turn: int,
         history: tuple[ChatMessage, ...],
@@ -269,7 +270,7 @@ class OperatorTurnHost:
             failed = failed_status(self.snap.status, "BudgetExceeded", outcome.text)
             patch["conditions"] = failed["conditions"]
         self.holding.closing = True
-        await self.w.write_status(patch, leased=True)
+        await self.w.status.write(patch, leased=True)
 
     # -- the operator's own steps -------------------------------------------------------------
 
@@ -324,10 +325,10 @@ class OperatorTurnHost:
 
     def delta(self, after: Sequence[ChatMessage]) -> HistoryDelta:
         """The turn's history delta as journaled: a participant's message the turn drained is
-        referred to in its drain entry, not copied (:func:`.history.by_reference`)."""
+        referred to in its drain entry, not copied
+        (:func:`~tiny_harness.core.history.by_reference`)."""
         drains = [e for e in (*self.entries, *self.buffer) if isinstance(e, DrainEntry)]
         return by_reference(history_delta(self.history_before, after), drains)
-        self.ended = True
 
 
 def child_participants(parent: TaskSpec, intent: SpawnIntent) -> tuple[Participant, ...]:
@@ -347,7 +348,7 @@ def child_participants(parent: TaskSpec, intent: SpawnIntent) -> tuple[Participa
 
 
 async def create_child(
-    worker: TurnIO,
+    worker: TaskIO,
     parent: dict[str, Any],
     name: str,
     spec: TaskSpec,

@@ -252,7 +252,7 @@ class _CacheFigures(Collector):
             labels=["form"],
         )
         if cache is not None:
-            objects.add_metric(["known"], cache.known())
+            objects.add_metric(["known"], cache.feeds.known())
             objects.add_metric(["whole"], len(cache.resident))
         yield objects
         moved = CounterMetricFamily(

@@ -7,8 +7,10 @@ through it to the runtime's cache, metrics and records. Now:
 
 - a worker runs inside an :class:`OperatorRuntime` (the process: its cache, settings, metrics,
   the lease observer, the wake-up clock, Events), which the runtime satisfies;
-- a turn's host writes through a :class:`TurnIO` (the task's name and namespace, its records,
-  its objects, the one status writer), which the worker satisfies;
+- a turn's host, and each step outside a turn, writes through a :class:`TaskIO` (the task's
+  name and namespace, its objects, its one status writer), which the worker satisfies; the
+  steps outside a turn also through the worker's small writers (:class:`Acting`: notices,
+  fences, budgets), each a part of its own;
 - the remote follower checkpoints through a :class:`JournalHost` (drain, checkpoint, flush,
   end the turn, defer a cut over one step), which the host satisfies.
 
@@ -33,7 +35,7 @@ from tiny_harness.core.decide import Facts
 from tiny_harness.core.history import RecordEntry
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
-from tiny_harness.core.task import Budget, TaskSpec, TaskUsage
+from tiny_harness.core.task import TaskSpec
 from tiny_harness.core.tools import TurnTools
 from tiny_harness.core.turn import (
     InboundMessage,
@@ -47,6 +49,7 @@ from tiny_harness.core.turn import (
 from tiny_harness.kube.client import HarnessTasks, Obj
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
 from tiny_harness.kube.messages import HarnessMessages, StoredMessage
+from tiny_harness.operator.budgets import TaskBudgets
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.lease import Holding, LeaseObserver
 from tiny_harness.operator.metrics import OperatorMetrics
@@ -144,8 +147,20 @@ class OperatorRuntime(Protocol):
     ) -> None: ...
 
 
-class TurnIO(Protocol):
-    """What a turn's host writes through: the task it hosts a turn of, and its writers."""
+class StatusWrites(Protocol):
+    """The one writer of a task's status (operator/status_writer.py), and the runner lease a
+    turn's writes are made under."""
+
+    holding: Holding | None
+
+    async def write(
+        self, patch: Mapping[str, Any], *, leased: bool = False, renewal: bool = False
+    ) -> Obj | None: ...
+
+
+class TaskIO(Protocol):
+    """One task's objects and its one status writer: what every part that acts on the task
+    (a turn's host, the steps outside a turn) reads and writes through."""
 
     @property
     def name(self) -> str: ...
@@ -154,17 +169,41 @@ class TurnIO(Protocol):
     def namespace(self) -> str: ...
 
     @property
+    def key(self) -> tuple[str, str]: ...
+
+    @property
     def rt(self) -> OperatorRuntime: ...
 
     @property
     def tasks(self) -> HarnessTasks: ...
 
     @property
+    def messages(self) -> HarnessMessages: ...
+
+    @property
     def records(self) -> TurnRecords: ...
 
-    async def write_status(
-        self, patch: Mapping[str, Any], *, leased: bool = False, renewal: bool = False
-    ) -> Obj | None: ...
+    @property
+    def status(self) -> StatusWrites: ...
+
+
+class NoticeWrites(Protocol):
+    """Notices and acknowledgements outside a turn (operator/notices.py)."""
+
+    async def append(self, snap: Snapshot, entries: tuple[RecordEntry, ...]) -> None: ...
+
+    async def refuse(self, snap: Snapshot, message: StoredMessage, reason: str) -> None: ...
+
+
+class TurnFences(Protocol):
+    """The runner lease taken with a new epoch, and a turn's record fenced with it
+    (operator/fences.py)."""
+
+    async def take_lease(self, snap: Snapshot, extra: Mapping[str, Any]) -> Holding: ...
+
+    async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]: ...
+
+    async def close_open_turn(self, snap: Snapshot) -> None: ...
 
 
 class CommandHost(Protocol):
@@ -176,48 +215,50 @@ class CommandHost(Protocol):
     async def record_notices(self, entries: Sequence[RecordEntry]) -> None: ...
 
 
-class SupervisedWorker(TurnIO, Protocol):
-    """What a turn's supervisor (operator/supervisor.py) needs of the worker whose turn it
-    runs: the lease, the one status writer, the task as the cache has it now, and the
-    commands a participant sends while the turn runs."""
+class CommandSteps(Protocol):
+    """A participant's command, run between turns or beside one (operator/command_step.py)."""
 
-    ticket: Ticket | None
-    holding: Holding | None
-
-    @property
-    def changed(self) -> asyncio.Event: ...
-
-    async def take_lease(self, snap: Snapshot, extra: Mapping[str, Any]) -> Holding: ...
-
-    async def fence_turn(self, snap: Snapshot, turn: int, epoch: int) -> list[TurnRecord]: ...
-
-    def budget_of(self, snap: Snapshot) -> Budget | None: ...
-
-    def turn_budget(self, snap: Snapshot, used: TaskUsage) -> Budget | None: ...
-
-    def snapshot(self) -> Snapshot | None: ...
-
-    def facts(self, snap: Snapshot) -> Facts: ...
-
-    async def command(
+    async def run(
         self, snap: Snapshot, message: StoredMessage, host: CommandHost | None = None
     ) -> None: ...
 
 
-class Acting(TurnIO, Protocol):
-    """What a pass's actions outside a turn (operator/controls.py) write through: the task's
-    objects and the worker's one status writer and journal."""
+class Acting(TaskIO, Protocol):
+    """What a pass's steps outside a turn (operator/first_status.py, endings.py,
+    command_step.py, approval_decisions.py) act through: the task's objects, its writers, and
+    the one way to fail it."""
 
     @property
-    def key(self) -> tuple[str, str]: ...
+    def notices(self) -> NoticeWrites: ...
 
     @property
-    def messages(self) -> HarnessMessages: ...
+    def fences(self) -> TurnFences: ...
 
-    async def append_notices(self, snap: Snapshot, entries: tuple[RecordEntry, ...]) -> None: ...
-
-    async def close_open_turn(self, snap: Snapshot) -> None: ...
+    @property
+    def budgets(self) -> TaskBudgets: ...
 
     async def fail_task(self, reason: str, message: str) -> None: ...
 
-    def budget_of(self, snap: Snapshot) -> Budget | None: ...
+
+class SupervisedWorker(TaskIO, Protocol):
+    """What a turn's supervisor (operator/supervisor.py) and its guards (turn_guards.py) need
+    of the worker whose turn they run: the lease, the budgets, the task as the cache has it
+    now, and the commands a participant sends while the turn runs."""
+
+    ticket: Ticket | None
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    @property
+    def fences(self) -> TurnFences: ...
+
+    @property
+    def budgets(self) -> TaskBudgets: ...
+
+    @property
+    def command_step(self) -> CommandSteps: ...
+
+    def snapshot(self) -> Snapshot | None: ...
+
+    def facts(self, snap: Snapshot) -> Facts: ...

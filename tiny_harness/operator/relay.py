@@ -1,7 +1,7 @@
 """Approvals across agents: a remote task that waits for a decision, surfaced here, and the
 decision relayed back.
 
-A sub-task on a remote agent mirrors its remote task (:mod:`.remote`). When that task waits
+A sub-task on a remote agent mirrors its remote task (:mod:`.remote_turn`). When that task waits
 for approval (a tiny-harness agent says so with sub-state ``awaiting-approval`` and its task
 extension's ``approvals``), the sub-task here parks the same way, with the remote calls as
 its own pending approvals: the participants *here* decide them, under the policy of the

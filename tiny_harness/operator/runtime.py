@@ -93,7 +93,7 @@ class Runtime:
         dropped: the shard manager hears of it (see ``ShardManager.dropped``)."""
         if self.shards is None:
             return True
-        shard = shard_named(self.cache.shard(namespace, name), self.shards.shards)
+        shard = shard_named(self.cache.feeds.shard(namespace, name), self.shards.shards)
         if shard is None:
             return True
         if self.shards.holds(shard):
@@ -111,7 +111,7 @@ class Runtime:
     def shard_acquired(self, shard: int) -> None:
         """A shard was taken: look at each of its tasks, so nothing sent while nobody held it
         waits for another event, and label what was waiting for its holder to label it."""
-        for namespace, name in self.cache.in_shard(str(shard)):
+        for namespace, name in self.cache.feeds.in_shard(str(shard)):
             self.poke(namespace, name)
         if self.labeller is not None:
             self.labeller.acquired(shard)

@@ -35,12 +35,14 @@ The written rules (docs/design/scale.md has the why):
 A replica stopped gracefully deletes its member Lease and releases its shards, so the others
 take them at their next tick instead of after the lease time (a rolling update moves shards
 in about a quarter of the lease time, a crash in about the lease time and one tick).
+
+The Leases are written by :mod:`tiny_harness.operator.shard_lease_writes`, each on the version
+read.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import hashlib
 import logging
@@ -56,14 +58,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tiny_harness.core.clock import now as utc_now
 from tiny_harness.core.clock import rfc3339
 from tiny_harness.core.decide import Lease
-from tiny_harness.core.task import Runner
 from tiny_harness.operator.lease import Clock, LeaseObserver
 from tiny_harness.operator.shard_deal import mine
+from tiny_harness.operator.shard_lease_writes import ROLE_LABEL, ShardLeaseWrites, runner_of
 
 log = logging.getLogger(__name__)
-
-SET_LABEL: Final = "tiny-harness.dev/shard-set"
-ROLE_LABEL: Final = "tiny-harness.dev/shard-role"
 #: A member Lease unseen for this many lease times belongs to a replica that is gone for good
 #: (a crashed pod); any replica deletes it.
 STALE_MEMBER_LEASES: Final = 10
@@ -109,7 +108,7 @@ class ShardManager:
         on_dealt: Callable[[frozenset[int]], None] = lambda shards: None,
         clock: Clock = time.monotonic,
     ) -> None:
-        self.leases = client.CoordinationV1Api(api)
+        self.writes = ShardLeaseWrites(api, namespace, shard_set)
         self.identity = identity
         self.shards = shards
         self.shard_set = shard_set
@@ -165,15 +164,12 @@ class ShardManager:
     async def tick(self) -> None:
         sent = self.clock()
         now = utc_now()
-        listed = await self.leases.list_namespaced_lease(
-            self.namespace, label_selector=f"{SET_LABEL}={self.shard_set}"
-        )
-        by_name = {lease.metadata.name: lease for lease in listed.items}
+        by_name = {lease.metadata.name: lease for lease in await self.writes.listed()}
         await self._renew_member(by_name.get(self.member_name), now, sent)
         self.stale = []
         self.live = frozenset({self.identity, *self._live_members(by_name.values())})
         for lease in self.stale:
-            await self._delete_stale(lease)
+            await self.writes.delete_stale(lease)
         dealt = mine(self.identity, self.live, self.shards)
         # All at once: a tick that wrote its shards one after another could take longer than a
         # hold lasts on a busy machine.
@@ -199,7 +195,7 @@ class ShardManager:
             if labels.get(ROLE_LABEL) != "member" or not holder or holder == self.identity:
                 continue
             key = ("member", lease.metadata.name)
-            state, _ = self.observer.judge(key, _runner(lease))
+            state, _ = self.observer.judge(key, runner_of(lease))
             if state is Lease.HELD:
                 live.append(holder)
             elif self._stale(key):
@@ -210,19 +206,6 @@ class ShardManager:
         unchanged = self.observer.unchanged_for(key)
         return unchanged is not None and unchanged > self.lease_seconds * STALE_MEMBER_LEASES
 
-    async def _delete_stale(self, lease: Any) -> None:
-        # Conditional: one renewed after all, or deleted by another replica, stays as it is.
-        with contextlib.suppress(ApiException):
-            await self.leases.delete_namespaced_lease(
-                lease.metadata.name,
-                self.namespace,
-                body=client.V1DeleteOptions(
-                    preconditions=client.V1Preconditions(
-                        resource_version=lease.metadata.resource_version
-                    )
-                ),
-            )
-
     async def _renew_member(self, lease: Any, now: dt.datetime, sent: float) -> None:
         spec = {
             "holderIdentity": self.identity,
@@ -230,9 +213,9 @@ class ShardManager:
             "renewTime": rfc3339(now, digits=6),
         }
         if lease is None:
-            await self._create(self.member_name, "member", spec)
+            await self.writes.create(self.member_name, "member", spec)
         else:
-            await self._replace(lease, spec)
+            await self.writes.replace(lease, spec)
 
     # -- shards --------------------------------------------------------------------------------
 
@@ -246,10 +229,10 @@ class ShardManager:
                 # Stop working it first; then let it go.
                 self.state.confirmed.pop(shard, None)
                 self.state.missed.pop(shard, None)
-                await self._replace(lease, {"holderIdentity": None, "renewTime": None})
+                await self.writes.replace(lease, {"holderIdentity": None, "renewTime": None})
                 log.info("shards: released shard %d", shard)
                 return
-            if await self._replace(lease, self._held_spec(lease, now, taking=False)):
+            if await self.writes.replace(lease, self._held_spec(lease, now, taking=False)):
                 self.state.confirmed[shard] = sent
                 missed = self.state.missed.pop(shard, None)
                 if missed:
@@ -265,13 +248,13 @@ class ShardManager:
         self.state.missed.pop(shard, None)
         # Every other holder's renewals are timed, dealt or not: when its replica dies and the
         # deal hands the shard here, the lease time has been counting since it last renewed.
-        state = self.observer.judge(("shard", name), _runner(lease) if holder else None)[0]
+        state = self.observer.judge(("shard", name), runner_of(lease) if holder else None)[0]
         if not dealt or state is Lease.HELD:
             return
         if lease is None:
-            taken = await self._create(name, "shard", self._held_spec(None, now, taking=True))
+            taken = await self.writes.create(name, "shard", self._held_spec(None, now, taking=True))
         else:
-            taken = await self._replace(lease, self._held_spec(lease, now, taking=True))
+            taken = await self.writes.replace(lease, self._held_spec(lease, now, taking=True))
         if taken:
             self.state.confirmed[shard] = sent
             log.info("shards: took shard %d (from %s)", shard, holder or "nobody")
@@ -296,74 +279,10 @@ class ShardManager:
         held = list(self.state.confirmed)
         self.state.confirmed.clear()
         try:
-            listed = await self.leases.list_namespaced_lease(
-                self.namespace, label_selector=f"{SET_LABEL}={self.shard_set}"
-            )
-            for lease in listed.items:
+            for lease in await self.writes.listed():
                 if lease.metadata.name == self.member_name:
-                    with contextlib.suppress(ApiException):
-                        await self.leases.delete_namespaced_lease(self.member_name, self.namespace)
+                    await self.writes.delete(self.member_name)
                 elif lease.spec.holder_identity == self.identity:
-                    await self._replace(lease, {"holderIdentity": None, "renewTime": None})
+                    await self.writes.replace(lease, {"holderIdentity": None, "renewTime": None})
         except (ApiException, OSError, TimeoutError) as exc:
             log.warning("shards: could not release shards %s at shutdown: %s", held, exc)
-
-    # -- writes --------------------------------------------------------------------------------
-
-    def _body(self, name: str, role: str, spec: dict[str, Any], rv: str | None) -> dict[str, Any]:
-        metadata: dict[str, Any] = {
-            "name": name,
-            "namespace": self.namespace,
-            "labels": {SET_LABEL: self.shard_set, ROLE_LABEL: role},
-        }
-        if rv is not None:
-            metadata["resourceVersion"] = rv
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": metadata,
-                "spec": {k: v for k, v in spec.items() if v is not None}}  # fmt: skip
-
-    async def _create(self, name: str, role: str, spec: dict[str, Any]) -> bool:
-        try:
-            await self.leases.create_namespaced_lease(
-                self.namespace, self._body(name, role, spec, None)
-            )
-        except ApiException as exc:
-            if exc.status == 409:
-                return False  # another replica created it first
-            raise
-        return True
-
-    async def _replace(self, lease: Any, spec: dict[str, Any]) -> bool:
-        """Write ``spec`` on the version read; False when someone wrote meanwhile."""
-        labels = lease.metadata.labels or {}
-        body = self._body(
-            lease.metadata.name,
-            labels.get(ROLE_LABEL, "shard"),
-            {
-                **{k: v for k, v in spec.items() if k != "acquireTime"},
-                "acquireTime": spec.get("acquireTime") or _acquired(lease),
-                "leaseTransitions": spec.get("leaseTransitions", lease.spec.lease_transitions),
-            },
-            lease.metadata.resource_version,
-        )
-        try:
-            await self.leases.replace_namespaced_lease(lease.metadata.name, self.namespace, body)
-        except ApiException as exc:
-            if exc.status in (404, 409):
-                return False
-            raise
-        return True
-
-
-def _acquired(lease: Any) -> str | None:
-    taken = lease.spec.acquire_time
-    return rfc3339(taken, digits=6) if taken else None
-
-
-def _runner(lease: Any) -> Runner:
-    """A Lease as the observer judges it: its holder, renewals and transitions."""
-    renew = lease.spec.renew_time
-    return Runner(
-        holder=lease.spec.holder_identity,
-        renew_time=rfc3339(renew, digits=6) if isinstance(renew, dt.datetime) else str(renew or ""),
-        epoch=int(lease.spec.lease_transitions or 0),
-    )

@@ -1,7 +1,7 @@
 """What the operator writes into a task's status for texts and conditions of its own: a
 failure (state, message, ``Error`` condition), the ``Error`` condition cleared when a new turn
-resumes the task, and the id of a status text that is in no history. The worker and the turn
-host both write them, so they live below both.
+resumes the task, and the id of a status text that is in no history. The steps outside a turn
+and the turn's host both write them, so they live below both.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ def bounded(patch: Mapping[str, Any]) -> Mapping[str, Any]:
     """``patch`` with its texts within the sizes a status keeps (``core/sizes.py``): the
     status text cut with a note saying the whole text is in the history, each condition's
     message cut, and each plan step's description and output. The one status writer
-    (``worker.write_status``) passes every patch through here, so no reply, answer, remote
-    result or plan, however long, makes the write refused."""
+    (:class:`~tiny_harness.operator.status_writer.StatusWriter`) passes every patch through
+    here, so no reply, answer, remote result or plan, however long, makes the write refused."""
     message = patch.get("message")
     conditions = patch.get("conditions")
     plan = patch.get("plan")

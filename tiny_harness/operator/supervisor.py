@@ -1,16 +1,10 @@
 """A turn and its guards, run as one structured unit.
 
 The reconciler (:mod:`tiny_harness.operator.worker`) decides that a turn runs; this module runs
-it. A turn is the loop's ``run_turn`` (the model's core loop, the remote follower, or the loop
-that takes a person's answer) plus four guards, all in one :class:`asyncio.TaskGroup`:
-
-- the **renewal** writes the runner lease every third of its time, with the turn's usage so far;
-- the **lease watchdog** cuts the turn the moment this replica can no longer be sure it holds the
-  lease (:class:`~tiny_harness.core.decide.CutReason` ``LEASE``);
-- the **deadline** cuts it when the task's working time runs out (``DEADLINE``);
-- the **interrupt watcher** looks at every change of the task and asks
-  :func:`~tiny_harness.core.decide.decide_during_turn` what to do: cut (``CONTROL``, ``GONE``),
-  run a command beside the turn, or write the sub-task rows.
+it. A turn starts from its input (:mod:`tiny_harness.operator.turn_start`) and is the loop's
+``run_turn`` (the model's core loop, the remote follower, or the loop that takes a person's
+answer) plus four guards (:mod:`tiny_harness.operator.turn_guards`: the lease's renewal and
+watchdog, the deadline, the interrupt watcher), all in one :class:`asyncio.TaskGroup`.
 
 When the turn's task ends, the guards are cancelled and the group waits for all of them: none
 outlives its turn. A cut is a typed reason given once (:class:`Cut`: the first reason wins) and
@@ -30,58 +24,34 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
-from tiny_harness.core.actions import CutReason, CutTurn, KeepGoing, RunCommandNow, SyncRowsNow
-from tiny_harness.core.approval import gates_of
-from tiny_harness.core.clock import now, rfc3339
-from tiny_harness.core.commands.hooks import completion_override
-from tiny_harness.core.completion import decide_completion
+from tiny_harness.core.actions import CutReason
+from tiny_harness.core.clock import now
 from tiny_harness.core.deadlines import deadline_left
-from tiny_harness.core.decide import Pending, TurnFacts, decide_during_turn
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.llm import RetryNotice, retry_observer
 from tiny_harness.core.participant_turn import AnsweringLoop
-from tiny_harness.core.reach import Reach
-from tiny_harness.core.remote_view import remote_ref_of
-from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Lifecycle, TaskUsage
+from tiny_harness.core.task import Lifecycle
 from tiny_harness.core.tracing import enabled as tracing_enabled
 from tiny_harness.core.tracing import end_turn, parent_and_links, turn_span
-from tiny_harness.core.turn import TurnInput, TurnOutcome
-from tiny_harness.core.usage import total, usage_of
+from tiny_harness.core.turn import TurnOutcome
 from tiny_harness.models.call_errors import ModelCallError
 from tiny_harness.operator.cut import Cut
 from tiny_harness.operator.host import OperatorTurnHost
-from tiny_harness.operator.inherited_rules import inherited_rules
 from tiny_harness.operator.lease import Holding, LeaseLostError
 from tiny_harness.operator.ports import SupervisedWorker, TurnLoop
-from tiny_harness.operator.remote import RemoteCallError
-from tiny_harness.operator.snapshot import (
-    Snapshot,
-    decided_calls,
-    history_before,
-    rows_json,
-    unique_entries,
-)
-from tiny_harness.operator.status_writes import failed_status, own_message_id, resumed_conditions
+from tiny_harness.operator.remote_calls import RemoteCallError
+from tiny_harness.operator.snapshot import Snapshot, history_before, unique_entries
+from tiny_harness.operator.status_writes import failed_status, own_message_id
+from tiny_harness.operator.turn_guards import TurnGuards
+from tiny_harness.operator.turn_start import start_patch, turn_input
 
 log = logging.getLogger(__name__)
 
 #: The turns of participant tasks take their person's answer; no model is called.
 ANSWERING: Final = AnsweringLoop()
-#: Pause before a failed look for interrupts during a turn is made again (for as long as the
-#: turn runs, which its lease and deadline bound).
-INTERRUPT_RETRY_SECONDS: Final = 0.5
-
-
-def lost_calls(snap: Snapshot) -> TaskUsage:
-    """The model calls a resumed turn may have made and never journaled: at most one per
-    earlier start (the loop journals a call's answer before its next call), counted against
-    the budget whether or not their answers were kept."""
-    earlier = snap.status.turn_attempts or 0
-    return TaskUsage(model_calls=earlier)
 
 
 def failure_text(exc: ModelCallError, lifecycle: Lifecycle) -> str:
@@ -102,33 +72,16 @@ class TurnSupervisor:
         self.number = number
         self.resume = resume
         self.cut = Cut()
+        self.guards = TurnGuards(worker, number, self.cut)
 
     async def run(self) -> bool:
         """Run (or resume) the turn. True: the worker should look again after it."""
         w, snap, number = self.w, self.snap, self.number
-        start: dict[str, Any] = {
-            "state": TaskState.WORKING.value,
-            "subState": None,
-            "turn": number,
-            "subTasks": rows_json(snap.rows),
-        }
-        raw_status = snap.obj.get("status") or {}
-        # Counted on every start, so a turn that never finishes is given up after a bound
-        # (decide.MAX_TURN_ATTEMPTS) rather than resumed, and its model asked, for ever.
-        start["turnAttempts"] = (snap.status.turn_attempts or 0) + 1 if self.resume else 1
-        if not (self.resume and raw_status.get("turnStartTime")):
-            # A resumed turn keeps its start: the time the replica that ran it was away counts.
-            start["turnStartTime"] = rfc3339(now())
-        conditions = resumed_conditions(snap.status.conditions)
-        # The task's tool servers: this turn's tools, and its ToolServersReady condition.
-        offer = await w.rt.tool_servers.offer(w.namespace, snap.spec)
-        conditions = offer.conditions(snap.status.conditions, conditions)
-        if conditions is not None:
-            start["conditions"] = conditions
-        holding = await w.take_lease(snap, start)
+        start, offer = await start_patch(w, snap, number, self.resume)
+        holding = await w.fences.take_lease(snap, start)
         records = snap.records
         if self.resume:
-            fenced = await w.fence_turn(snap, number, holding.epoch)
+            fenced = await w.fences.fence_turn(snap, number, holding.epoch)
             records = [r for r in snap.records if r.turn != number] + fenced
         if w.ticket is not None:
             # From here the turn waits on its model, for as long as that takes: other tasks'
@@ -140,34 +93,7 @@ class TurnSupervisor:
             e for e in unique_entries(own) if not isinstance(e, (NoticeEntry, AckEntry))
         )
         host = OperatorTurnHost(w, snap, number, history, own, holding, self.cut)
-        remotes = w.rt.remotes
-        used = total(snap.status.usage, snap.status.sub_task_usage) + lost_calls(snap)
-        turn_input = TurnInput(
-            task_id=w.name,
-            turn=number,
-            task=snap.extension(),
-            history=history,
-            journal=journal,
-            budget=w.turn_budget(snap, used),
-            used=used,
-            agents=remotes.directory.offered(w.namespace) if remotes else (),
-            remote=remote_ref_of(e for r in records if r.turn < number for e in r.entries)
-            if snap.spec.agent
-            else None,
-            gates=gates_of(
-                servers=offer.servers,
-                agents=remotes.directory.approvals(w.namespace) if remotes else (),
-                rules=snap.spec.approval,
-                defaults=w.rt.settings.approvals,
-                inherited=inherited_rules(w.rt.cache, w.namespace, snap.obj),
-            ),
-            decided=decided_calls(snap.status.approvals, records, number),
-            reach=Reach(
-                allowed=w.rt.settings.reach,
-                depth=w.rt.cache.depth(w.namespace, w.name),
-                max_depth=w.rt.settings.max_sub_task_depth,
-            ),
-        )
+        given = turn_input(w, snap, number, records, history, journal, offer)
         # The turn continues the trace of the first message it is about to take (the others
         # are linked): see core/tracing.py.
         parent, links = (
@@ -188,12 +114,12 @@ class TurnSupervisor:
             loop = self.loop_for(snap)
             try:
                 outcome, error = await self.supervise(
-                    lambda: loop.run_turn(host, turn_input, offer.tools), host, holding
+                    lambda: loop.run_turn(host, given, offer.tools), host, holding
                 )
                 # Still under the lease: a cut or failed turn's last writes are fenced by it.
                 return await self.conclude(host, holding, outcome, error, finished)
             finally:
-                w.holding = None
+                w.status.holding = None
                 w.rt.metrics.turn_seconds.observe(time.perf_counter() - started)
 
     async def supervise(
@@ -229,12 +155,12 @@ class TurnSupervisor:
                 turn_task = group.create_task(run())
                 self.cut.watch(turn_task)
                 guards = [
-                    group.create_task(self.renew_lease(holding)),
-                    group.create_task(self.watch_lease(holding)),
-                    group.create_task(self.watch_for_interrupts(host)),
+                    group.create_task(self.guards.renew_lease(holding)),
+                    group.create_task(self.guards.watch_lease(holding)),
+                    group.create_task(self.guards.watch_for_interrupts(host)),
                 ]
                 if left is not None:
-                    guards.append(group.create_task(self.cut_at_deadline(left)))
+                    guards.append(group.create_task(self.guards.cut_at_deadline(left)))
 
                 def stop_guards(_: asyncio.Task[None]) -> None:
                     for guard in guards:
@@ -279,7 +205,7 @@ class TurnSupervisor:
                 "running turn was cut; raise spec.activeDeadlineSeconds to give a new task "
                 "more time"
             )
-            await w.write_status(failed_status(snap.status, "DeadlineExceeded", text), leased=True)
+            await w.status.write(failed_status(snap.status, "DeadlineExceeded", text), leased=True)
             finished("deadline", failed=True)
             await w.rt.event(snap.obj, "DeadlineExceeded", text, warning=True)
             return True
@@ -297,7 +223,7 @@ class TurnSupervisor:
                 if isinstance(error, ModelCallError)
                 else f"The remote agent failed this sub-task: {error}."
             )
-            await w.write_status(failed_status(snap.status, error.reason, text), leased=True)
+            await w.status.write(failed_status(snap.status, error.reason, text), leased=True)
             finished("failed", failed=True)
             await w.rt.event(snap.obj, error.reason, str(error), warning=True)
             return True
@@ -323,7 +249,7 @@ class TurnSupervisor:
 
     def retry_notice_writer(self) -> Callable[[RetryNotice], Awaitable[None]]:
         async def write(notice: RetryNotice) -> None:
-            await self.w.write_status(
+            await self.w.status.write(
                 {
                     "message": f"retrying ({notice.attempt} of {notice.budget}): {notice.reason}",
                     "messageId": own_message_id(),
@@ -332,130 +258,3 @@ class TurnSupervisor:
             )
 
         return write
-
-    # -- the guards ------------------------------------------------------------------------------
-
-    async def renew_lease(self, holding: Holding) -> None:
-        w = self.w
-        period = w.rt.settings.lease_seconds / 3
-        while True:
-            await asyncio.sleep(period)
-            sent = time.monotonic()
-            # The renewal carries what the running turn has used so far (its journaled calls):
-            # a long turn's progress, at no write of its own. It stays out of status.usage
-            # until the turn ends, so a turn resumed from its journal is not counted twice.
-            records = w.rt.cache.records(w.namespace, w.name)
-            used = usage_of(r for r in records if r.turn == self.number)
-            try:
-                await w.write_status(
-                    {
-                        "runner": {
-                            "holder": w.rt.identity,
-                            "renewTime": rfc3339(now(), digits=6),
-                            "epoch": holding.epoch,
-                        },
-                        "turnUsage": used.model_dump(by_alias=True),
-                    },
-                    leased=True,
-                    renewal=True,
-                )
-            except LeaseLostError:
-                return
-            except Exception as exc:  # the watchdog decides when it is too late
-                log.warning("task %s/%s: lease renewal failed: %s", w.namespace, w.name, exc)
-                continue
-            holding.renewed(sent)
-
-    async def watch_lease(self, holding: Holding) -> None:
-        """Cut the turn the moment this replica can no longer be sure it holds the lease."""
-        while True:
-            await asyncio.sleep(max(holding.deadline - holding.clock(), 0.0) + 0.001)
-            if holding.lost or holding.clock() >= holding.deadline:
-                holding.lost = True
-                self.cut(CutReason.LEASE)
-                await self.cut.see_through()
-                return
-
-    async def cut_at_deadline(self, left: float) -> None:
-        """Cut the running turn when the task's working time reaches its deadline."""
-        await asyncio.sleep(max(left, 0.0))
-        self.cut(CutReason.DEADLINE)
-        await self.cut.see_through()
-
-    async def watch_for_interrupts(self, host: OperatorTurnHost) -> None:
-        """While a turn runs, look at every change of the task. A look that fails (a write of
-        the rows refused, say) is logged and made again, never the end of the watch: a turn
-        must not run on deaf to a cancel."""
-        w = self.w
-        while True:
-            await w.changed.wait()
-            w.changed.clear()
-            try:
-                if await self.look(host):
-                    await self.cut.see_through()
-                    return
-            except Exception as exc:
-                log.warning(
-                    "task %s/%s: looking for a cancel or command during the turn failed (%s: %s); "
-                    "looking again",
-                    w.namespace,
-                    w.name,
-                    type(exc).__name__,
-                    exc,
-                )
-                await asyncio.sleep(INTERRUPT_RETRY_SECONDS)
-                w.changed.set()
-
-    def refused_completions(self, snap: Snapshot, pending: Sequence[Pending]) -> frozenset[str]:
-        """The completions the task would refuse now, judged as the next pass would judge
-        them (``core.completion.decide_completion``, with the hooks' override)."""
-        hooks = self.w.rt.commands.hooks
-        return frozenset(
-            m.message_id
-            for m in pending
-            if m.kind == "control"
-            and m.control == "complete"
-            and not decide_completion(
-                snap.extension(),
-                requested_by=m.sender,
-                override=completion_override(hooks, m.sender),
-            ).complete
-        )
-
-    async def look(self, host: OperatorTurnHost) -> bool:
-        """One look: act on :func:`decide_during_turn` until it says to keep going. True
-        when the turn was cut."""
-        w = self.w
-        while True:
-            snap = w.snapshot()
-            facts = TurnFacts(present=False)
-            if snap is not None:
-                now_known = w.facts(snap)
-                pending = now_known.pending
-                facts = TurnFacts(
-                    present=True,
-                    spec=snap.spec,
-                    pending=pending,
-                    parent_ended=now_known.parent_ended is not None,
-                    commands_run=frozenset(host.acked),
-                    rows_stale=snap.rows != snap.status.sub_tasks,
-                    closed=host.closed,
-                    refused=self.refused_completions(snap, pending),
-                )
-            match decide_during_turn(facts):
-                case CutTurn(reason=reason):
-                    self.cut(reason)
-                    return True
-                case RunCommandNow(message_id=mid):
-                    assert snap is not None
-                    async with host.interlude:
-                        if host.closed:
-                            return False  # the turn has ended: the next pass runs the command
-                        await w.command(snap, snap.message(mid), host)
-                        host.acked.add(mid)
-                case SyncRowsNow():
-                    assert snap is not None
-                    await w.write_status({"subTasks": rows_json(snap.rows)}, leased=True)
-                    return False
-                case KeepGoing():
-                    return False

@@ -23,7 +23,8 @@ from tiny_harness.operator.agents import (
     only_interface,
     status_of_card,
 )
-from tiny_harness.operator.remote import AGENT_SELF, classify, envelope, relayed
+from tiny_harness.operator.remote_calls import classify
+from tiny_harness.operator.remote_turn import AGENT_SELF, envelope, relayed
 from tiny_harness.outbound.guard import DestinationRefusedError
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.names import FIRST_MESSAGE_ANNOTATION
-from tiny_harness.operator.cache import OVERLAY_SECONDS
 from tiny_harness.operator.cache import Cache as _Cache
 from tiny_harness.operator.feed import Feed, plain
+from tiny_harness.operator.overlay import OVERLAY_SECONDS
 
 NS = "team-a"
 #: When the tasks here were created: the messages below were all written after.
@@ -217,7 +217,7 @@ def test_resource_versions_are_never_ordered_only_matched(indexed: str, written:
 
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"  # ours, until
     deliver(cache, idx, task("release", written, state="TASK_STATE_COMPLETED"))
-    assert cache._tasks == {}  # the index delivered exactly our version
+    assert cache.overlay.tasks == {}  # the index delivered exactly our version
 
 
 # -- tasks ----------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_the_latest_write_is_read_until_the_index_delivers_it() -> None:
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
 
     deliver(cache, idx, task("release", "12", state="TASK_STATE_COMPLETED"))
-    assert cache._tasks == {}
+    assert cache.overlay.tasks == {}
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
 
 
@@ -483,7 +483,7 @@ def test_an_own_write_is_dropped_from_the_overlay_once_the_index_has_it() -> Non
     put_task(idx, task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
     cache.indexed_task(NS, "release", "12")
 
-    assert cache._tasks == {}
+    assert cache.overlay.tasks == {}
     assert cache.task(NS, "release") == task("release", "12", state="TASK_STATE_INPUT_REQUIRED")
 
 
@@ -492,8 +492,8 @@ def test_a_write_whose_event_came_first_is_not_kept_in_the_overlay() -> None:
     cache.wrote_task(task("release", "12"))
     cache.wrote_record(NS, record("release", 1, 0, "12"))
 
-    assert cache._tasks == {}
-    assert cache._records == {}
+    assert cache.overlay.tasks == {}
+    assert cache.overlay.records == {}
 
 
 def test_a_write_the_index_delivered_and_then_passed_is_not_kept_in_the_overlay() -> None:
@@ -506,7 +506,7 @@ def test_a_write_the_index_delivered_and_then_passed_is_not_kept_in_the_overlay(
 
     cache.wrote_task(task("release", "12", state="TASK_STATE_INPUT_REQUIRED"))
 
-    assert cache._tasks == {}
+    assert cache.overlay.tasks == {}
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
 
 
@@ -523,7 +523,7 @@ def test_a_write_the_watch_passed_over_is_dropped_after_a_while() -> None:
     clock.now += OVERLAY_SECONDS
 
     assert state_of(cache.task(NS, "release")) == "TASK_STATE_COMPLETED"
-    assert cache._tasks == {}
+    assert cache.overlay.tasks == {}
 
 
 def test_a_watch_that_is_away_keeps_the_write_however_long() -> None:
@@ -540,7 +540,7 @@ def test_a_record_written_here_is_dropped_once_indexed() -> None:
     cache = Cache(indices())
     cache.wrote_record(NS, record("release", 1, 0, "7", "a"))
     cache.indexed_record(NS, record("release", 1, 0, "7", "a"))
-    assert cache._records == {}
+    assert cache.overlay.records == {}
 
 
 # -- packed objects, parsed on read --------------------------------------------------------------
@@ -562,14 +562,14 @@ def test_a_packed_version_is_parsed_once_and_a_new_version_parses_anew() -> None
 def test_parsed_versions_kept_are_bounded_and_the_rest_parse_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tiny_harness.operator.cache.PARSED_KEPT", 2)
+    monkeypatch.setattr("tiny_harness.operator.parsed.PARSED_KEPT", 2)
     cache = Cache(indices(tasks=[task(name, "10") for name in ("a", "b", "c")]))
 
     a = cache.task(NS, "a")
     cache.task(NS, "b")
     cache.task(NS, "c")  # pushes the parsed "a" out
 
-    assert len(cache._parsed) == 2
+    assert len(cache.parsed_versions) == 2
     again = cache.task(NS, "a")
     assert again == a
     assert again is not a

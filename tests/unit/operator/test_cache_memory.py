@@ -15,8 +15,9 @@ from tiny_harness.core.task import TaskUsage
 from tiny_harness.core.turn import ModelEntry
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.journal import ENTRIES
-from tiny_harness.operator.cache import Cache, NotLoaded
+from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.feed import Feed, pack
+from tiny_harness.operator.working_set import NotLoaded
 
 BIG = "x" * 4000
 
@@ -72,7 +73,7 @@ def test_what_passes_the_budget_is_kept_in_summary_and_a_read_of_it_says_load_fi
     tasks = [big_task(f"t{i}") for i in range(10)]
     cache, _ = fed(3 * size_of(tasks[0]), api, *(("tasks", t) for t in tasks))
     assert cache.resident.bytes <= cache.resident.budget
-    assert cache.known() == 10
+    assert cache.feeds.known() == 10
     assert cache.resident.dropped == 7
     # The newest are whole; the oldest in summary: its state and owners are still known.
     assert cache.task(NS, "t9") is not None

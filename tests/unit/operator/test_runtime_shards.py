@@ -65,5 +65,5 @@ def test_a_shard_no_longer_watched_leaves_the_cache_and_the_tasks_gauge() -> Non
     assert gauge(metrics, "TASK_STATE_INPUT_REQUIRED") == 3
     rt.unwatched(3)
     assert gauge(metrics, "TASK_STATE_INPUT_REQUIRED") == 1
-    assert rt.cache.in_shard("3") == []
-    assert rt.cache.in_shard("4") == [(NS, "c")]
+    assert rt.cache.feeds.in_shard("3") == []
+    assert rt.cache.feeds.in_shard("4") == [(NS, "c")]

@@ -32,7 +32,7 @@ from tests.unit.operator.memory import Harness, entries, in_memory
 from tiny_harness.core.agent import AgentSpec, AgentStatus
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.operator.remote import Remotes
-from tiny_harness.operator.supervisor import TurnSupervisor
+from tiny_harness.operator.turn_guards import TurnGuards
 
 #: How long one pass may take in memory before the test calls it stuck.
 STUCK = 10.0
@@ -124,16 +124,16 @@ async def test_a_command_sent_at_any_point_of_a_turn_runs_exactly_once() -> None
 
 @pytest.fixture
 def deadline(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """The task's deadline, reached when the test sets this event (the supervisor's own
+    """The task's deadline, reached when the test sets this event (the turn's own
     deadline guard then cuts at once)."""
     reached = asyncio.Event()
-    real = TurnSupervisor.cut_at_deadline
+    real = TurnGuards.cut_at_deadline
 
-    async def at_the_deadline(self: TurnSupervisor, left: float) -> None:
+    async def at_the_deadline(self: TurnGuards, left: float) -> None:
         await reached.wait()
         await real(self, 0.0)
 
-    monkeypatch.setattr(TurnSupervisor, "cut_at_deadline", at_the_deadline)
+    monkeypatch.setattr(TurnGuards, "cut_at_deadline", at_the_deadline)
     return reached
 
 

@@ -12,10 +12,11 @@ import pytest
 from kubernetes_asyncio import client
 
 from tiny_harness.kube.client import KubeError
-from tiny_harness.operator import worker as worker_module
+from tiny_harness.operator import pass_failures
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.metrics import OperatorMetrics
-from tiny_harness.operator.worker import ERROR_BUDGET, TaskWorker
+from tiny_harness.operator.pass_failures import ERROR_BUDGET
+from tiny_harness.operator.worker import TaskWorker
 
 
 class FakeRuntime:
@@ -42,7 +43,7 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     async def instant(_: float) -> None:
         await real_sleep(0)
 
-    monkeypatch.setattr(worker_module.asyncio, "sleep", instant)
+    monkeypatch.setattr(pass_failures.asyncio, "sleep", instant)
 
 
 class ScriptedWorker(TaskWorker):
@@ -113,7 +114,7 @@ async def test_an_error_that_goes_away_never_fails_the_task() -> None:
     await worker.run()
     assert worker.failed == []
     assert worker.passes == 3
-    assert worker.errors == 0
+    assert worker.failures.errors == 0
 
 
 async def test_an_unreachable_api_server_is_waited_for_and_never_fails_the_task() -> None:

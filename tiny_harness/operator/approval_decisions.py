@@ -1,4 +1,4 @@
-"""The decisions on calls that wait for approval: a participant's, and a timeout's.
+"""Recording the decisions on calls that wait for approval: a participant's, and a timeout's.
 
 :func:`~tiny_harness.core.decide.decide` has already judged the decision
 (:func:`~tiny_harness.core.approval.refuse_decision`: the sender's identity against the call's
@@ -79,13 +79,14 @@ def _dump(approvals: tuple[PendingApproval, ...]) -> list[dict[str, Any]]:
     return [a.model_dump(mode="json", by_alias=True, exclude_none=True) for a in approvals]
 
 
-class Decisions:
-    """The worker's decision actions (see the module docstring)."""
+class ApprovalDecisions:
+    """Records the decisions on a task's calls that wait for approval (see the module
+    docstring)."""
 
     def __init__(self, worker: Acting) -> None:
         self.w = worker
 
-    async def decide(self, snap: Snapshot, message: StoredMessage) -> None:
+    async def record(self, snap: Snapshot, message: StoredMessage) -> None:
         """Record a participant's decision, judged already (row 7b of decide)."""
         request = message.spec.decision
         assert request is not None  # decide() only sends decisions here
@@ -104,7 +105,7 @@ class Decisions:
                 arguments=request.arguments,
             )
             reply = (command_reply_id(message.spec.message_id), decision.text(pending.tool))
-            await self._record(snap, {request.call_id: decision}, reply)
+            await self._into_status(snap, {request.call_id: decision}, reply)
         log.info(
             "task %s/%s: call %s (%s) %s by %s",
             *self.w.key,
@@ -113,7 +114,7 @@ class Decisions:
             decision.verdict,
             sender,
         )
-        await self.w.append_notices(
+        await self.w.notices.append(
             snap,
             (
                 ack_entry(message),
@@ -122,7 +123,7 @@ class Decisions:
         )
         failpoints.decision_recorded(self.w.name)
 
-    async def time_out_approvals(self, snap: Snapshot) -> None:
+    async def time_out(self, snap: Snapshot) -> None:
         """Decide every call whose timeout has passed as its policy says (row 9a)."""
         moment = now()
         decided: dict[str, Decision] = {}
@@ -145,10 +146,10 @@ class Decisions:
         # The status message is the last notice, under its id: each text shows once.
         last = notices[-1]
         assert isinstance(last, NoticeEntry)
-        await self._record(snap, decided, (last.id, last.text))
-        await self.w.append_notices(snap, tuple(notices))
+        await self._into_status(snap, decided, (last.id, last.text))
+        await self.w.notices.append(snap, tuple(notices))
 
-    async def _record(
+    async def _into_status(
         self, snap: Snapshot, decided: dict[str, Decision], message: tuple[str, str]
     ) -> None:
         """Write the decisions into the status, with ``message`` (id, text) as its message:
@@ -159,7 +160,7 @@ class Decisions:
             for p in snap.approvals
         )
         message_id, text = message
-        await self.w.write_status(
+        await self.w.status.write(
             {
                 "approvals": _dump(approvals),
                 "message": text[:TEXT_MAX],
