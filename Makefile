@@ -15,7 +15,7 @@ WEB_UI := tiny_harness/a2a_gateway/webui/index.html
 WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
-.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate bench clean cluster-test cluster
+.PHONY: help install controlplane web webtest run test unit lint typecheck imports pytest generate krew bench clean cluster-test cluster
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
@@ -23,7 +23,8 @@ help:
 	@echo "                and tests/cluster on a real local node (make cluster-test)"
 	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
-	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
+	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models, and the krew manifest"
+	@echo "make krew       build the archive the krew manifest names into dist/"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
 	@echo "make cluster    the chart on a real local node without Docker (root), until Ctrl-C"
 	@echo "make cluster-test  build the image without Docker, start a real one-node cluster, helm install"
@@ -90,6 +91,11 @@ generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
 	$(BIN)/python -m tiny_harness.core.schemas --write
 	$(BIN)/python -m tiny_harness.core.commands.plugin_schemas --write
+	$(BIN)/python -m tiny_harness.cli.krew --write
+
+# The archive the krew manifest (plugins/krew/harness.yaml) names, for a release to upload.
+krew: install
+	$(BIN)/python -m tiny_harness.cli.krew --archive dist --check
 
 bench: install controlplane
 	@for b in tests/bench/bench_*.py; do echo "== $$b"; PATH="$(CONTROLPLANE):$$PATH" $(BIN)/python $$b || exit 1; done
