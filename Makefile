@@ -16,7 +16,7 @@ WEB_SOURCES := $(shell find web/src web/public -type f 2>/dev/null) \
 	web/index.html web/vite.config.ts web/tsconfig.json web/package.json
 
 .PHONY: help prereqs prereqs-pytest prereqs-cluster install lock controlplane helm node web webtest run test \
-	unit lint typecheck imports pytest generate bench clean cluster-test cluster
+	unit lint typecheck imports pytest generate krew bench clean cluster-test cluster
 
 help:
 	@echo "make run        set up a venv, build the local control plane, start it, the operator and the gateway"
@@ -24,7 +24,8 @@ help:
 	@echo "                and tests/cluster on a real local node (make cluster-test), the last two at once"
 	@echo "make unit       the unit tests alone: no control plane, no browser, in about a minute"
 	@echo "make web        build the web UI (npm ci, then vite) into the package; the gateway serves it at /ui/"
-	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models"
+	@echo "make generate   regenerate the CRDs and the JSON Schemas from the models, and the krew manifest"
+	@echo "make krew       build the archive the krew manifest names into dist/"
 	@echo "make lock       update requirements.lock and requirements-dev.lock after a change to"
 	@echo "                pyproject.toml's dependencies (UPGRADE=1: every pin to its newest release)"
 	@echo "make bench      run the benchmarks under tests/bench and print their figures"
@@ -137,6 +138,11 @@ generate: install
 	$(BIN)/python -m tiny_harness.kube.crd --write
 	$(BIN)/python -m tiny_harness.core.schemas --write
 	$(BIN)/python -m tiny_harness.core.commands.plugin_schemas --write
+	$(BIN)/python -m tiny_harness.cli.krew --write
+
+# The archive the krew manifest (plugins/krew/harness.yaml) names, for a release to upload.
+krew: install
+	$(BIN)/python -m tiny_harness.cli.krew --archive dist --check
 
 bench: install controlplane
 	@for b in tests/bench/bench_*.py; do echo "== $$b"; PATH="$(CONTROLPLANE):$$PATH" $(BIN)/python $$b || exit 1; done

@@ -12,7 +12,7 @@
 #   web      Node.js 20+ and npm: the web UI (make web, make webtest)
 #   go       Go (the newest `go` directive in hack/*/go.mod): the control plane, helm and
 #            CoreDNS are built from pinned modules
-#   tests    tmux (the TUI in a real terminal) and Chromium (tests/browser/)
+#   tests    tmux (the TUI in a real terminal), zsh (its completion) and Chromium (tests/browser/)
 #   cluster  root, containerd, runc, the CNI plugins, buildah, debootstrap, iptables:
 #            tests/cluster/ runs the chart's pods on a real local node (make cluster-test)
 set -euo pipefail
@@ -25,6 +25,7 @@ TOOLS=(
   "web|npm|npm|the web UI's dependencies (npm ci)"
   "any|make|make|make itself"
   "tests|tmux|tmux|the TUI in a real terminal (tests/integration/test_tui_terminal.py)"
+  "tests|zsh|zsh|the zsh completion script's test (tests/unit/cli/test_completion.py)"
   "tests|chromium|chromium|the web UI's browser tests (tests/browser/)"
   "cluster|containerd|containerd|the local node's container runtime (tests/cluster/)"
   "cluster|ctr|containerd|loading the image into the node's containerd (tests/cluster/)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from tests.integration.chart_support import (
     set_args,
     settings_file,
 )
+from tests.release_check_support import serving
 from tiny_harness.core.destinations import DestinationSettings
 from tiny_harness.core.inbox import MessagePart, MessageSpec
 from tiny_harness.core.settings import GatewaySettings, Settings
@@ -447,11 +449,15 @@ def test_rendered_manifests_pass_server_side_dry_run_under_restricted_pod_securi
     )  # fmt: skip
     values = {**values_for(configuration, namespace), "networkPolicy.enabled": True}
     manifests = helm.template(namespace, values).stdout
+    # `helm test` runs after the install, whose ServiceAccounts its pod names: made for real.
+    accounts = [d for d in yaml.safe_load_all(manifests) if d and d["kind"] == "ServiceAccount"]
+    kubectl.run("apply", "-f", "-", stdin=yaml.safe_dump_all(accounts))
 
     result = kubectl.run("apply", "--dry-run=server", "-f", "-", stdin=manifests, check=False)
 
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr, result.stderr
+    assert "pod/tiny-harness-test created (server dry run)" in result.stdout
     # The namespace does check: a pod template that is not restricted draws the warning.
     loose = find(list(yaml.safe_load_all(manifests)), "Deployment", "-operator")
     loose["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {}
@@ -834,3 +840,125 @@ def test_the_models_reach_and_the_depth_bound_reach_the_settings(helm: Helm) -> 
     deeper = helm.template("tiny-harness", {"operator.maxSubTaskDepth": 17}, check=False)
     assert deeper.returncode != 0
     assert "/operator/maxSubTaskDepth" in deeper.stderr
+
+
+# -- helm test, disruption budgets, the Kubernetes versions it installs on -----------------------
+
+
+def test_helm_test_runs_the_release_check_from_the_charts_own_image(helm: Helm) -> None:
+    values = {"image.repository": "registry.example/th", "image.tag": "1.2.3"}
+    docs = helm.render("team-a", values)
+
+    pod = find(docs, "Pod", "-test")
+    operator = find(docs, "Deployment", "-operator")
+
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    [container] = pod["spec"]["containers"]
+    assert container["image"] == operator["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert container["image"] == "registry.example/th:1.2.3"
+    assert container["command"] == ["python", "-m", "tiny_harness.cli.release_check"]
+    args = container["args"]
+    assert args[args.index("--gateway") + 1] == f"http://{RELEASE}-gateway.team-a.svc:8080"
+    assert args[args.index("--advertised") + 1] == f"http://{RELEASE}-gateway.team-a.svc:8080"
+    metrics = f"http://{RELEASE}-operator-metrics.team-a.svc:9090"
+    assert args[args.index("--operator-metrics") + 1] == metrics
+    assert pod["spec"]["restartPolicy"] == "Never"
+    # It names an account the chart makes, and holds no token of it: it asks no API.
+    assert pod["spec"]["serviceAccountName"] == f"{RELEASE}-operator"
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    # The Services it asks are the chart's own.
+    services = {d["metadata"]["name"] for d in docs if d["kind"] == "Service"}
+    assert {f"{RELEASE}-gateway", f"{RELEASE}-operator-metrics"} <= services
+
+
+def test_helm_test_asks_only_what_the_release_has(helm: Helm) -> None:
+    args = find(
+        helm.render("team-a", {"gateway.enabled": False, "operator.metrics.enabled": False}),
+        "Pod",
+        "-test",
+    )["spec"]["containers"][0]["args"]
+    switched_off = helm.render("team-a", {"tests.enabled": False})
+
+    assert "--gateway" not in args
+    assert "--operator-metrics" not in args
+    assert not [d for d in switched_off if d["kind"] == "Pod"]
+
+
+def test_the_release_check_in_the_test_pod_passes_against_what_it_checks(
+    helm: Helm, tmp_path: Path
+) -> None:
+    """The pod's command and arguments, run here against a gateway and an operator metrics
+    endpoint served locally in their place."""
+    pod = find(helm.render("team-a", {}), "Pod", "-test")
+    [container] = pod["spec"]["containers"]
+    with serving() as (gateway, metrics):
+        args = list(container["args"])
+        args[args.index("--gateway") + 1] = gateway
+        args[args.index("--advertised") + 1] = gateway
+        args[args.index("--operator-metrics") + 1] = metrics
+        command = [sys.executable, *container["command"][1:], *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gateway: the agent card of" in done.stdout
+    assert "operator: ready" in done.stdout
+
+
+def test_disruption_budgets_cover_each_component_when_enabled(helm: Helm) -> None:
+    assert not [d for d in helm.render("team-a", {}) if d["kind"] == "PodDisruptionBudget"]
+
+    docs = helm.render(
+        "team-a",
+        {
+            "operator.replicas": 3,
+            "operator.podDisruptionBudget.enabled": True,
+            "operator.podDisruptionBudget.minAvailable": "50%",
+            "gateway.podDisruptionBudget.enabled": True,
+        },
+    )
+
+    for component in ("operator", "gateway"):
+        budget = find(docs, "PodDisruptionBudget", f"-{component}")
+        deployment = find(docs, "Deployment", f"-{component}")
+        assert budget["spec"]["selector"] == deployment["spec"]["selector"]
+    assert find(docs, "PodDisruptionBudget", "-operator")["spec"] == {
+        "minAvailable": "50%",
+        "selector": find(docs, "Deployment", "-operator")["spec"]["selector"],
+    }
+    assert find(docs, "PodDisruptionBudget", "-gateway")["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"gateway.podDisruptionBudget.minAvailable": -1}, "minAvailable"),
+        (
+            {
+                "operator.podDisruptionBudget.enabled": True,
+                "operator.podDisruptionBudget.maxUnavailable": None,
+            },
+            "operator.podDisruptionBudget: set minAvailable or maxUnavailable",
+        ),
+        ({"operator.podDisruptionBudget.maxUnavailable": "half"}, "maxUnavailable"),
+    ],
+    ids=["negative", "no-size", "not-a-count-or-percentage"],
+)
+def test_a_budget_without_a_size_fails_naming_it(
+    helm: Helm, values: dict[str, Any], named: str
+) -> None:
+    result = helm.template("team-a", values, check=False)
+
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
+def test_the_chart_refuses_a_kubernetes_older_than_it_needs(helm: Helm) -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+
+    old = helm.run("template", RELEASE, str(CHART), "--kube-version", "1.29.9", check=False)
+    new = helm.run("template", RELEASE, str(CHART), "--kube-version", "1.30.0", check=False)
+
+    assert chart["kubeVersion"] == ">=1.30.0-0"
+    assert old.returncode != 0
+    assert "chart requires kubeVersion: >=1.30.0-0" in old.stderr
+    assert new.returncode == 0, new.stderr

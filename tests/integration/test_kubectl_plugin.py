@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import re
 import shlex
 import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -162,6 +164,99 @@ async def test_kubectl_finds_the_plugin_on_path(
 
     assert found.returncode == 0, found.stderr
     assert found.stdout.splitlines()[1].split()[:2] == ["found", "SUBMITTED"]
+
+
+async def test_list_and_get_print_the_tasks_as_kubectl_get_does_with_o_json_yaml_and_name(
+    harness: Harness, tasks: Tasks, kubectl: Kubectl
+) -> None:
+    await tasks.create("alpha")
+    await tasks.create("beta")
+    await tasks.create("strangers", participants=[{"id": "carol", "role": "assignee"}])
+
+    as_json = await harness.run("list", "-o", "json")
+    as_yaml = await harness.run("list", "-o", "yaml")
+    as_names = await harness.run("list", "-o", "name")
+    one = await harness.run("get", "alpha", "-o", "json")
+
+    for done in (as_json, as_yaml, as_names, one):
+        assert done.returncode == 0, done.stderr
+    # What kubectl prints, less the task alice is not on.
+    theirs = kubectl.get_json("harnesstasks")
+    theirs["items"] = [i for i in theirs["items"] if i["metadata"]["name"] != "strangers"]
+    assert json.loads(as_json.stdout) == theirs
+    assert yaml.safe_load(as_yaml.stdout) == theirs
+    assert json.loads(one.stdout) == kubectl.get_json("harnesstask", "alpha")
+    group = "tiny-harness.madarauchiha-314.github.io"
+    assert as_names.stdout.splitlines() == [
+        f"harnesstask.{group}/alpha",
+        f"harnesstask.{group}/beta",
+    ]
+    # The names are what kubectl takes back.
+    got = kubectl.run("get", *as_names.stdout.split(), "-o", "name").stdout
+    assert got.splitlines() == as_names.stdout.splitlines()
+
+
+async def test_list_wide_adds_columns_and_no_headers_leaves_the_header_out(
+    harness: Harness, tasks: Tasks
+) -> None:
+    await tasks.create("wide-one", goal="Summarise the report.")
+
+    wide = await harness.run("list", "-o", "wide")
+    headless = await harness.run("list", "--no-headers")
+    one = await harness.run("get", "wide-one", "-o", "wide", "--no-headers")
+
+    assert wide.returncode == 0, wide.stderr
+    header, row = wide.stdout.splitlines()
+    assert header.split()[-4:] == ["MODEL", "TURN", "RUNNER", "GOAL"]
+    assert row.split()[:2] == ["wide-one", "SUBMITTED"]
+    assert row.split()[-3:] == ["Summarise", "the", "report."]
+    assert headless.stdout.split()[:2] == ["wide-one", "SUBMITTED"]
+    [one_row] = one.stdout.splitlines()
+    assert one_row.split()[:6] == row.split()[:6]  # the same row (its AGE may have grown)
+    assert one_row.split()[7:] == row.split()[7:]
+
+
+async def test_an_unknown_output_format_is_a_usage_error_naming_the_formats(
+    harness: Harness,
+) -> None:
+    refused = await harness.run("list", "-o", "jsonpath={.items}")
+
+    assert refused.returncode == 2
+    assert (
+        'unable to match a printer suitable for the output format "jsonpath={.items}", '
+        "allowed formats are: json,name,wide,yaml"
+    ) in refused.stderr
+    assert refused.stdout == ""
+
+
+async def test_kubectl_completes_the_plugins_commands_and_flags_through_kubectl_complete_harness(
+    tmp_path: Path,
+) -> None:
+    """kubectl (1.26 and later) asks ``kubectl_complete-harness`` on PATH what completes
+    ``kubectl harness ...``; ``kubectl __complete`` is what its shell scripts run on TAB."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for program, module in (
+        ("kubectl-harness", "tiny_harness.cli.kubectl_plugin"),
+        ("kubectl_complete-harness", "tiny_harness.cli.kubectl_complete"),
+    ):
+        wrapper = bin_dir / program
+        wrapper.write_text(f'#!/bin/sh\nexec {shlex.join([sys.executable, "-m", module])} "$@"\n')
+        wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+    commands = await asyncio.to_thread(
+        run_plugin, ["kubectl", "__complete", "harness", "ap"], env=env
+    )
+    formats = await asyncio.to_thread(
+        run_plugin, ["kubectl", "__complete", "harness", "list", "-o", ""], env=env
+    )
+
+    assert commands.stdout.splitlines() == [
+        "approve\tapprove a tool call that waits for approval",
+        ":4",
+    ]
+    assert formats.stdout.splitlines() == ["json", "yaml", "wide", "name", ":4"]
 
 
 async def test_send_prints_the_message_id_and_with_wait_the_operators_reply(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Final
 
 from tiny_harness.cli import kubectl_render as render
 from tiny_harness.cli.kubectl_session import Session, status_of
@@ -31,19 +30,6 @@ from tiny_harness.core.artifact_index import (
 )
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.literal import literal
-
-NAME: Final = "artifact"
-HELP: Final = "write one of a task's artifacts to standard output"
-DESCRIPTION: Final = (
-    "Write a task's artifact (published by its agent with publish_artifact) to standard "
-    "output: text parts as text, a file part as its raw bytes, a data part as JSON. "
-    "'kubectl harness get TASK' lists the task's artifacts with their sizes."
-)
-EXAMPLES: Final = """
-kubectl harness artifact hello-harness report
-kubectl harness artifact hello-harness chart.png > chart.png
-kubectl harness artifact hello-harness results | jq .
-"""
 
 
 class ArtifactNotFoundError(HarnessError):
@@ -78,11 +64,6 @@ def for_terminal(data: bytes, task: str, name: str) -> str:
         return literal(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise BinaryArtifactError(task, name, len(data)) from None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", metavar="TASK", help="the task's name")
-    parser.add_argument("name", metavar="NAME", help="the artifact's name")
 
 
 async def read(

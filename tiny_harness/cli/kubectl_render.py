@@ -87,11 +87,12 @@ def out(text: str = "", *, file: TextIO | None = None) -> None:
     print(literal(text), file=file or sys.stdout, flush=True)
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, headers: bool = True) -> str:
     """Columns padded to their widest cell, as ``kubectl get`` prints them; each cell shown
-    literally on one line."""
-    lines = [list(header), *([literal(cell, lines=False) for cell in r] for r in rows)]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    literally on one line. Without ``headers`` (``--no-headers``), the rows alone."""
+    body = [[literal(cell, lines=False) for cell in r] for r in rows]
+    lines = [list(header), *body] if headers else body
+    widths = [max((len(line[i]) for line in lines), default=0) for i in range(len(header))]
     return "\n".join(
         _GAP.join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
@@ -177,14 +178,29 @@ def lifecycle_of(obj: Obj) -> str:
     return participant_lifecycle(obj).value
 
 
+#: What ``-o wide`` adds to the ``list`` table.
+WIDE_COLUMNS: Final = ("MODEL", "TURN", "RUNNER", "GOAL")
+#: The widest a goal is shown in a ``-o wide`` row.
+WIDE_GOAL: Final = 60
+
+
 def task_list(
-    objs: Iterable[Obj], participant: str, now: dt.datetime, *, namespaces: bool = False
+    objs: Iterable[Obj],
+    participant: str,
+    now: dt.datetime,
+    *,
+    namespaces: bool = False,
+    wide: bool = False,
+    headers: bool = True,
 ) -> str:
     """The ``list`` table: the tree with state, sub-state, lifecycle, your role, the calls that
-    wait for approval and age; the branches with calls you may decide first."""
+    wait for approval and age; the branches with calls you may decide first. ``wide`` adds
+    the model, the turn, the replica running it and the first line of the goal."""
     header = ["NAME", "STATE", "SUB-STATE", "LIFECYCLE", "ROLE", "APPROVALS", "AGE"]
     if namespaces:
         header.insert(0, "NAMESPACE")
+    if wide:
+        header += WIDE_COLUMNS
     rows: list[list[str]] = []
     for row in task_tree(objs, first=lambda obj: waits_for(obj, participant)):
         obj = row.obj
@@ -201,8 +217,16 @@ def task_list(
         ]
         if namespaces:
             cells.insert(0, str(obj["metadata"].get("namespace", "")))
+        if wide:
+            spec = spec_of(obj)
+            cells += [
+                status.model or "-",
+                str(status.turn),
+                status.runner.holder if status.runner is not None else "-",
+                _first_line(spec.goal, WIDE_GOAL) if spec is not None else "-",
+            ]
         rows.append(cells)
-    return table(header, rows)
+    return table(header, rows, headers=headers)
 
 
 # -- approvals -------------------------------------------------------------------------------

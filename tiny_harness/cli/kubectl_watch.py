@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
 from typing import Final
 
 from tiny_harness.cli import kubectl_render as render
@@ -25,29 +24,8 @@ from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, watch_client, watch_object
 
-NAME: Final = "watch"
-HELP: Final = "follow a task's state changes and replies until it ends"
-DESCRIPTION: Final = (
-    "Print the task's state changes, sub-task changes and new messages as they happen, "
-    "until the task ends or you stop it (Ctrl-C)."
-)
-EXAMPLES: Final = """
-kubectl harness watch hello-harness
-kubectl harness watch hello-harness --history 5
-"""
 #: How often the transcript is read again when the task itself has not changed.
 WATCH_REREAD_SECONDS: Final = 2.0
-
-
-def add_arguments(parser: argparse.ArgumentParser, *, count: Callable[[str], int]) -> None:
-    parser.add_argument("task", metavar="TASK", help="the task's name")
-    parser.add_argument(
-        "--history",
-        type=count,
-        default=0,
-        metavar="N",
-        help="first print the last N messages (default: %(default)s)",
-    )
 
 
 class _Follower:

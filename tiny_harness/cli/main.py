@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from tiny_harness.cli import completion
 from tiny_harness.cli.home import ensure_default, home, resolve
 from tiny_harness.core.errors import ConfigError
 from tiny_harness.core.literal import log_handler
@@ -123,7 +124,21 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     tui.add_argument("--config", type=Path, help=CONFIG_HELP)
 
     add_parser("crd", help="print the CustomResourceDefinitions (pipe to kubectl apply -f -)")
+
+    shell = add_parser(
+        "completion",
+        help="print a shell completion script (bash or zsh)",
+        description="Print a script that completes tiny-harness's sub-commands and flags: "
+        "source <(tiny-harness completion bash) in ~/.bashrc, or "
+        "source <(tiny-harness completion zsh) in ~/.zshrc after compinit.",
+    )
+    shell.add_argument("shell", metavar="SHELL", choices=completion.SHELLS, help="bash or zsh")
     return parser
+
+
+#: The hidden first argument with which the completion scripts ask what completes the words
+#: after it (:func:`tiny_harness.cli.completion.answer`).
+COMPLETE = "__complete"
 
 
 #: Loggers that write a line at INFO for every event or request: kopf's per-object log and the
@@ -144,6 +159,10 @@ def load_settings(explicit: Path | None) -> Settings:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] == [COMPLETE]:
+        sys.stdout.write(completion.answer(build_parser([]), words[1:]))
+        return 0
     args = build_parser(argv).parse_args(argv)
     if args.command is None:  # bare `tiny-harness`: the TUI, with everything defaulted
         args = build_parser(argv).parse_args([*(argv or []), "tui"])
@@ -155,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in PER_REQUEST_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
     try:
+        if args.command == "completion":
+            script = completion.script(args.shell, "tiny-harness", f"tiny-harness {COMPLETE}")
+            sys.stdout.write(script)
+            return 0
         if args.command == "crd":
             sys.stdout.write(yaml.safe_dump_all(crd_manifests().values(), sort_keys=False))
             return 0

@@ -21,8 +21,9 @@ from typing import Annotated, Final
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from tiny_harness.core.approval import ApprovalPolicy
+from tiny_harness.core.conditions import Conditions
 from tiny_harness.core.secret_destinations import OriginError, origin_of, parse_origin
-from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Condition, Model, ShortText
+from tiny_harness.core.task import NAME_MAX, TEXT_MAX, TTL_MAX, Model, ShortText
 from tiny_harness.core.tool_server import HeaderSource
 
 #: How long a remote task may go without a visible change before its sub-task fails.
@@ -201,7 +202,7 @@ class AgentStatus(Model):
     extensions: tuple[Annotated[str, Field(max_length=2048)], ...] = Field(
         default=(), description="The URIs of the A2A extensions its card declares."
     )
-    conditions: tuple[Condition, ...] = Field(default=(), description="Ready, with its reason.")
+    conditions: Conditions = Field(default=(), description="Ready, with its reason.")
     observed_generation: int | None = Field(
         default=None, description="The spec generation this status reflects."
     )

@@ -31,6 +31,7 @@ from pydantic.alias_generators import to_camel
 
 from tiny_harness.core.approval import PendingApproval, TaskApprovalRule
 from tiny_harness.core.artifact_index import ArtifactRow
+from tiny_harness.core.conditions import Condition, Conditions
 from tiny_harness.core.errors import InvalidTaskError, ServerControlledFieldError
 from tiny_harness.core.plan import Plan
 from tiny_harness.core.sizes import MAX_ARTIFACTS
@@ -332,17 +333,6 @@ class TaskSpec(Model):
         return Lifecycle.DELEGATED if self.parent is not None else Lifecycle.CONVERSATION
 
 
-class Condition(Model):
-    """A Kubernetes status condition (the metav1.Condition shape)."""
-
-    type: ShortText
-    status: Literal["True", "False", "Unknown"]
-    reason: str = Field(default="", max_length=1024)
-    message: str = Field(default="", max_length=32768)
-    last_transition_time: str | None = None
-    observed_generation: int | None = None
-
-
 class Runner(Model):
     """Which operator replica runs the task's turns, and when it last said so (the lease)."""
 
@@ -416,7 +406,9 @@ class TaskStatus(Model):
     )
     plan: Plan | None = Field(default=None, description="The current plan.")
     sub_tasks: tuple[SubTaskRow, ...] = Field(default=(), description="One row per child task.")
-    conditions: tuple[Condition, ...] = Field(default=(), description="Standard conditions.")
+    conditions: Conditions = Field(
+        default=(), description="What holds of the task (Accepted, Error, ToolServersReady)."
+    )
     observed_generation: int | None = Field(
         default=None, description="The spec generation this status reflects."
     )
@@ -588,6 +580,7 @@ __all__ = [
     "NAME_MAX",
     "TEXT_MAX",
     "TTL_MAX",
+    "Condition",
     "Model",
     "Role",
     "ShortText",

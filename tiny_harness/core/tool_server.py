@@ -19,8 +19,9 @@ from typing import Any, Final
 from pydantic import ConfigDict, Field
 
 from tiny_harness.core.approval import ToolServerApproval
+from tiny_harness.core.conditions import Condition, Conditions
 from tiny_harness.core.sizes import ENTRY_TEXT_BYTES
-from tiny_harness.core.task import NAME_MAX, Condition, Model, ShortText
+from tiny_harness.core.task import NAME_MAX, Model, ShortText
 
 #: Defaults and bounds of a call's time and its result's size.
 DEFAULT_TIMEOUT_SECONDS: Final = 30
@@ -161,7 +162,7 @@ class ToolServerStatus(Model):
         default=(), description="The tools offered to the model (after the allow-list)."
     )
     tool_count: int = Field(default=0, ge=0, description="How many tools are offered.")
-    conditions: tuple[Condition, ...] = Field(
+    conditions: Conditions = Field(
         default=(), description="Ready: True once discovery succeeded for this generation."
     )
     observed_generation: int | None = Field(

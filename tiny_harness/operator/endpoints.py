@@ -41,9 +41,9 @@ from kubernetes_asyncio import client
 from tiny_harness.core.agent import AgentStatus
 from tiny_harness.core.backoff import Backoff
 from tiny_harness.core.clock import rfc3339
+from tiny_harness.core.conditions import Condition, transitioned
 from tiny_harness.core.errors import HarnessError
 from tiny_harness.core.secret_destinations import BoundHeader
-from tiny_harness.core.task import Condition
 from tiny_harness.core.tool_server import SecretKeyRef, ToolServerStatus
 from tiny_harness.kube.client import ConflictError, KubeError, Obj
 from tiny_harness.kube.declared import patch_declared_status, read_declared
@@ -143,12 +143,7 @@ def kept_transition(current: S, wanted: S) -> S:
     """``wanted`` with each condition's ``lastTransitionTime`` as ``current`` has it when
     its status is the same: a condition's time says when it last turned."""
     before = {c.type: c for c in current.conditions}
-    conditions = tuple(
-        c.model_copy(update={"last_transition_time": before[c.type].last_transition_time})
-        if c.type in before and before[c.type].status == c.status
-        else c
-        for c in wanted.conditions
-    )
+    conditions = tuple(transitioned(before.get(c.type), c) for c in wanted.conditions)
     return wanted.model_copy(update={"conditions": conditions})
 
 

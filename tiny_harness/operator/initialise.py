@@ -15,11 +15,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from tiny_harness.core.clock import rfc3339
+from tiny_harness.core.conditions import Condition
 from tiny_harness.core.errors import InvalidTaskError
 from tiny_harness.core.states import SubState, TaskState
 from tiny_harness.core.task import (
     TEXT_MAX,
-    Condition,
     Lifecycle,
     TaskSpec,
     TaskStatus,

@@ -1,7 +1,9 @@
 """What the operator writes into a task's status for texts and conditions of its own: a
 failure (state, message, ``Error`` condition), the ``Error`` condition cleared when a new turn
 resumes the task, and the id of a status text that is in no history. The steps outside a turn
-and the turn's host both write them, so they live below both.
+and the turn's host both write them, so they live below both. Conditions are set by
+:func:`~tiny_harness.core.conditions.set_condition`: a condition's transition time moves only
+when its status does.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tiny_harness.core.clock import rfc3339
+from tiny_harness.core.conditions import Condition, set_condition
 from tiny_harness.core.sizes import PLAN_TEXT_CHARS, condition_text, excerpt, status_text
 from tiny_harness.core.states import TaskState
-from tiny_harness.core.task import Condition, TaskStatus
+from tiny_harness.core.task import TaskStatus
 
 
 def bounded(patch: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -64,13 +67,12 @@ def own_message_id() -> str:
 
 
 def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, Any]:
-    now = rfc3339(digits=0)
     error = Condition(
         type="Error",
         status="True",
         reason=reason,
         message=condition_text(message),
-        last_transition_time=now,
+        last_transition_time=rfc3339(digits=0),
         observed_generation=status.observed_generation,
     )
     return {
@@ -79,7 +81,7 @@ def failed_status(status: TaskStatus, reason: str, message: str) -> dict[str, An
         "runner": None,
         "message": message,
         "messageId": own_message_id(),
-        "conditions": _conditions_json(_with_condition(status.conditions, error)),
+        "conditions": _conditions_json(set_condition(status.conditions, error)),
     }
 
 
@@ -88,22 +90,15 @@ def resumed_conditions(conditions: tuple[Condition, ...]) -> list[dict[str, Any]
     error = next((c for c in conditions if c.type == "Error" and c.status == "True"), None)
     if error is None:
         return None
-    now = rfc3339(digits=0)
     cleared = error.model_copy(
         update={
             "status": "False",
             "reason": "Resumed",
             "message": "a participant's message resumed the task",
-            "last_transition_time": now,
+            "last_transition_time": rfc3339(digits=0),
         }
     )
-    return _conditions_json(_with_condition(conditions, cleared))
-
-
-def _with_condition(
-    conditions: tuple[Condition, ...], condition: Condition
-) -> tuple[Condition, ...]:
-    return (*(c for c in conditions if c.type != condition.type), condition)
+    return _conditions_json(set_condition(conditions, cleared))
 
 
 def _conditions_json(conditions: tuple[Condition, ...]) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ from typing import Any, Final
 
 from tiny_harness.core.approval import ToolServerApproval
 from tiny_harness.core.clock import rfc3339
-from tiny_harness.core.task import Condition, TaskSpec
+from tiny_harness.core.conditions import Condition, set_condition
+from tiny_harness.core.task import TaskSpec
 from tiny_harness.core.tools import Tool, TurnTools
 
 #: The task condition that says whether its tool servers are there.
@@ -71,11 +72,7 @@ class Offer:
             == (condition.status, condition.reason, condition.message)
         ):
             return pending
-        if old is not None and old.status == condition.status:
-            condition = condition.model_copy(
-                update={"last_transition_time": old.last_transition_time}
-            )
-        merged = (*(c for c in base if c.type != CONDITION), condition)
+        merged = set_condition(base, condition)
         return [c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in merged]
 
 

@@ -32,7 +32,9 @@ def tool(name: str) -> Tool:
 
 
 def server_obj(name: str, *, default: bool = False, ready: dict[str, Any] | None = None) -> Any:
-    status = {"conditions": [{"type": "Ready", **ready}]} if ready else {}
+    # As the operator writes it: every condition says when it last turned.
+    written = {"type": "Ready", "lastTransitionTime": "2026-11-30T15:00:00Z", **(ready or {})}
+    status = {"conditions": [written]} if ready else {}
     return {
         "metadata": {"name": name, "namespace": "work", "generation": 1},
         "spec": {"url": "http://x/mcp", "default": default},
@@ -108,7 +110,13 @@ async def test_the_condition_is_written_only_when_it_changes() -> None:
     known = servers(ready("search", "search__find"))
     offer = await known.offer("work", TaskSpec(goal="g", tool_servers=("search",)))
     assert offer.condition is not None
-    error = Condition(type="Error", status="False", reason="Resumed")
+    error = Condition(
+        type="Error",
+        status="False",
+        reason="Resumed",
+        message="",
+        last_transition_time="2026-11-30T15:00:00Z",
+    )
 
     first = offer.conditions((error,), None)
     assert first is not None

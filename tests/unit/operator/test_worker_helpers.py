@@ -10,7 +10,7 @@ say it no longer once a participant's message resumes it.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -219,6 +219,18 @@ def conditions_by_type(patch: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in patch["conditions"]}
 
 
+#: When the conditions these tests start from last turned.
+EARLIER = "2026-11-30T15:00:00Z"
+
+
+def condition(
+    type_: str, status: Literal["True", "False"], reason: str, message: str = ""
+) -> Condition:
+    return Condition(
+        type=type_, status=status, reason=reason, message=message, last_transition_time=EARLIER
+    )
+
+
 def test_a_failure_ends_the_task_in_failed_and_frees_the_runner() -> None:
     status = TaskStatus(
         state=TaskState.WORKING,
@@ -246,8 +258,8 @@ def test_a_failure_replaces_an_earlier_error_and_keeps_other_conditions() -> Non
     status = TaskStatus(
         state=TaskState.WORKING,
         conditions=(
-            Condition(type="Accepted", status="True", reason="Valid"),
-            Condition(type="Error", status="False", reason="Resumed"),
+            condition("Accepted", "True", "Valid"),
+            condition("Error", "False", "Resumed"),
         ),
     )
 
@@ -260,6 +272,7 @@ def test_a_failure_replaces_an_earlier_error_and_keeps_other_conditions() -> Non
         "status": "True",
         "reason": "Valid",
         "message": "",
+        "lastTransitionTime": EARLIER,
     }
     assert by_type["Error"]["status"] == "True"
     assert by_type["Error"]["reason"] == "OperatorError"
@@ -281,8 +294,8 @@ def test_a_patch_with_short_texts_is_written_as_it_is() -> None:
 
 def test_resuming_turns_the_error_off_and_says_why() -> None:
     conditions = (
-        Condition(type="Accepted", status="True", reason="Valid"),
-        Condition(type="Error", status="True", reason="ModelUnavailable", message="503"),
+        condition("Accepted", "True", "Valid"),
+        condition("Error", "True", "ModelUnavailable", "503"),
     )
 
     resumed = resumed_conditions(conditions)
@@ -299,8 +312,8 @@ def test_resuming_turns_the_error_off_and_says_why() -> None:
     "conditions",
     [
         (),
-        (Condition(type="Accepted", status="True"),),
-        (Condition(type="Error", status="False", reason="Resumed"),),
+        (condition("Accepted", "True", "Valid"),),
+        (condition("Error", "False", "Resumed"),),
     ],
 )
 def test_resuming_without_an_active_error_changes_nothing(
