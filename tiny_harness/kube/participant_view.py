@@ -76,11 +76,17 @@ def state_of(obj: Obj) -> TaskState:
 
 
 def status_of(obj: Obj) -> TaskStatus:
-    """The status the operator wrote; keys a newer operator added are ignored, and a status
-    that does not read shows as its state alone."""
+    """The status the operator wrote; keys a newer operator added are ignored, a field that
+    does not read is left out (the rest still shows: the turn, whether one runs), and a
+    status that does not read even so shows as its state alone."""
     raw = obj.get("status") or {}
+    known = {k: v for k, v in raw.items() if k in STATUS_KEYS}
     try:
-        return TaskStatus.model_validate({k: v for k, v in raw.items() if k in STATUS_KEYS})
+        return TaskStatus.model_validate(known)
+    except ValidationError as exc:
+        unread = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+    try:
+        return TaskStatus.model_validate({k: v for k, v in known.items() if k not in unread})
     except ValidationError:
         return TaskStatus(state=state_of(obj))
 
