@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Callable
 
 from tiny_harness.core.reply_ids import Fate, answered_as_of, fate_of
 from tiny_harness.kube.journal import TurnRecord, TurnRecords
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 #: The task of a name as the gateway holds it now (None: there is none).
-Lookup = Callable[[str], Awaitable[TaskView | None]]
+Lookup = Callable[[str], Awaitable[ParticipantView | None]]
 
 
 class Answers:

@@ -19,7 +19,7 @@ from tiny_harness.a2a_gateway.rendering import history_message, pending_message
 from tiny_harness.core.artifacts import ArtifactChunk, chunks_of, turns_of
 from tiny_harness.kube.journal import TurnRecords
 from tiny_harness.kube.messages import HarnessMessages
-from tiny_harness.kube.participant_view import TaskView, conversation
+from tiny_harness.kube.participant_view import ParticipantView, conversation
 
 #: Where an artifact's chunk is: its turn and its journal entry.
 ChunkKey = tuple[int, str]
@@ -33,13 +33,13 @@ class TaskContents:
         self,
         turns: TurnRecords,
         messages: HarnessMessages,
-        lookup: Callable[[str], Awaitable[TaskView | None]],
+        lookup: Callable[[str], Awaitable[ParticipantView | None]],
     ) -> None:
         self._turns = turns
         self._messages = messages
         self._lookup = lookup
 
-    async def history(self, task: TaskView) -> list[Message]:
+    async def history(self, task: ParticipantView) -> list[Message]:
         """The conversation as a participant sees it (:func:`.participant_view.conversation`),
         as A2A messages: a pending message keeps every part it was sent with."""
         name, context_id = task.name, task.context_id
@@ -53,7 +53,7 @@ class TaskContents:
             for said in conversation(records, sent, task.spec)
         ]
 
-    async def artifacts(self, task: TaskView) -> list[Artifact]:
+    async def artifacts(self, task: ParticipantView) -> list[Artifact]:
         """The task's artifacts, each whole: its index read with the chunks from the records
         of the turns it names, those alone."""
         rows = task.status.artifacts
@@ -70,7 +70,7 @@ class TaskContents:
         return {} if task is None else await self._chunks_of(task, turns)
 
     async def _chunks_of(
-        self, task: TaskView, turns: Collection[int]
+        self, task: ParticipantView, turns: Collection[int]
     ) -> dict[ChunkKey, ArtifactChunk]:
         found: dict[ChunkKey, ArtifactChunk] = {}
         for record in await self._turns.for_task(task.obj, turns=turns):

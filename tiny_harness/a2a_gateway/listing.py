@@ -23,7 +23,7 @@ from tiny_harness.a2a_gateway.task_index import TaskIndex
 from tiny_harness.core.a2a_task import state_from_a2a
 from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.states import TaskState
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,8 @@ async def list_tasks(
     participant: str | None,
     params: ListTasksRequest,
     *,
-    history: Callable[[TaskView], Awaitable[list[Message]]],
-    artifacts: Callable[[TaskView], Awaitable[list[Artifact]]],
+    history: Callable[[ParticipantView], Awaitable[list[Message]]],
+    artifacts: Callable[[ParticipantView], Awaitable[list[Artifact]]],
 ) -> ListTasksResponse:
     """The page of ``participant``'s tasks ``params`` asks for, with each task's ``history``
     and ``artifacts`` when it asks for them."""
@@ -53,13 +53,13 @@ async def list_tasks(
             )
         start = next((i for i, k in enumerate(keys) if k < cursor.sort_key()), len(keys))
     size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-    views: dict[str, TaskView] = {}
+    views: dict[str, ParticipantView] = {}
     page: list[Task] = []
     for _, _, name in keys[start : start + size]:
         obj = index.get(name)
         if obj is None:
             continue
-        view = TaskView(obj)
+        view = ParticipantView(obj)
         try:
             page.append(render_task(view))
         except ValidationError as exc:

@@ -17,7 +17,7 @@ from tiny_harness.core.reach import DEFAULT_MAX_SUB_TASK_DEPTH, refuse_depth
 from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.ownership import ancestors_of
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 
 class ParentCheck:
@@ -26,7 +26,7 @@ class ParentCheck:
 
     def __init__(
         self,
-        lookup: Callable[[str], Awaitable[TaskView | None]],
+        lookup: Callable[[str], Awaitable[ParticipantView | None]],
         index: Callable[[str], Obj | None],
         *,
         max_depth: int = DEFAULT_MAX_SUB_TASK_DEPTH,
@@ -35,7 +35,7 @@ class ParentCheck:
         self._index = index
         self._max_depth = max_depth
 
-    async def parent_for(self, parent: str, sender: str) -> TaskView:
+    async def parent_for(self, parent: str, sender: str) -> ParticipantView:
         """The task ``parent``, if ``sender`` may start a sub-task of it; refused (nothing is
         written) otherwise."""
         task = await self._lookup(parent)

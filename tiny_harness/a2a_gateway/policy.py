@@ -4,7 +4,7 @@ The operator checks the same rules again when it takes a message (it records a r
 the journal), so these checks are what keeps a refusal from ever reaching the cluster, and what
 lets a client hear the refusal as an A2A error instead of a note in the history. Each check
 takes the task as the request read it once (a typed
-:class:`~tiny_harness.kube.participant_view.TaskView`), and each refusal carries its code
+:class:`~tiny_harness.kube.participant_view.ParticipantView`), and each refusal carries its code
 (:mod:`tiny_harness.core.reason_codes`):
 
 - a caller who is not on a task is told it does not exist (the store's reads are scoped);
@@ -35,7 +35,7 @@ from tiny_harness.core.errors import TerminalTaskError
 from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.speakers import parent_sender, refuse_ending
 from tiny_harness.core.task import TEXT_MAX, Participant, Role, TaskSpec, invalid_task_error
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 
 def caller(context: ServerCallContext) -> str:
@@ -49,16 +49,18 @@ def caller(context: ServerCallContext) -> str:
     return participant
 
 
-def refuse_if_ended(task: TaskView, error: type[A2AError] = UnsupportedOperationError) -> None:
+def refuse_if_ended(
+    task: ParticipantView, error: type[A2AError] = UnsupportedOperationError
+) -> None:
     """Refuse with ``error`` (code ``task_ended``) when the task has ended for good, naming
-    its state; a failed conversation has not (:attr:`.participant_view.TaskView.ended_for_good`,
-    the operator's rule)."""
+    its state; a failed conversation has not (the operator's rule,
+    :attr:`.participant_view.ParticipantView.ended_for_good`)."""
     if task.ended_for_good:
         ended = TerminalTaskError(TaskState.Name(state_to_a2a(task.state)))
         raise coded(error, ReasonCode.TASK_ENDED, str(ended))
 
 
-def require_ending_role(task: TaskView, participant: str, action: str) -> None:
+def require_ending_role(task: ParticipantView, participant: str, action: str) -> None:
     """Refuse a participant who may not ``action`` (complete, cancel) the task, by the
     operator's own rule (:func:`tiny_harness.core.speakers.refuse_ending`); someone not on the
     task is told it does not exist, as for every other call."""

@@ -36,7 +36,7 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
 from tiny_harness.core.task import TaskSpec, invalid_task_error
 from tiny_harness.kube.client import Obj
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 TERMINAL_STATES: Final = frozenset(state_to_a2a(s) for s in TaskState if s.is_terminal)
 INTERRUPTED_STATES: Final = frozenset(
@@ -66,13 +66,13 @@ def task_version(obj: Obj) -> ResourceVersion:
     return ResourceVersion(obj["metadata"]["resourceVersion"])
 
 
-def viewed(task: TaskView | Obj) -> TaskView:
+def viewed(task: ParticipantView | Obj) -> ParticipantView:
     """``task`` as the typed view every renderer reads (a stored object is read here once)."""
-    return task if isinstance(task, TaskView) else TaskView(task)
+    return task if isinstance(task, ParticipantView) else ParticipantView(task)
 
 
-def spec_of(task: TaskView | Obj) -> TaskSpec:
-    """The spec as every front end reads it (:attr:`.participant_view.TaskView.spec`); a spec
+def spec_of(task: ParticipantView | Obj) -> TaskSpec:
+    """The spec as every front end reads it (:attr:`.participant_view.ParticipantView.spec`); a spec
     that does not read at all is a ValidationError here, since a task cannot be rendered
     without."""
     view = viewed(task)
@@ -92,7 +92,7 @@ def updated_at(obj: Obj) -> dt.datetime | None:
 
 
 def render_task(
-    task: TaskView | Obj, history: Iterable[Message] = (), artifacts: Iterable[Artifact] = ()
+    task: ParticipantView | Obj, history: Iterable[Message] = (), artifacts: Iterable[Artifact] = ()
 ) -> Task:
     """The A2A ``Task`` a stored task is, with the given history and artifacts, carrying the
     version it was read at (``version`` in the task extension)."""
@@ -150,7 +150,7 @@ class TaskChange(VersionedEvent):
         return int(version.resource_version)
 
 
-def change_of(task: TaskView | Obj) -> TaskChange:
+def change_of(task: ParticipantView | Obj) -> TaskChange:
     """A change of a stored task as every stream shows it: rendered once, whoever follows, with
     its keys, its turn and its artifact index read from the typed status rather than from the
     event cut from it (the spec is not read)."""
@@ -215,14 +215,14 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     )
 
 
-def status_event_of(task: TaskView | Obj) -> TaskStatusUpdateEvent:
+def status_event_of(task: ParticipantView | Obj) -> TaskStatusUpdateEvent:
     """:func:`status_event` of :func:`render_task` of ``task``, the same event, cut from the
     status alone: a change's event is made for every change of a followed task, and neither
     the spec nor the task's whole metadata is read for it."""
     return _cut(viewed(task))[0]
 
 
-def _cut(view: TaskView) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
+def _cut(view: ParticipantView) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
     """:func:`status_event_of`, with its :func:`status_key` and :func:`progress_key` read from
     the plain data the event is made of."""
     obj = view.obj

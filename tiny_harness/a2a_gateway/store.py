@@ -6,7 +6,7 @@ the gateway's outer shape for storage; its parts each have a module of their own
 
 - **reads** (here): a task is read from the namespace feed's index, or from the API server
   when the index has not heard of it yet, once per request, as a typed
-  :class:`~tiny_harness.kube.participant_view.TaskView` that every later step takes
+  :class:`~tiny_harness.kube.participant_view.ParticipantView` that every later step takes
   (:meth:`KubeTaskStore.read`). A version is a ``resourceVersion``: a task read here carries
   the one it was read at, so a subscription opened before the read misses nothing after it.
   Reads are scoped to the caller, as the SDK's own stores scope them to an owner: a task the
@@ -44,7 +44,7 @@ from tiny_harness.kube.client import HarnessTasks
 from tiny_harness.kube.journal import TurnRecords
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import PLURAL
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 from tiny_harness.kube.unreadable import Skipped, uncounted
 from tiny_harness.kube.watching import read_for_watch
 
@@ -81,7 +81,7 @@ class KubeTaskStore(VersionedTaskStore):
 
     # -- reads -------------------------------------------------------------------------------
 
-    async def current(self, task_id: str) -> TaskView | None:
+    async def current(self, task_id: str) -> ParticipantView | None:
         """The task as this replica holds it, or as the API server has it when the index has
         not heard of it yet (a task created a moment ago, here or on another replica): a
         participant reads what they just wrote. None: there is no such task."""
@@ -89,9 +89,9 @@ class KubeTaskStore(VersionedTaskStore):
         obj = self._feed.index.get(task_id)
         if obj is None:
             obj, _ = await read_for_watch(self._api, self.namespace, PLURAL, task_id)
-        return None if obj is None else TaskView(obj)
+        return None if obj is None else ParticipantView(obj)
 
-    async def read(self, task_id: str, context: ServerCallContext) -> TaskView | None:
+    async def read(self, task_id: str, context: ServerCallContext) -> ParticipantView | None:
         """The task, read once for the request, or None when it does not exist or the caller
         is not on it (or its spec does not read, which shows it to no one)."""
         task = await self.current(task_id)
@@ -108,7 +108,7 @@ class KubeTaskStore(VersionedTaskStore):
         task = await self.read(task_id, context)
         return None if task is None else await self.whole(task)
 
-    async def whole(self, task: TaskView) -> StoredTask:
+    async def whole(self, task: ParticipantView) -> StoredTask:
         """``task`` (read once, :meth:`read`) rendered whole: with its history and artifacts."""
         history, artifacts = await asyncio.gather(
             self.contents.history(task), self.contents.artifacts(task)

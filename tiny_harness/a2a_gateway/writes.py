@@ -53,7 +53,7 @@ from tiny_harness.kube.client import ConflictError, HarnessTasks
 from tiny_harness.kube.labels import label_value
 from tiny_harness.kube.messages import HarnessMessages
 from tiny_harness.kube.names import CONTEXT_ID_ANNOTATION, FIRST_MESSAGE_ANNOTATION, SENDER_LABEL
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 
 class TaskWrites:
@@ -66,7 +66,7 @@ class TaskWrites:
         messages: HarnessMessages,
         tally: QuotaTally,
         parents: ParentCheck,
-        lookup: Callable[[str], Awaitable[TaskView | None]],
+        lookup: Callable[[str], Awaitable[ParticipantView | None]],
     ) -> None:
         self._tasks = tasks
         self._messages = messages
@@ -158,11 +158,13 @@ class TaskWrites:
                 raise ConcurrentTaskModificationError(task_id) from None
             hold.wrote_task(task_id)
             version = task_version(created)
-            await self._write(messages, TaskView(created), hold, {m.message_id for m in fresh})
+            await self._write(
+                messages, ParticipantView(created), hold, {m.message_id for m in fresh}
+            )
         return version
 
     async def append(
-        self, task: TaskView, specs: Sequence[MessageSpec], sender: str
+        self, task: ParticipantView, specs: Sequence[MessageSpec], sender: str
     ) -> TaskVersion:
         """Write the messages ``specs`` (read at the edge) to ``task`` (read at the edge), once
         the tally admits them: a control (complete, cancel) is never refused, since ending
@@ -178,7 +180,7 @@ class TaskWrites:
             return await self._write(specs, task, hold, {s.message_id for s in fresh})
 
     async def _write(
-        self, specs: Sequence[MessageSpec], task: TaskView, hold: Hold, held: set[str]
+        self, specs: Sequence[MessageSpec], task: ParticipantView, hold: Hold, held: set[str]
     ) -> TaskVersion:
         """Write the messages; each one ``hold`` admitted (by id, in ``held``) is named to it,
         so that it is counted until the watch delivers it."""
@@ -204,7 +206,7 @@ class TaskWrites:
         )
         return await self.append(task, [spec], sender)
 
-    async def already_sent(self, task: TaskView, message_id: str, sender: str) -> bool:
+    async def already_sent(self, task: ParticipantView, message_id: str, sender: str) -> bool:
         """Whether ``sender`` already sent this message to ``task`` (a retry); a stored one
         that cannot be read was sent by no one it can tell."""
         try:

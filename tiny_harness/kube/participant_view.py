@@ -6,9 +6,10 @@ below it, and nowhere else:
 
 - what the task is (:func:`spec_of`, :func:`status_of`, :func:`state_of`, :func:`lifecycle_of`),
   read leniently: a plan the operator rejected is left out of the spec, and status keys a newer
-  operator added are ignored, so an older front end still shows the task; :class:`TaskView` is
-  the same reading as one typed value, each part parsed at most once, which a front end makes
-  at the edge of a request and passes inward instead of reading the stored object again;
+  operator added are ignored, so an older front end still shows the task;
+  :class:`ParticipantView` is the same reading as one typed value, each part parsed at most
+  once, which a front end makes at the edge of a request and passes inward instead of reading
+  the stored object again;
 - who is on it (:func:`role_of`; someone not on it is told it does not exist), and whether it
   has ended for good (:func:`ended_for_good`; a failed conversation has not);
 - the conversation as a participant sees it (:func:`conversation`): the transcript of the turn
@@ -116,7 +117,7 @@ def ended_for_good(obj: Obj) -> bool:
     return state.is_terminal and not resumable(state, lifecycle_of(obj))
 
 
-class TaskView:
+class ParticipantView:
     """A stored task as its participants see it, read once: what :func:`spec_of`,
     :func:`status_of` and :func:`lifecycle_of` say of ``obj``, each parsed at most once, when
     first asked, however many layers ask. The operator's fields (the turn, whether one runs)

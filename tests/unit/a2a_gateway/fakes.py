@@ -47,7 +47,7 @@ from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.core.turn import DrainEntry, InboundMessage
 from tiny_harness.kube.client import ConflictError, child_metadata
 from tiny_harness.kube.messages import StoredMessage
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 from tiny_harness.kube.watching import Synced, WatchEvent
 
 NS = "team"
@@ -235,10 +235,10 @@ class FakeContents:
     def __init__(self, messages: FakeMessages) -> None:
         self.messages = messages
 
-    async def history(self, task: TaskView) -> list[Message]:
+    async def history(self, task: ParticipantView) -> list[Message]:
         return [pending_message(task.name, task.context_id, m) for m in self.messages.to(task.name)]
 
-    async def artifacts(self, task: TaskView) -> list[Artifact]:
+    async def artifacts(self, task: ParticipantView) -> list[Artifact]:
         return []
 
     async def artifact_chunks(

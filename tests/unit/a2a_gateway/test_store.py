@@ -26,7 +26,7 @@ from tiny_harness.kube.names import (
     PARENT_LABEL,
     SENDER_LABEL,
 )
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 PARKED = {"state": "TASK_STATE_INPUT_REQUIRED", "subState": "awaiting-next-message", "turn": 1}
 TEAM = spec(("alice", "assignee"), ("bob", "watcher"))
@@ -155,8 +155,8 @@ async def test_a_wait_asks_the_journal_of_the_turns_that_can_have_taken_its_mess
         "status": {"state": "TASK_STATE_WORKING", "turn": 7, "runner": RUNNER},
     }
 
-    async def lookup(name: str) -> TaskView | None:
-        return TaskView(stored) if name == "t" else None
+    async def lookup(name: str) -> ParticipantView | None:
+        return ParticipantView(stored) if name == "t" else None
 
     records = Records()
     answers = Answers(records, lookup)  # type: ignore[arg-type]

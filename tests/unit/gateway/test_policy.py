@@ -15,7 +15,7 @@ from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedO
 from tiny_harness.a2a_gateway.policy import require_ending_role, validate_status_filter
 from tiny_harness.core.speakers import refuse_ending
 from tiny_harness.core.task import Participant, Role, TaskLink, TaskSpec
-from tiny_harness.kube.participant_view import TaskView
+from tiny_harness.kube.participant_view import ParticipantView
 
 SPEC = TaskSpec(
     goal="ship the release",
@@ -27,7 +27,7 @@ SPEC = TaskSpec(
     ),
     parent=TaskLink(task_id="boss"),
 )
-TASK = TaskView(
+TASK = ParticipantView(
     {
         "metadata": {"name": "release", "resourceVersion": "1"},
         "spec": SPEC.model_dump(mode="json", by_alias=True, exclude_none=True),

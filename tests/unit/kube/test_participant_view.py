@@ -15,7 +15,7 @@ from tiny_harness.kube import participant_view
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.participant_view import (
-    TaskView,
+    ParticipantView,
     conversation,
     ended_for_good,
     role_of,
@@ -69,7 +69,7 @@ def test_a_view_parses_the_spec_and_the_status_once_whoever_asks(
         participant_view, "status_of", lambda o: parsed.append("status") or real_status(o)
     )
     runner = {"holder": "op-1", "renewTime": "2026-12-01T00:00:00Z"}
-    view = TaskView(task({"state": "TASK_STATE_FAILED", "turn": 3, "runner": runner}))
+    view = ParticipantView(task({"state": "TASK_STATE_FAILED", "turn": 3, "runner": runner}))
 
     assert (view.role_of("bob"), view.role_of("mallory")) == (Role.WATCHER, None)
     assert (view.turn, view.running, view.state) == (3, True, TaskState.FAILED)
