@@ -40,10 +40,10 @@ TLS = (
 
 #: Our steps, by a frame that names them; the deepest one in a stack wins.
 STEPS = (
-    ("the message write (API POST)", re.compile(r"KubeTaskStore\._write |HarnessMessages\.send ")),
+    ("the message write (API POST)", re.compile(r"TaskWrites\._write |HarnessMessages\.send ")),
     (
         "turn records read (API list)",
-        re.compile(r"KubeTaskStore\._records |TurnRecords\.for_task "),
+        re.compile(r"Answers\.records |TurnRecords\.for_task "),
     ),
     ("task read from the API", re.compile(r"read_for_watch ")),
     (
@@ -63,7 +63,8 @@ STEPS = (
         "the handler: policy, waiting, the stream",
         re.compile(
             r"GatewayRequestHandler\.|\(tiny_harness/a2a_gateway/(stream|waiting|policy"
-            r"|fanout|store)\.py"
+            r"|fanout|store|follow|send|subscribe|cancel|reads|writes|answers|contents"
+            r"|listing|parents|call_context)\.py"
         ),
     ),
 )

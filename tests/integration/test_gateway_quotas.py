@@ -164,6 +164,7 @@ async def test_past_a_participants_message_quota_the_next_send_is_refused_and_ot
         "(gateway.max_messages_per_participant = 3); a task's messages are deleted with it"
     )
     assert refused.value.data == {
+        "reason": "over_quota",
         "quota": "gateway.max_messages_per_participant",
         "limit": "3",
         "count": "3",

@@ -146,8 +146,8 @@ def test_a_role_resolves_as_its_module_sees_it(names: Names) -> None:
         return names.problem(Reference(path, 1, target, "role", module=module)) is None
 
     assert role(".reply_ids.fate_of")  # the end of a name, as Sphinx reads a leading dot
-    assert role("KubeTaskStore.artifacts")  # a class of the module, and its method
+    assert role("KubeTaskStore.whole")  # a class of the module, and its method
     assert role("~tiny_harness.core.reply_ids.fate_of")
     assert role("VersionedTaskStore")  # imported from a2a-sdk
-    assert not role(".answers.fate_of")  # core/answers.py was renamed reply_ids.py
+    assert not role(".reply_ids.answered")  # no such function in reply_ids.py
     assert not role("~tiny_harness.a2a_gateway.stream.KubeTaskEventStream")

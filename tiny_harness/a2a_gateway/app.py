@@ -34,6 +34,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from tiny_harness.a2a_gateway.api_pool import finish_when_cancelled
+from tiny_harness.a2a_gateway.call_context import GatewayCallContextBuilder
 from tiny_harness.a2a_gateway.card import (
     JSONRPC_PATH,
     REST_PREFIX,
@@ -42,7 +43,7 @@ from tiny_harness.a2a_gateway.card import (
     registered_commands,
 )
 from tiny_harness.a2a_gateway.event_ids import EventIds
-from tiny_harness.a2a_gateway.handler import GatewayCallContextBuilder, GatewayRequestHandler
+from tiny_harness.a2a_gateway.handler import GatewayRequestHandler
 from tiny_harness.a2a_gateway.identity import Authenticate, RequireParticipant, identity_backend
 from tiny_harness.a2a_gateway.limits import (
     BodySizeLimit,

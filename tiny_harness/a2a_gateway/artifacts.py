@@ -3,7 +3,7 @@
 
 The task's status holds the artifacts' index (``status.artifacts``, :mod:`.core.artifact_index`);
 their parts are in the turn records, in the entries the index names. So a reader reads the
-records of those turns alone (:meth:`.store.KubeTaskStore.artifacts`), whatever the length of the
+records of those turns alone (:meth:`.contents.TaskContents.artifacts`), whatever the length of the
 conversation, and renders them here.
 
 **Streams.** The index changes when a turn that published ends (the operator's one status

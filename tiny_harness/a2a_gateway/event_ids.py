@@ -25,6 +25,8 @@ from typing import Any, Final
 from a2a.utils.errors import InvalidParamsError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tiny_harness.core.reason_codes import ReasonCode, coded
+
 log = logging.getLogger(__name__)
 
 #: The versions noted for the response's events, in the request state.
@@ -51,9 +53,11 @@ def last_event_id(state: MutableMapping[str, Any] | None) -> int | None:
         return None
     text = str(raw).strip()
     if not text.isdigit() or len(text) > 20:
-        raise InvalidParamsError(
-            message=f"Last-Event-ID: {text[:40]!r} is not an event id of this gateway; send "
-            "the id of the last event read (a number), or no header to start afresh"
+        raise coded(
+            InvalidParamsError,
+            ReasonCode.INVALID_PARAMS,
+            f"Last-Event-ID: {text[:40]!r} is not an event id of this gateway; send the id of "
+            "the last event read (a number), or no header to start afresh",
         )
     return int(text)
 

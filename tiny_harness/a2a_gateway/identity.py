@@ -45,11 +45,12 @@ from starlette.authentication import (
 )
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tiny_harness.a2a_gateway.limits import TokenBuckets, address_key, refusal, retry_after
 from tiny_harness.a2a_gateway.metrics import OUTCOME_KEY, note
+from tiny_harness.core.reason_codes import ReasonCode
 from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.core.task import NAME_MAX
 
@@ -259,7 +260,13 @@ def refuse_credentials(conn: HTTPConnection, exc: AuthenticationError) -> Respon
     state = conn.scope.setdefault("state", {})
     if isinstance(exc, TooManyFailures):
         note(state, **{OUTCOME_KEY: "rate_limited"})
-        return refusal(429, "RESOURCE_EXHAUSTED", str(exc), **{"Retry-After": str(exc.retry_after)})
+        return refusal(
+            429,
+            "RESOURCE_EXHAUSTED",
+            str(exc),
+            ReasonCode.TOO_MANY_REFUSED_TOKENS,
+            **{"Retry-After": str(exc.retry_after)},
+        )
     note(state, **{OUTCOME_KEY: "unauthenticated"})
     return unauthenticated(str(exc))
 
@@ -287,10 +294,12 @@ class Authenticate:
 
 
 def unauthenticated(message: str) -> Response:
-    return JSONResponse(
-        {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}},
-        status_code=401,
-        headers={"WWW-Authenticate": "Bearer"},
+    return refusal(
+        401,
+        "UNAUTHENTICATED",
+        message,
+        ReasonCode.UNAUTHENTICATED,
+        **{"WWW-Authenticate": "Bearer"},
     )
 
 

@@ -5,7 +5,8 @@ anything is read or written: who sent it, what it carries as the inbox stores it
 its control, its metadata: :class:`~tiny_harness.core.inbox.MessageSpec`), and the task
 envelope of a first message. Each later step (the checks, the quotas, the write) takes the one
 :class:`Inbound` value; none of them reads the message's metadata or parts again. A message
-that cannot be read is refused here, naming what to fix, and nothing has been written.
+that cannot be read is refused here, naming what to fix (code ``invalid_message``, or
+``server_controlled_field``, or ``message_too_large``), and nothing has been written.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tiny_harness.core.errors import (
     ServerControlledFieldError,
 )
 from tiny_harness.core.inbox import Control, MessageSpec
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.task import TaskSpec, invalid_task_error
 
 #: The task a message is read for before its task is known (a first message's is made later).
@@ -59,14 +61,20 @@ def inbound(message: Message, sender: str) -> Inbound:
     :class:`UnsupportedOperationError`, or a 413 :class:`~.quotas.Refused`) when it cannot be
     stored as it is."""
     if message.role == Role.ROLE_AGENT:
-        raise InvalidParamsError(message="message.role: a client sends user messages only")
+        raise coded(
+            InvalidParamsError,
+            ReasonCode.INVALID_MESSAGE,
+            "message.role: a client sends user messages only",
+        )
     metadata = plain_metadata(message)
     try:
         envelope = envelope_from_metadata(metadata)
     except ServerControlledFieldError as exc:
-        raise UnsupportedOperationError(message=str(exc)) from None
+        raise coded(
+            UnsupportedOperationError, ReasonCode.SERVER_CONTROLLED_FIELD, str(exc)
+        ) from None
     except InvalidTaskError as exc:
-        raise InvalidParamsError(message=str(exc)) from None
+        raise coded(InvalidParamsError, ReasonCode.INVALID_MESSAGE, str(exc)) from None
     spec = message_spec(message.task_id or UNNAMED, message, sender, metadata=metadata)
     return Inbound(sender, message, spec, envelope)
 
@@ -82,7 +90,7 @@ def message_spec(
     try:
         envelope = control_of(message)
     except InvalidEnvelopeError as exc:
-        raise InvalidParamsError(message=str(exc)) from None
+        raise coded(InvalidParamsError, ReasonCode.INVALID_MESSAGE, str(exc)) from None
     decision = envelope.decision if envelope is not None else None
     control: Control | None = "complete" if envelope is not None and decision is None else None
     try:
@@ -96,7 +104,8 @@ def message_spec(
             metadata=plain_metadata(message) if metadata is None else metadata,
         )
     except ValidationError as exc:
-        raise InvalidParamsError(message=str(invalid_task_error(exc, prefix="message"))) from None
+        problem = str(invalid_task_error(exc, prefix="message"))
+        raise coded(InvalidParamsError, ReasonCode.INVALID_MESSAGE, problem) from None
     # The operator refuses such a message when it meets it; refused here, it is never stored.
     refused = too_large(spec)
     if refused is not None:

@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tiny_harness.a2a_gateway.metrics import OUTCOME_KEY, note
 from tiny_harness.core.json_bounds import MAX_DEPTH, depth_of
+from tiny_harness.core.reason_codes import ReasonCode, error_info
 
 _MAX_BUCKETS: Final = 10_000
 #: Where the request's body, as read here, is kept in the ASGI request state: the SDK parses
@@ -51,13 +52,13 @@ STATUS_KEY: Final = "refusal_status"
 REQUEST_DEPTH: Final = MAX_DEPTH + 8
 
 
-def refusal(code: int, status: str, message: str, **headers: str) -> JSONResponse:
-    """The gateway's own refusal, in the shape every one of them has."""
-    return JSONResponse(
-        {"error": {"code": code, "status": status, "message": message}},
-        status_code=code,
-        headers=headers or None,
-    )
+def refusal(
+    code: int, status: str, message: str, reason: ReasonCode, **headers: str
+) -> JSONResponse:
+    """The gateway's own refusal, in the shape every one of them has: an A2A HTTP+JSON error
+    body (``google.rpc.Status``), its ``details`` an ``ErrorInfo`` carrying the code."""
+    error = {"code": code, "status": status, "message": message, "details": [error_info(reason)]}
+    return JSONResponse({"error": error}, status_code=code, headers=headers or None)
 
 
 def retry_after(wait: float) -> int:
@@ -155,6 +156,7 @@ class BodySizeLimit:
             "PAYLOAD_TOO_LARGE",
             f"the request body is {size}; this gateway accepts at most {self.max_bytes} bytes "
             "(gateway.max_request_bytes). Send less text per message, or split it",
+            ReasonCode.BODY_TOO_LARGE,
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -189,6 +191,7 @@ class BodySizeLimit:
                 f"the request body is nested more than {REQUEST_DEPTH} levels deep, and a "
                 f"message's data and metadata may nest at most {MAX_DEPTH} levels: flatten "
                 "them, or send the data as text",
+                ReasonCode.BODY_TOO_DEEP,
             )
             await refused(scope, receive, send)
             return
@@ -241,6 +244,7 @@ class ParticipantRateLimit:
                 "RESOURCE_EXHAUSTED",
                 f"rate limit exceeded: at most {self.buckets.per_minute} requests per minute per "
                 f"participant (gateway.rate_limit_per_minute); retry in {seconds}s",
+                ReasonCode.RATE_LIMITED,
                 **{"Retry-After": str(seconds)},
             )
             await response(scope, receive, send)
@@ -272,6 +276,7 @@ class QueryNumbers:
                         400,
                         "INVALID_ARGUMENT",
                         f"{name}: {value!r} is not a whole number",
+                        ReasonCode.INVALID_PARAMS,
                     )
                     await refused(scope, receive, send)
                     return

@@ -30,6 +30,7 @@ from tiny_harness.a2a_gateway.fanout import Fanout
 from tiny_harness.a2a_gateway.rendering import TaskChange, change_of
 from tiny_harness.a2a_gateway.tally import QuotaTally
 from tiny_harness.a2a_gateway.task_index import TaskIndex
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.kube.names import MESSAGE_PLURAL, PLURAL
 from tiny_harness.kube.watching import Relisted, Synced, WatchEvent, follow_listings
 
@@ -108,7 +109,9 @@ class NamespaceFeed:
                 await self._tasks_listed.wait()
                 await self.tally.messages.synced.wait()
         except TimeoutError:
-            raise InternalError(
-                message=f"the gateway has not yet read the tasks of namespace "
-                f"{self.namespace}; retry in a few seconds"
+            raise coded(
+                InternalError,
+                ReasonCode.NOT_READY,
+                f"the gateway has not yet read the tasks of namespace {self.namespace}; retry "
+                "in a few seconds",
             ) from None

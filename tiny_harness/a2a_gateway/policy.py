@@ -2,7 +2,10 @@
 
 The operator checks the same rules again when it takes a message (it records a refused one in
 the journal), so these checks are what keeps a refusal from ever reaching the cluster, and what
-lets a client hear the refusal as an A2A error instead of a note in the history:
+lets a client hear the refusal as an A2A error instead of a note in the history. Each check
+takes the task as the request read it once (a typed
+:class:`~tiny_harness.kube.participant_view.ParticipantView`), and each refusal carries its code
+(:mod:`tiny_harness.core.reason_codes`):
 
 - a caller who is not on a task is told it does not exist (the store's reads are scoped);
 - a watcher may not complete or cancel a task;
@@ -16,7 +19,7 @@ from __future__ import annotations
 from typing import Final
 
 from a2a.server.context import ServerCallContext
-from a2a.types import Message, Task, TaskState
+from a2a.types import Message, TaskState
 from a2a.utils.errors import (
     A2AError,
     InvalidParamsError,
@@ -27,16 +30,12 @@ from a2a.utils.errors import (
 from pydantic import ValidationError
 
 from tiny_harness.a2a_gateway.identity import participant_of
-from tiny_harness.a2a_gateway.rendering import is_terminal
-from tiny_harness.core.a2a_task import extension_from_a2a
-from tiny_harness.core.decide import resumable
-from tiny_harness.core.errors import (
-    HarnessError,
-    TerminalTaskError,
-)
+from tiny_harness.core.a2a_task import state_to_a2a
+from tiny_harness.core.errors import TerminalTaskError
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.speakers import parent_sender, refuse_ending
-from tiny_harness.core.states import TaskState as CoreTaskState
 from tiny_harness.core.task import TEXT_MAX, Participant, Role, TaskSpec, invalid_task_error
+from tiny_harness.kube.participant_view import ParticipantView
 
 
 def caller(context: ServerCallContext) -> str:
@@ -44,39 +43,37 @@ def caller(context: ServerCallContext) -> str:
     this only fails when the handler is used without it."""
     participant = participant_of(context)
     if participant is None:
-        raise InvalidRequestError(message="the call names no participant")
+        raise coded(
+            InvalidRequestError, ReasonCode.UNAUTHENTICATED, "the call names no participant"
+        )
     return participant
 
 
-def closed(task: Task) -> bool:
-    """Has the task ended for good? A failed conversation has not: a participant's next
-    message resumes it (the operator's rule, :func:`tiny_harness.core.decide.resumable`)."""
-    if not is_terminal(task):
-        return False
-    state = CoreTaskState(TaskState.Name(task.status.state))
-    try:
-        lifecycle = extension_from_a2a(task).effective_lifecycle
-    except HarnessError:
-        return True
-    return not resumable(state, lifecycle)
+def refuse_if_ended(
+    task: ParticipantView, error: type[A2AError] = UnsupportedOperationError
+) -> None:
+    """Refuse with ``error`` (code ``task_ended``) when the task has ended for good, naming
+    its state; a failed conversation has not (the operator's rule,
+    :attr:`.participant_view.ParticipantView.ended_for_good`)."""
+    if task.ended_for_good:
+        ended = TerminalTaskError(TaskState.Name(state_to_a2a(task.state)))
+        raise coded(error, ReasonCode.TASK_ENDED, str(ended))
 
 
-def refuse_if_ended(task: Task, error: type[A2AError] = UnsupportedOperationError) -> None:
-    """Refuse with ``error`` when the task has ended for good, naming its state."""
-    if closed(task):
-        raise error(message=str(TerminalTaskError(TaskState.Name(task.status.state))))
-
-
-def require_ending_role(task: Task, participant: str, action: str) -> None:
+def require_ending_role(task: ParticipantView, participant: str, action: str) -> None:
     """Refuse a participant who may not ``action`` (complete, cancel) the task, by the
     operator's own rule (:func:`tiny_harness.core.speakers.refuse_ending`); someone not on the
     task is told it does not exist, as for every other call."""
-    extension = extension_from_a2a(task)
-    if extension.role_of(participant) is None and participant != parent_sender(extension):
-        raise TaskNotFoundError(message=f"task {task.id!r} not found")
-    refused = refuse_ending(extension, participant, action)
+    spec = task.spec
+    if spec is None or (spec.role_of(participant) is None and participant != parent_sender(spec)):
+        raise coded(TaskNotFoundError, ReasonCode.TASK_NOT_FOUND, f"task {task.name!r} not found")
+    refused = refuse_ending(spec, participant, action)
     if refused is not None:
-        raise UnsupportedOperationError(message=f"{refused}; ask its assignee or reporter")
+        raise coded(
+            UnsupportedOperationError,
+            ReasonCode.ROLE_REFUSED,
+            f"{refused}; ask its assignee or reporter",
+        )
 
 
 def validate_status_filter(raw: object) -> None:
@@ -92,8 +89,10 @@ def validate_status_filter(raw: object) -> None:
     if isinstance(raw, int) and not isinstance(raw, bool) and raw in _STATES:
         return
     names = sorted(_STATE_NAMES - {"TASK_STATE_UNSPECIFIED"})
-    raise InvalidParamsError(
-        message=f"status: {raw!r} is not a task state; use one of {', '.join(names)}"
+    raise coded(
+        InvalidParamsError,
+        ReasonCode.INVALID_PARAMS,
+        f"status: {raw!r} is not a task state; use one of {', '.join(names)}",
     )
 
 
@@ -123,4 +122,5 @@ def first_task_spec(envelope: TaskSpec | None, sender: str, message: Message) ->
     try:
         return TaskSpec.model_validate({**dict(envelope), "participants": participants})
     except ValidationError as exc:
-        raise InvalidParamsError(message=str(invalid_task_error(exc))) from None
+        problem = str(invalid_task_error(exc))
+        raise coded(InvalidParamsError, ReasonCode.INVALID_MESSAGE, problem) from None

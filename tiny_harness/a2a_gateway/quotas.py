@@ -36,6 +36,7 @@ from typing import Final, Literal
 from a2a.utils.errors import A2AError, InvalidParamsError, UnsupportedOperationError
 
 from tiny_harness.core.inbox import MessageSpec
+from tiny_harness.core.reason_codes import REASON_KEY, ReasonCode, coded
 from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.core.sizes import refuse_size
 
@@ -162,8 +163,9 @@ class Refusal:
     @property
     def data(self) -> dict[str, str]:
         """The same as fields a program reads (the A2A error's data: ErrorInfo metadata,
-        which holds strings)."""
+        which holds strings), with the refusal's code."""
         return {
+            REASON_KEY: ReasonCode.OVER_QUOTA.value,
             "quota": self.quota.setting,
             "limit": str(self.quota.limit),
             "count": str(self.count),
@@ -240,7 +242,8 @@ def too_large(spec: MessageSpec) -> Refused | None:
     # InvalidParamsError (INVALID_ARGUMENT): it is the message that must change (split it, or
     # send a link), so a client must not send it again as it is; the gateway refuses every
     # other malformed part of a message the same way.
-    return Refused(InvalidParamsError(message=reason), status=413, outcome=TOO_LARGE)
+    error = coded(InvalidParamsError, ReasonCode.MESSAGE_TOO_LARGE, reason)
+    return Refused(error, status=413, outcome=TOO_LARGE)
 
 
 def _some(count: int, thing: str) -> str:

@@ -30,13 +30,13 @@ from tiny_harness.core.control_envelope import control_part
 from tiny_harness.core.extensions import STATUS_EXT_KEY, TASK_EXT_KEY
 from tiny_harness.core.history import TranscriptMessage
 from tiny_harness.core.inbox import MessagePart, MessageSpec
+from tiny_harness.core.reason_codes import REASON_KEY, ReasonCode, coded
 from tiny_harness.core.sizes import FILE_BYTES, MESSAGE_BYTES
 from tiny_harness.core.states import TaskState
 from tiny_harness.core.status_ext import metadata_dict, status_metadata, sub_state_of
 from tiny_harness.core.task import TaskSpec, invalid_task_error
-from tiny_harness.kube import participant_view
 from tiny_harness.kube.client import Obj
-from tiny_harness.kube.names import context_id_of
+from tiny_harness.kube.participant_view import ParticipantView
 
 TERMINAL_STATES: Final = frozenset(state_to_a2a(s) for s in TaskState if s.is_terminal)
 INTERRUPTED_STATES: Final = frozenset(
@@ -66,13 +66,19 @@ def task_version(obj: Obj) -> ResourceVersion:
     return ResourceVersion(obj["metadata"]["resourceVersion"])
 
 
-def spec_of(obj: Obj) -> TaskSpec:
-    """The spec as every front end reads it (:func:`.participant_view.spec_of`); a spec that
-    does not read at all is a ValidationError here, since a task cannot be rendered without."""
-    spec = participant_view.spec_of(obj)
-    if spec is None:
-        return TaskSpec.model_validate(obj.get("spec") or {})  # raises, naming the field
-    return spec
+def viewed(task: ParticipantView | Obj) -> ParticipantView:
+    """``task`` as the typed view every renderer reads (a stored object is read here once)."""
+    return task if isinstance(task, ParticipantView) else ParticipantView(task)
+
+
+def spec_of(task: ParticipantView | Obj) -> TaskSpec:
+    """The spec as every front end reads it (:attr:`.participant_view.ParticipantView.spec`); a spec
+    that does not read at all is a ValidationError here, since a task cannot be rendered
+    without."""
+    view = viewed(task)
+    if view.spec is None:
+        return TaskSpec.model_validate(view.obj.get("spec") or {})  # raises, naming the field
+    return view.spec
 
 
 def updated_at(obj: Obj) -> dt.datetime | None:
@@ -86,19 +92,20 @@ def updated_at(obj: Obj) -> dt.datetime | None:
 
 
 def render_task(
-    obj: Obj, history: Iterable[Message] = (), artifacts: Iterable[Artifact] = ()
+    task: ParticipantView | Obj, history: Iterable[Message] = (), artifacts: Iterable[Artifact] = ()
 ) -> Task:
     """The A2A ``Task`` a stored task is, with the given history and artifacts, carrying the
     version it was read at (``version`` in the task extension)."""
+    view = viewed(task)
     return task_to_a2a(
-        obj["metadata"]["name"],
-        context_id_of(obj),
-        spec_of(obj),
-        participant_view.status_of(obj),
+        view.name,
+        view.context_id,
+        spec_of(view),
+        view.status,
         history=history,
         artifacts=artifacts,
-        timestamp=updated_at(obj),
-        version=str(obj["metadata"]["resourceVersion"]),
+        timestamp=updated_at(view.obj),
+        version=view.resource_version,
     )
 
 
@@ -143,19 +150,20 @@ class TaskChange(VersionedEvent):
         return int(version.resource_version)
 
 
-def change_of(obj: Obj) -> TaskChange:
+def change_of(task: ParticipantView | Obj) -> TaskChange:
     """A change of a stored task as every stream shows it: rendered once, whoever follows, with
-    its keys read from the stored status rather than from the event cut from it."""
-    event, key, progress = _cut(obj)
-    status = obj.get("status") or {}
+    its keys, its turn and its artifact index read from the typed status rather than from the
+    event cut from it (the spec is not read)."""
+    view = viewed(task)
+    event, key, progress = _cut(view)
     return TaskChange(
         event,
-        task_version(obj),
-        turn=int(status.get("turn") or 0),
-        running=status.get("runner") is not None,
+        task_version(view.obj),
+        turn=view.turn,
+        running=view.running,
         key=key,
         progress=progress,
-        artifacts=artifact_rows(status.get("artifacts")),
+        artifacts=view.status.artifacts,
     )
 
 
@@ -207,19 +215,20 @@ def status_event(task: Task) -> TaskStatusUpdateEvent:
     )
 
 
-def status_event_of(obj: Obj) -> TaskStatusUpdateEvent:
-    """:func:`status_event` of :func:`render_task` of ``obj``, the same event, cut from the
+def status_event_of(task: ParticipantView | Obj) -> TaskStatusUpdateEvent:
+    """:func:`status_event` of :func:`render_task` of ``task``, the same event, cut from the
     status alone: a change's event is made for every change of a followed task, and neither
     the spec nor the task's whole metadata is read for it."""
-    return _cut(obj)[0]
+    return _cut(viewed(task))[0]
 
 
-def _cut(obj: Obj) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
+def _cut(view: ParticipantView) -> tuple[TaskStatusUpdateEvent, StatusKey, ProgressKey]:
     """:func:`status_event_of`, with its :func:`status_key` and :func:`progress_key` read from
     the plain data the event is made of."""
-    name = str(obj["metadata"]["name"])
-    context_id = context_id_of(obj)
-    status = participant_view.status_of(obj)
+    obj = view.obj
+    name = view.name
+    context_id = view.context_id
+    status = view.status
     metadata = status_metadata(status.sub_state)
     carried: dict[str, Any] = {}
     rows = [row.model_dump(mode="json", exclude_none=True) for row in status.sub_tasks]
@@ -256,10 +265,12 @@ def as_of(task: Task, event: TaskStatusUpdateEvent) -> Task:
 
 
 def noted(last: TaskStatusUpdateEvent, note: Note) -> TaskStatusUpdateEvent:
-    """``last`` (the task's status as last seen) with the gateway's note as its message: how a
-    send's wait ends when no status event ended it (:mod:`.waiting`)."""
+    """``last`` (the task's status as last seen) with the gateway's note as its message, and
+    the note's code under ``reason`` in its task extension: how a send's wait ends when no
+    status event ended it (:mod:`.waiting`)."""
     event = TaskStatusUpdateEvent()
     event.CopyFrom(last)
+    event.metadata.get_or_create_struct(TASK_EXT_KEY)[REASON_KEY] = note.reason.value
     event.status.message.CopyFrom(
         Message(
             message_id=note.message_id,
@@ -437,20 +448,24 @@ def message_parts(message: Message) -> tuple[MessagePart, ...]:
         elif kind == "data":
             value = get_data_parts([part])[0]
             if not isinstance(value, Mapping):
-                raise InvalidParamsError(
-                    message=f"message.parts[{index}]: a data part must hold a JSON object"
+                raise coded(
+                    InvalidParamsError,
+                    ReasonCode.INVALID_MESSAGE,
+                    f"message.parts[{index}]: a data part must hold a JSON object",
                 )
             try:
                 parts.append(MessagePart(data=dict(value), media_type=part.media_type or None))
             except ValidationError as exc:  # past a bound (core/json_bounds.py)
                 problem = invalid_task_error(exc, prefix=f"message.parts[{index}]")
-                raise InvalidParamsError(message=str(problem)) from None
+                raise coded(InvalidParamsError, ReasonCode.INVALID_MESSAGE, str(problem)) from None
         elif kind in ("raw", "url"):
             parts.append(_file_part(index, part))
         else:
-            raise InvalidParamsError(
-                message=f"message.parts[{index}]: an empty part is not taken; send text, JSON "
-                "data with its media type, or a file"
+            raise coded(
+                InvalidParamsError,
+                ReasonCode.INVALID_MESSAGE,
+                f"message.parts[{index}]: an empty part is not taken; send text, JSON data with "
+                "its media type, or a file",
             )
     return tuple(parts)
 
@@ -465,14 +480,17 @@ def _file_part(index: int, part: Part) -> MessagePart:
     url = part.url if part.HasField("url") else None
     reason = refuse_file(data=data, url=url)
     if reason is not None:
-        raise InvalidParamsError(message=f"message.parts[{index}]: {reason}")
+        raise coded(
+            InvalidParamsError, ReasonCode.INVALID_MESSAGE, f"message.parts[{index}]: {reason}"
+        )
     if data is not None and len(data) > MESSAGE_BYTES:
         named = f"the file {part.filename}" if part.filename else "the file"
-        raise InvalidParamsError(
-            message=f"message.parts[{index}]: {named} is {len(part.raw) // 1024} KiB; this "
-            f"installation takes files of at most {FILE_BYTES // 1024} KiB in a message and "
-            "has no file store for larger ones: send an https URL to it (images and PDFs), "
-            "or a smaller file"
+        raise coded(
+            InvalidParamsError,
+            ReasonCode.MESSAGE_TOO_LARGE,
+            f"message.parts[{index}]: {named} is {len(part.raw) // 1024} KiB; this installation "
+            f"takes files of at most {FILE_BYTES // 1024} KiB in a message and has no file store "
+            "for larger ones: send an https URL to it (images and PDFs), or a smaller file",
         )
     return MessagePart(raw=data, url=url, media_type=media_type, filename=part.filename or None)
 

@@ -40,6 +40,7 @@ from tiny_harness.a2a_gateway.rendering import (
     is_terminal,
 )
 from tiny_harness.core.artifact_index import ArtifactRow
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.kube.client import Obj
 from tiny_harness.kube.names import PLURAL
 from tiny_harness.kube.watching import WatchExpiredError, changes_between
@@ -47,15 +48,19 @@ from tiny_harness.kube.watching import WatchExpiredError, changes_between
 
 class StreamCut(UnsupportedOperationError):
     """A stream ended by the gateway, not by its task: the A2A error its client reads last,
-    which says why and where to resume from. FAILED_PRECONDITION, as a quota's refusal: A2A
-    has no RESOURCE_EXHAUSTED, and the message names the remedy."""
+    which says why and where to resume from, in words and in its data (code ``stream_behind``
+    and ``last_event_id``). FAILED_PRECONDITION, as a quota's refusal: A2A has no
+    RESOURCE_EXHAUSTED, and the message names the remedy."""
 
 
 def behind(task: str, version: int, bound: int) -> StreamCut:
-    return StreamCut(
-        message=f"the stream of task {task!r} was ended: {bound} changes waited unread (the "
-        f"client reads too slowly). Subscribe again with the header Last-Event-ID: {version} "
-        "to be sent what followed"
+    return coded(
+        StreamCut,
+        ReasonCode.STREAM_BEHIND,
+        f"the stream of task {task!r} was ended: {bound} changes waited unread (the client "
+        f"reads too slowly). Subscribe again with the header Last-Event-ID: {version} to be "
+        "sent what followed",
+        last_event_id=str(version),
     )
 
 

@@ -5,8 +5,9 @@ client keeps it, so a team bounds them (``[gateway]`` settings, chart values):
 
 - ``max_streams_per_participant``: a participant's open ``SubscribeToTask`` and
   ``SendStreamingMessage`` streams on this replica; the next one is refused (429) with a
-  message saying how many are open, and nothing else of the call happens. A send refused so
-  writes no message.
+  message saying how many are open (code ``too_many_streams``: a client stops following
+  rather than try again), and nothing else of the call happens. A send refused so writes no
+  message.
 - ``stream_lifetime_seconds``: a stream open that long ends cleanly (:attr:`.fanout.Ended.
   LIFETIME`); the client subscribes again with the last event id it read and loses nothing.
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from a2a.utils.errors import UnsupportedOperationError
 
 from tiny_harness.a2a_gateway.quotas import Refused
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.settings import GatewaySettings
 
 #: The metrics outcome of a stream refused for the participant's open streams.
@@ -51,10 +53,12 @@ class StreamLimits:
         429) when they hold as many as they may. The check and the count are one step."""
         if self.open[participant] >= self.per_participant:
             raise Refused(
-                UnsupportedOperationError(
-                    message=f"{participant} has {self.open[participant]} streams open on this "
-                    f"gateway, as many as a participant may (gateway."
-                    "max_streams_per_participant); close one, or read the task with GetTask"
+                coded(
+                    UnsupportedOperationError,
+                    ReasonCode.TOO_MANY_STREAMS,
+                    f"{participant} has {self.open[participant]} streams open on this gateway, "
+                    "as many as a participant may (gateway.max_streams_per_participant); close "
+                    "one, or read the task with GetTask",
                 ),
                 status=429,
                 outcome=TOO_MANY_STREAMS,

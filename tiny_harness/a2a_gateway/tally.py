@@ -64,6 +64,7 @@ from typing import Final, Literal
 from a2a.utils.errors import InternalError
 
 from tiny_harness.a2a_gateway.quotas import Demand, Refused, Usage, quotas, refusal
+from tiny_harness.core.reason_codes import ReasonCode, coded
 from tiny_harness.core.settings import GatewaySettings
 from tiny_harness.core.sizes import MESSAGE_BYTES
 from tiny_harness.core.states import TERMINAL_STATES
@@ -266,9 +267,11 @@ class QuotaTally:
                 await self.messages.synced.wait()
                 await self.tasks.synced.wait()
         except TimeoutError:
-            raise InternalError(
-                message=f"the gateway has not yet read what is stored in namespace "
-                f"{self.namespace}, which its quotas count; retry in a few seconds"
+            raise coded(
+                InternalError,
+                ReasonCode.NOT_READY,
+                f"the gateway has not yet read what is stored in namespace {self.namespace}, "
+                "which its quotas count; retry in a few seconds",
             ) from None
 
     # -- counting ----------------------------------------------------------------------------

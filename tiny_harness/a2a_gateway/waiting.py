@@ -36,6 +36,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
+from tiny_harness.core.reason_codes import ReasonCode
 from tiny_harness.core.reply_ids import Fate
 from tiny_harness.core.settings import GatewaySettings
 
@@ -55,10 +56,13 @@ class Quiet:
 
 @dataclass(frozen=True)
 class Note:
-    """Why the gateway ended a wait that no status event ended: the status message it shows."""
+    """Why the gateway ended a wait that no status event ended: the status message it shows,
+    and the code a client reads instead of its text (under ``reason`` in the task extension
+    of the event that carries it)."""
 
     message_id: str
     text: str
+    reason: ReasonCode
 
 
 @dataclass(frozen=True)
@@ -76,19 +80,21 @@ def at_quiet_tick(
 ) -> Note | None:
     """How a quiet tick ends the wait for ``message_id`` (rules 4 to 6), or None: wait on."""
     if fate.answer is not None:
-        return Note(fate.answer.id, fate.answer.text)
+        return Note(fate.answer.id, fate.answer.text, ReasonCode.ANSWERED)
     if fate.taken is None and since_written >= waits.take:
         return Note(
             f"waiting-{message_id}",
             f"message {message_id} has waited {since_written:.0f}s and no operator has taken it "
             "(is the tiny-harness operator running for this namespace?). It stays queued and is "
             "answered when an operator takes it: subscribe to the task to follow it.",
+            ReasonCode.NOT_TAKEN,
         )
     if since_change >= waits.idle:
         return Note(
             f"working-{message_id}",
             f"nothing has changed for {since_change:.0f}s; the task is still at work on message "
             f"{message_id}: subscribe to the task to follow it.",
+            ReasonCode.STILL_WORKING,
         )
     return None
 

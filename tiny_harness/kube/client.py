@@ -185,15 +185,20 @@ class HarnessTasks:
         annotations: Mapping[str, str] | None = None,
         owner: Obj | None = None,
     ) -> Obj:
+        """Create the task ``name``, every kind alike (the operator's sub-tasks, the gateway's
+        tasks and sub-tasks): with ``owner``, as its child (:func:`child_metadata`: the owner
+        reference, the parent label, and the parent's shard, so one replica works the whole
+        tree). A name already taken is a :class:`ConflictError`: the caller reads the task it
+        names, or says the name is taken."""
         metadata: Obj = {"name": name}
-        # A child joins its parent's shard, so one replica works the whole task tree.
-        labels = {**shard_labels(owner), **(labels or {})}
+        child = child_metadata(owner) if owner is not None else {}
+        labels = {**child.get("labels", {}), **(labels or {})}
         if labels:
             metadata["labels"] = labels
         if annotations:
             metadata["annotations"] = dict(annotations)
         if owner is not None:
-            metadata["ownerReferences"] = child_metadata(owner)["ownerReferences"]
+            metadata["ownerReferences"] = child["ownerReferences"]
         body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": dict(spec)}
         try:
             return cast(Obj, await self._api.create_namespaced_custom_object(*self._args(), body))

@@ -7,6 +7,9 @@ below it, and nowhere else:
 - what the task is (:func:`spec_of`, :func:`status_of`, :func:`state_of`, :func:`lifecycle_of`),
   read leniently: a plan the operator rejected is left out of the spec, and status keys a newer
   operator added are ignored, so an older front end still shows the task;
+  :class:`ParticipantView` is the same reading as one typed value, each part parsed at most
+  once, which a front end makes at the edge of a request and passes inward instead of reading
+  the stored object again;
 - who is on it (:func:`role_of`; someone not on it is told it does not exist), and whether it
   has ended for good (:func:`ended_for_good`; a failed conversation has not);
 - the conversation as a participant sees it (:func:`conversation`): the transcript of the turn
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 from pydantic import ValidationError
@@ -39,6 +43,7 @@ from tiny_harness.core.states import TaskState
 from tiny_harness.core.task import Lifecycle, Role, TaskSpec, TaskStatus
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
+from tiny_harness.kube.names import context_id_of
 
 Obj = dict[str, Any]
 
@@ -72,11 +77,17 @@ def state_of(obj: Obj) -> TaskState:
 
 
 def status_of(obj: Obj) -> TaskStatus:
-    """The status the operator wrote; keys a newer operator added are ignored, and a status
-    that does not read shows as its state alone."""
+    """The status the operator wrote; keys a newer operator added are ignored, a field that
+    does not read is left out (the rest still shows: the turn, whether one runs), and a
+    status that does not read even so shows as its state alone."""
     raw = obj.get("status") or {}
+    known = {k: v for k, v in raw.items() if k in STATUS_KEYS}
     try:
-        return TaskStatus.model_validate({k: v for k, v in raw.items() if k in STATUS_KEYS})
+        return TaskStatus.model_validate(known)
+    except ValidationError as exc:
+        unread = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+    try:
+        return TaskStatus.model_validate({k: v for k, v in known.items() if k not in unread})
     except ValidationError:
         return TaskStatus(state=state_of(obj))
 
@@ -104,6 +115,77 @@ def ended_for_good(obj: Obj) -> bool:
     message resumes it (the operator's rule, :func:`tiny_harness.core.decide.resumable`)."""
     state = state_of(obj)
     return state.is_terminal and not resumable(state, lifecycle_of(obj))
+
+
+class ParticipantView:
+    """A stored task as its participants see it, read once: what :func:`spec_of`,
+    :func:`status_of` and :func:`lifecycle_of` say of ``obj``, each parsed at most once, when
+    first asked, however many layers ask. The operator's fields (the turn, whether one runs)
+    are read from the typed status, never from the object's raw status."""
+
+    def __init__(self, obj: Obj) -> None:
+        self.obj = obj
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def uid(self) -> str:
+        return str(self.obj["metadata"].get("uid") or "")
+
+    @property
+    def resource_version(self) -> str:
+        return str(self.obj["metadata"]["resourceVersion"])
+
+    @property
+    def context_id(self) -> str:
+        return context_id_of(self.obj)
+
+    @cached_property
+    def spec(self) -> TaskSpec | None:
+        """:func:`spec_of`: None when the spec does not read."""
+        return spec_of(self.obj)
+
+    @cached_property
+    def status(self) -> TaskStatus:
+        """:func:`status_of`."""
+        return status_of(self.obj)
+
+    @property
+    def state(self) -> TaskState:
+        return self.status.state
+
+    @property
+    def turn(self) -> int:
+        """The number of the task's latest turn (0: none yet)."""
+        return self.status.turn
+
+    @property
+    def running(self) -> bool:
+        """Whether a turn runs now (the runner lease is held)."""
+        return self.status.runner is not None
+
+    @property
+    def lifecycle(self) -> Lifecycle:
+        """:func:`lifecycle_of`, from the typed status and spec."""
+        if self.status.lifecycle is not None:
+            return self.status.lifecycle
+        if self.spec is not None:
+            return self.spec.default_lifecycle
+        return lifecycle_of(self.obj)
+
+    def role_of(self, participant: str | None) -> Role | None:
+        """:func:`role_of`: None for someone not on the task, or a spec that does not read."""
+        if participant is None or self.spec is None:
+            return None
+        return self.spec.role_of(participant)
+
+    @property
+    def ended_for_good(self) -> bool:
+        """:func:`ended_for_good`: a failed conversation has not."""
+        state = self.state
+        return state.is_terminal and not resumable(state, self.lifecycle)
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,14 @@ changes; the view skips what it already has. An end that following again would o
 again (the participant's streams at the gateway's limit, credentials it does not take, a task
 that is not there) is said once, as :class:`Unfollowed`, after one read of the task, and ends
 the follow; an ended task, which the gateway does not follow, is read instead
-(:func:`after_stream` decides which).
+(:func:`after_stream` decides which, from the gateway's reason code
+(:mod:`tiny_harness.core.reason_codes`) and the HTTP status, never from its sentences, which
+are only shown).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from tiny_harness.core.backoff import Backoff, retry_after
 from tiny_harness.core.command_spec import CommandSpec, commands_from_params
 from tiny_harness.core.control_envelope import ControlAction, control_message
 from tiny_harness.core.extensions import COMMANDS_EXT_URI, TASK_EXT_KEY
+from tiny_harness.core.reason_codes import ReasonCode, reason_of
 from tiny_harness.core.status_ext import metadata_dict
 
 #: Pauses between attempts to follow a task again: 0.5 s doubling, at most 5 s (shown on the
@@ -58,10 +60,6 @@ RECONNECT_PAUSES: Final = Backoff(first=0.5, cap=5.0, jitter=0.0)
 PARTICIPANT_HEADER: Final = "X-Participant-Id"
 #: The header a resumed stream names the last version it applied in.
 LAST_EVENT_ID: Final = "Last-Event-ID"
-#: The gateway's limit on a participant's open streams, as its refusal names it.
-_STREAM_LIMIT: Final = "max_streams_per_participant"
-#: How the gateway's message begins when it ended a stream whose reader fell behind.
-_CUT: Final = re.compile(r"^the stream of task .* was ended")
 
 
 @dataclass(frozen=True)
@@ -98,18 +96,20 @@ def after_stream(error: BaseException | None) -> Resume | Unfollowed | ReadInste
     if error is None:
         return Resume("the gateway ended the stream")
     text = str(error).strip()
-    if _STREAM_LIMIT in text:
+    code = reason_of(error)
+    if code is ReasonCode.TOO_MANY_STREAMS:
+        # The gateway's own sentence, shown as it is: it says how many are open.
         return Unfollowed(text)
     status = _http_status(error)
     if status is not None and status.response.status_code == 429:
         return Resume(explain(error), retry_after(status.response.headers))
     if status is not None and status.response.status_code == 401:
         return Unfollowed(explain(error))
-    if isinstance(error, TaskNotFoundError):
+    if isinstance(error, TaskNotFoundError) or code is ReasonCode.TASK_NOT_FOUND:
         return Unfollowed(text)
-    if isinstance(error, A2AError) and "terminal state" in text:
+    if code is ReasonCode.TASK_ENDED:
         return ReadInstead()
-    if _CUT.match(text):
+    if code is ReasonCode.STREAM_BEHIND:
         return Resume("the gateway ended the stream: this client read it too slowly")
     return Resume(explain(error))
 

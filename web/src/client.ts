@@ -30,6 +30,7 @@ import { commandsOf, type CommandSpec } from "./commands";
 import type { Envelope } from "./envelope";
 import type { Json } from "./extension";
 import { GatewayRefusal, isAbort } from "./errors";
+import { reasonInDetails, type ReasonCode } from "./reasons";
 import { afterStream, LAST_EVENT_ID, reconnectPause } from "./resume";
 import { EVENT_MEDIA_TYPE, TASK_EXT_KEY } from "./wire";
 
@@ -75,22 +76,21 @@ export function identifiedFetch(
     else headers.set(config.participant_header, credentials.participant);
     const response = await fetchImpl(input, { ...init, headers });
     if (REFUSED_BEFORE_A2A.has(response.status)) {
-      throw new GatewayRefusal(
-        response.status,
-        await refusalMessage(response),
-        Number(response.headers.get("Retry-After")) || null,
-      );
+      const { message, code } = await refusalOf(response);
+      throw new GatewayRefusal(response.status, message, Number(response.headers.get("Retry-After")) || null, code);
     }
     return response;
   };
 }
 
-async function refusalMessage(response: Response): Promise<string> {
+/** A refusal's sentence and its reason code (in its body's details, reasons.ts). */
+async function refusalOf(response: Response): Promise<{ message: string; code: ReasonCode | null }> {
   try {
-    const body = (await response.json()) as { error?: { message?: unknown } };
-    return typeof body.error?.message === "string" ? body.error.message : response.statusText;
+    const body = (await response.json()) as { error?: { message?: unknown; details?: unknown } };
+    const message = typeof body.error?.message === "string" ? body.error.message : response.statusText;
+    return { message, code: reasonInDetails(body.error?.details) };
   } catch {
-    return response.statusText;
+    return { message: response.statusText, code: null };
   }
 }
 

@@ -1,18 +1,23 @@
 // Refusals and failures as what to do, not as codes. The gateway's own refusals (an A2A error:
 // a watcher's cancel, an ended task, a bad envelope) are already sentences that name the fix,
 // and are shown as they are; the HTTP refusals in front of the A2A layer (401, 413, 429) and a
-// gateway that cannot be reached are said here.
+// gateway that cannot be reached are said here. What the page does about a refusal is decided
+// by its reason code (reasons.ts), never by its sentence.
+import type { ReasonCode } from "./reasons";
 
 /** An HTTP answer the gateway gave before any A2A method ran (its limits, its identity
- * check): the status, the gateway's message, and Retry-After when it said. */
+ * check, or a refusal it answered with an HTTP status): the status, the gateway's message,
+ * Retry-After when it said, and the reason code its body carried. */
 export class GatewayRefusal extends Error {
   readonly status: number;
   readonly retryAfter: number | null;
-  constructor(status: number, message: string, retryAfter: number | null = null) {
+  readonly reasonCode: ReasonCode | null;
+  constructor(status: number, message: string, retryAfter: number | null = null, reasonCode: ReasonCode | null = null) {
     super(message);
     this.name = "GatewayRefusal";
     this.status = status;
     this.retryAfter = retryAfter;
+    this.reasonCode = reasonCode;
   }
 }
 

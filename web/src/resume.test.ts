@@ -4,20 +4,29 @@ import { describe, expect, it } from "vitest";
 import { HarnessClient, type Followed } from "./client";
 import { GatewayRefusal } from "./errors";
 import { emptyView, take, type TaskView } from "./fold";
+import type { ReasonCode } from "./reasons";
 import { afterStream, isAfter, reconnectPause } from "./resume";
 import { asEvent, message, status, task } from "./test/a2a";
 import { TASK_EXT_KEY } from "./wire";
 
 const { TASK_STATE_WORKING: WORKING, TASK_STATE_INPUT_REQUIRED: INPUT_REQUIRED } = TaskState;
 
-/** An A2A error as the SDK decodes it: its reason, and the gateway's message. */
-function a2aError(reason: string, text: string): Error {
-  return Object.assign(new Error(text), { reason });
+/** An A2A error as the SDK decodes the gateway's over JSON-RPC: its reason, the gateway's
+ * message, and the error's details (its data), whose ErrorInfo carries the gateway's code. */
+function a2aError(reason: string, text: string, code?: ReasonCode): Error {
+  const data = code
+    ? [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason, domain: "a2a-protocol.org", metadata: { reason: code } }]
+    : undefined;
+  return Object.assign(new Error(text), { reason, data });
 }
 
 const LIMIT =
   "alice has 1 streams open on this gateway, as many as a participant may " +
   "(gateway.max_streams_per_participant); close one, or read the task with GetTask";
+const ENDED = "the task is in a terminal state (TASK_STATE_COMPLETED)";
+const CUT =
+  "the stream of task 't1' was ended: 64 changes waited unread (the client reads too slowly). " +
+  "Subscribe again with the header Last-Event-ID: 41 to be sent what followed";
 
 describe("versions", () => {
   it("orders versions as numbers, not as text, and every version is after none", () => {
@@ -49,11 +58,7 @@ describe("what the end of a stream means", () => {
 
   it("follows again when the gateway cut a stream it found read too slowly, said plainly", () => {
     const cut = new Error("SSE event contained an error", {
-      cause: a2aError(
-        "UNSUPPORTED_OPERATION",
-        "the stream of task 't1' was ended: 64 changes waited unread (the client reads too slowly). " +
-          "Subscribe again with the header Last-Event-ID: 41 to be sent what followed",
-      ),
+      cause: a2aError("UNSUPPORTED_OPERATION", CUT, "stream_behind"),
     });
     const end = afterStream(cut);
     expect(end).toMatchObject({ kind: "resume" });
@@ -65,20 +70,32 @@ describe("what the end of a stream means", () => {
   });
 
   it("stops and says so when the participant's streams are at the gateway's limit", () => {
-    const end = afterStream(a2aError("UNSUPPORTED_OPERATION", LIMIT));
+    const end = afterStream(a2aError("UNSUPPORTED_OPERATION", LIMIT, "too_many_streams"));
     expect(end).toEqual({ kind: "refused", why: `${LIMIT}.` });
-    // HTTP+JSON says it with a 429, whose message names the same limit.
-    expect(afterStream(new GatewayRefusal(429, LIMIT))).toMatchObject({ kind: "refused" });
+    // HTTP+JSON says it with a 429, whose body carries the same code.
+    expect(afterStream(new GatewayRefusal(429, LIMIT, null, "too_many_streams"))).toMatchObject({ kind: "refused" });
+    // The SDK's HTTP+JSON errors keep the ErrorInfo's metadata as their own.
+    const rest = Object.assign(new Error(LIMIT), { reason: "UNSUPPORTED_OPERATION", metadata: { reason: "too_many_streams" } });
+    expect(afterStream(rest)).toEqual({ kind: "refused", why: `${LIMIT}.` });
+  });
+
+  it("decides nothing from a sentence without its code: the sentence may be reworded", () => {
+    for (const text of [LIMIT, ENDED, CUT]) {
+      const end = afterStream(a2aError("UNSUPPORTED_OPERATION", text));
+      expect(end).toMatchObject({ kind: "resume", retryAfter: null });
+      expect(String((end as { why: unknown }).why)).toContain(text);
+    }
+    // A 429 with the limit's words but no code is a rate limit: wait, then follow again.
+    expect(afterStream(new GatewayRefusal(429, LIMIT, 2))).toMatchObject({ kind: "resume", retryAfter: 2 });
   });
 
   it("stops when the gateway does not take the credentials, or the task is not there", () => {
     expect(afterStream(new GatewayRefusal(401, "unknown participant"))).toMatchObject({ kind: "refused" });
-    expect(afterStream(a2aError("TASK_NOT_FOUND", "task 't1' not found"))).toMatchObject({ kind: "gone" });
+    expect(afterStream(a2aError("TASK_NOT_FOUND", "task 't1' not found", "task_not_found"))).toMatchObject({ kind: "gone" });
   });
 
   it("stops quietly when the task has ended (the gateway follows no ended task)", () => {
-    const ended = a2aError("UNSUPPORTED_OPERATION", "the task is in a terminal state (TASK_STATE_COMPLETED)");
-    expect(afterStream(ended)).toEqual({ kind: "ended" });
+    expect(afterStream(a2aError("UNSUPPORTED_OPERATION", ENDED, "task_ended"))).toEqual({ kind: "ended" });
   });
 });
 
@@ -145,7 +162,10 @@ describe("following a task across streams that end", () => {
       { events: [said(3, "three"), said(4, "four"), said(4, "four")], end: null },
       // Nothing missed: the task as the page has it, at the same version; then news; then
       // the participant's streams are at the limit.
-      { events: [asEvent.task(at(first, 4)), said(5, "five")], end: a2aError("UNSUPPORTED_OPERATION", LIMIT) },
+      {
+        events: [asEvent.task(at(first, 4)), said(5, "five")],
+        end: a2aError("UNSUPPORTED_OPERATION", LIMIT, "too_many_streams"),
+      },
     ]);
     const { view, seen } = await follow(harness, emptyView("t1", "alice"));
 
@@ -158,11 +178,11 @@ describe("following a task across streams that end", () => {
   });
 
   it("ends with the error when the task is not there, and quietly when it has ended", async () => {
-    const gone = scripted([{ events: [], end: a2aError("TASK_NOT_FOUND", "task 't1' not found") }]);
+    const gone = scripted([{ events: [], end: a2aError("TASK_NOT_FOUND", "task 't1' not found", "task_not_found") }]);
     await expect(follow(gone.harness, emptyView("t1", "alice"))).rejects.toMatchObject({ reason: "TASK_NOT_FOUND" });
 
     const ended = scripted([
-      { events: [], end: a2aError("UNSUPPORTED_OPERATION", "the task is in a terminal state (TASK_STATE_CANCELED)") },
+      { events: [], end: a2aError("UNSUPPORTED_OPERATION", "the task is in a terminal state (TASK_STATE_CANCELED)", "task_ended") },
     ]);
     const { seen } = await follow(ended.harness, emptyView("t1", "alice"));
     expect(seen).toEqual([]);

@@ -12,9 +12,12 @@
 // found too slow, a gateway stopped or unreachable, a network gone. Each is followed again
 // after a pause: 0.5 s, doubling, at most 5 s, from 0.5 s again once an event arrives. A few
 // ends are final, since following again would be refused again: the participant's streams at
-// the gateway's limit (max_streams_per_participant), credentials it does not take, a task that
-// is not there. An ended task is not followed (the gateway refuses to), only read.
+// the gateway's limit (code too_many_streams), credentials it does not take, a task that is
+// not there. An ended task is not followed (the gateway refuses to, code task_ended), only
+// read. Which end it is comes from the gateway's reason code (reasons.ts) and the HTTP status,
+// never from its sentences, which are only shown.
 import { explain, GatewayRefusal } from "./errors";
+import { reasonOf } from "./reasons";
 
 /** The header a resuming stream names its last applied version in. */
 export const LAST_EVENT_ID = "Last-Event-ID";
@@ -22,11 +25,6 @@ export const LAST_EVENT_ID = "Last-Event-ID";
 /** The first pause before following again, and the longest (ms). */
 export const FIRST_PAUSE_MS = 500;
 export const LONGEST_PAUSE_MS = 5000;
-
-/** The gateway's limit on a participant's open streams, as its refusal names it. */
-const STREAM_LIMIT = "max_streams_per_participant";
-/** How the gateway's message begins when it ended a stream whose reader fell behind. */
-const CUT = /^the stream of task .* was ended/;
 
 /** Whether ``version`` is after ``than`` (both strings of digits, as the gateway sends them);
  * every version is after none. */
@@ -60,7 +58,8 @@ export function afterStream(error: unknown): StreamEnd {
   // An error the gateway sent mid-stream arrives wrapped: the A2A error is its cause.
   const a2a = typed(error) ?? typed((error as { cause?: unknown }).cause);
   const said = a2a?.message ?? (error instanceof Error ? error.message : String(error));
-  if (said.includes(STREAM_LIMIT)) {
+  const code = reasonOf(error);
+  if (code === "too_many_streams") {
     // The gateway's own sentence, as it is: it begins with the participant's id.
     return { kind: "refused", why: /[.!?]$/.test(said) ? said : `${said}.` };
   }
@@ -69,9 +68,9 @@ export function afterStream(error: unknown): StreamEnd {
     if (error.status === 429) return { kind: "resume", why: error, retryAfter: error.retryAfter };
     return { kind: "refused", why: explain(error) };
   }
-  if (a2a?.reason === "TASK_NOT_FOUND") return { kind: "gone", error: a2a };
-  if (a2a?.reason === "UNSUPPORTED_OPERATION" && /terminal state/.test(said)) return { kind: "ended" };
-  if (CUT.test(said)) {
+  if (a2a?.reason === "TASK_NOT_FOUND" || code === "task_not_found") return { kind: "gone", error: a2a ?? error };
+  if (code === "task_ended") return { kind: "ended" };
+  if (code === "stream_behind") {
     const why = new Error("the gateway ended the stream: this page read it too slowly");
     return { kind: "resume", why, retryAfter: null };
   }

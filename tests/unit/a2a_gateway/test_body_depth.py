@@ -44,6 +44,14 @@ async def test_a_body_at_the_bound_goes_on_and_one_level_deeper_is_refused_400()
         "message": f"the request body is nested more than {REQUEST_DEPTH} levels deep, and a "
         "message's data and metadata may nest at most 64 levels: flatten them, or send the "
         "data as text",
+        "details": [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "BODY_TOO_DEEP",
+                "domain": "tiny-harness.madarauchiha-314.github.io",
+                "metadata": {"reason": "body_too_deep"},
+            }
+        ],
     }
 
 

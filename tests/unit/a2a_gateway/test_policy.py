@@ -1,4 +1,4 @@
-"""The gateway's checks before anything is written, on A2A tasks as the store renders them.
+"""The gateway's checks before anything is written, on tasks as the store reads them.
 
 "May this participant end the task?" is the operator's question
 (:func:`tiny_harness.core.speakers.refuse_ending`); the gateway asks it first only to answer
@@ -13,9 +13,9 @@ from a2a.types import TaskState
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 
 from tiny_harness.a2a_gateway.policy import require_ending_role, validate_status_filter
-from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.speakers import refuse_ending
-from tiny_harness.core.task import Participant, Role, TaskLink, TaskSpec, TaskStatus
+from tiny_harness.core.task import Participant, Role, TaskLink, TaskSpec
+from tiny_harness.kube.participant_view import ParticipantView
 
 SPEC = TaskSpec(
     goal="ship the release",
@@ -27,7 +27,12 @@ SPEC = TaskSpec(
     ),
     parent=TaskLink(task_id="boss"),
 )
-TASK = task_to_a2a("release", "release", SPEC, TaskStatus())
+TASK = ParticipantView(
+    {
+        "metadata": {"name": "release", "resourceVersion": "1"},
+        "spec": SPEC.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+)
 
 
 @pytest.mark.parametrize("who", ["alice", "bob", "carol", "dave", "task:boss"])

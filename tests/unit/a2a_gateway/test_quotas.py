@@ -144,6 +144,7 @@ def test_a_refusal_names_the_quota_its_setting_and_the_count_and_says_what_to_do
     )
     assert messages.status == 429
     assert messages.data == {
+        "reason": "over_quota",
         "quota": "gateway.max_messages_per_participant",
         "limit": "3",
         "count": "3",

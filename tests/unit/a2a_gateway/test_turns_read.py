@@ -1,4 +1,4 @@
-"""The turn records a send's wait reads (``KubeTaskStore.answered``, ``.fate``): only the turns
+"""The turn records a send's wait reads (``Answers.answered``, ``.fate``): only the turns
 that can have taken its message, from the one the task showed when it was written, so an open
 send costs the same whatever the length of the conversation before it. Against a stand-in API
 server that applies label selectors, through the real client and the real store."""
@@ -110,7 +110,7 @@ async def test_a_sends_wait_reads_the_turns_since_it_was_written_whatever_came_b
     record(turns, 301, drained(MID))
     store = store_of(api, task(301))
 
-    answered = await store.answered("release", MID, turn=301, running=False, since=300)
+    answered = await store.answers.answered("release", MID, turn=301, running=False, since=300)
 
     assert answered
     assert turns.selectors == [f"{TASK_LABEL}=release,{TURN_LABEL} in (300,301)"]
@@ -125,7 +125,7 @@ async def test_a_quiet_tick_reads_up_to_the_turn_after_the_latest_where_a_notice
     record(turns, 300, drained("earlier-300"), NoticeEntry(id=refusal_id(MID), text=reason))
     store = store_of(api, task(300))
 
-    fate = await store.fate("release", MID, since=300)
+    fate = await store.answers.fate("release", MID, since=300)
 
     assert fate.answer is not None
     assert fate.answer.text == reason
@@ -137,7 +137,7 @@ async def test_a_status_from_before_the_message_was_written_answers_nothing_and_
 ) -> None:
     store = store_of(api, task(300))
 
-    assert not await store.answered("release", MID, turn=299, running=False, since=300)
+    assert not await store.answers.answered("release", MID, turn=299, running=False, since=300)
     assert turns.selectors == []
 
 
@@ -147,7 +147,7 @@ async def test_a_retried_message_is_asked_of_every_turn(
     # A retry's first write was long ago: turn 3 took it.
     store = store_of(api, task(300))
 
-    fate = await store.fate("release", "earlier-3", since=None)
+    fate = await store.answers.fate("release", "earlier-3", since=None)
 
     assert fate.taken == 3
     assert turns.selectors == [f"{TASK_LABEL}=release"]

@@ -13,8 +13,6 @@ from a2a.types import TaskState as A2AState
 from a2a.types import TaskStatusUpdateEvent
 
 from tiny_harness.a2a_gateway.fanout import Fanout, Subscription
-from tiny_harness.a2a_gateway.handler import GatewayRequestHandler, _Sent
-from tiny_harness.a2a_gateway.metrics import GatewayMetrics
 from tiny_harness.a2a_gateway.rendering import (
     ResourceVersion,
     TaskChange,
@@ -22,6 +20,7 @@ from tiny_harness.a2a_gateway.rendering import (
     progress_key,
     status_event,
 )
+from tiny_harness.a2a_gateway.send import Sends, Sent
 from tiny_harness.a2a_gateway.waiting import (
     Quiet,
     Waits,
@@ -107,6 +106,8 @@ class FakeStore:
         self.reads = 0
         #: The first turn each read asked for (None: every turn).
         self.since: list[int | None] = []
+        #: The journal's answers, as the store's part that gives them.
+        self.answers = self
 
     def _from(self, since: int | None) -> list[Record]:
         self.since.append(since)
@@ -138,21 +139,21 @@ def acked(turn: int, *answers: NoticeEntry) -> Record:
     return Record(turn, [AckEntry(id=f"ack-{MID}", message_id=MID, sender="alice"), *answers])
 
 
-def handler(store: FakeStore, watch: FakeWatch, waits: Waits = FAST) -> GatewayRequestHandler:
-    return GatewayRequestHandler(store, FakeStreams(watch), GatewayMetrics(), waits=waits)  # type: ignore[arg-type]
+def handler(store: FakeStore, watch: FakeWatch, waits: Waits = FAST) -> Sends:
+    return Sends(store, FakeStreams(watch), waits)  # type: ignore[arg-type]
 
 
-def sent(status: TaskStatus | None = None, *, existed: bool = False) -> _Sent:
+def sent(status: TaskStatus | None = None, *, existed: bool = False) -> Sent:
     status = status or parked()
     task = task_to_a2a("t", "ctx", SPEC, status)
     subscription: Subscription[TaskChange] = Fanout(change_of, bound=10).subscribe("t")
     version = ResourceVersion("1")
     opening = TaskChange.of(status_event(task), version, turn=status.turn, running=False)
-    return _Sent(task, version, MID, existed, subscription, opening)
+    return Sent(task, version, MID, existed, subscription, opening)
 
 
-async def follow(h: GatewayRequestHandler, what: _Sent) -> list[TaskStatusUpdateEvent]:
-    return [e async for e in h._follow(what)]
+async def follow(h: Sends, what: Sent) -> list[TaskStatusUpdateEvent]:
+    return [e async for e in h.wait(what) if isinstance(e, TaskStatusUpdateEvent)]
 
 
 def notice(entry_id: str, text: str) -> NoticeEntry:

@@ -9,10 +9,13 @@ import pytest
 
 from tiny_harness.core.history import AckEntry, NoticeEntry
 from tiny_harness.core.states import TaskState
+from tiny_harness.core.task import Lifecycle, Role
 from tiny_harness.core.turn import DrainEntry, InboundMessage
+from tiny_harness.kube import participant_view
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.kube.messages import StoredMessage
 from tiny_harness.kube.participant_view import (
+    ParticipantView,
     conversation,
     ended_for_good,
     role_of,
@@ -44,6 +47,35 @@ def test_status_keys_from_a_newer_operator_are_ignored() -> None:
     status = status_of(task({"state": "TASK_STATE_WORKING", "somethingNew": 1}))
 
     assert status.state is TaskState.WORKING
+
+
+def test_a_status_field_that_does_not_read_is_left_out_and_the_rest_reads() -> None:
+    status = status_of(
+        task({"state": "TASK_STATE_WORKING", "turn": 7, "runner": {"holder": "op"}, "x": 1})
+    )
+
+    assert (status.state, status.turn, status.runner) == (TaskState.WORKING, 7, None)
+
+
+def test_a_view_parses_the_spec_and_the_status_once_whoever_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[str] = []
+    real_spec, real_status = participant_view.spec_of, participant_view.status_of
+    monkeypatch.setattr(
+        participant_view, "spec_of", lambda o: parsed.append("spec") or real_spec(o)
+    )
+    monkeypatch.setattr(
+        participant_view, "status_of", lambda o: parsed.append("status") or real_status(o)
+    )
+    runner = {"holder": "op-1", "renewTime": "2026-12-01T00:00:00Z"}
+    view = ParticipantView(task({"state": "TASK_STATE_FAILED", "turn": 3, "runner": runner}))
+
+    assert (view.role_of("bob"), view.role_of("mallory")) == (Role.WATCHER, None)
+    assert (view.turn, view.running, view.state) == (3, True, TaskState.FAILED)
+    assert not view.ended_for_good  # a failed conversation resumes with the next message
+    assert view.lifecycle is Lifecycle.CONVERSATION
+    assert sorted(parsed) == ["spec", "status"]
 
 
 @pytest.mark.parametrize(

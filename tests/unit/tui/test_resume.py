@@ -2,6 +2,7 @@
 resumes after the last version the view applied (``Last-Event-ID``), the view skips what it has,
 the pauses grow from half a second and start again after an event, and a refusal that would
 only be made again (the participant's streams at the gateway's limit) ends the follow, said once.
+What an end means is read from the gateway's reason code, never from its sentence.
 
 The gateway is a scripted A2A client here: each subscription's events and how it ends."""
 
@@ -27,10 +28,11 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.types import TaskState as A2AState
-from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import A2AError, TaskNotFoundError, UnsupportedOperationError
 
 from tiny_harness.core.a2a_task import task_to_a2a
 from tiny_harness.core.extensions import TASK_EXT_KEY
+from tiny_harness.core.reason_codes import ReasonCode
 from tiny_harness.core.task import TaskSpec
 from tiny_harness.core.task import TaskStatus as Status
 from tiny_harness.tui.session import (
@@ -50,6 +52,20 @@ LIMIT = (
     "alice has 1 streams open on this gateway, as many as a participant may "
     "(gateway.max_streams_per_participant); close one, or read the task with GetTask"
 )
+ENDED = "the task is in a terminal state (TASK_STATE_COMPLETED)"
+CUT = (
+    "the stream of task 'talk' was ended: 64 changes waited unread (the client reads too "
+    "slowly). Subscribe again with the header Last-Event-ID: 41 to be sent what followed"
+)
+
+
+def refused(error: type[A2AError], text: str, code: ReasonCode, **fields: str) -> A2AError:
+    """The A2A error as the SDK's client decodes the gateway's: its sentence, and its code."""
+    return error(text, data={"reason": code.value, **fields})
+
+
+def limited() -> A2AError:
+    return refused(UnsupportedOperationError, LIMIT, ReasonCode.TOO_MANY_STREAMS)
 
 
 def task(version: int, *said: str, state: str = "TASK_STATE_INPUT_REQUIRED") -> Task:
@@ -159,7 +175,7 @@ async def test_a_follow_resumes_after_the_last_version_and_shows_every_message_o
             # Nothing missed: the task as the view has it; news; the stream limit.
             Stream(
                 [StreamResponse(task=task(4, "one")), said(5, "five")],
-                UnsupportedOperationError(LIMIT),
+                limited(),
             ),
         ],
         read=task(5, "one"),
@@ -177,7 +193,7 @@ async def test_a_follow_resumes_after_the_last_version_and_shows_every_message_o
 
 
 async def test_an_ended_task_is_read_rather_than_followed() -> None:
-    ended = UnsupportedOperationError("the task is in a terminal state (TASK_STATE_COMPLETED)")
+    ended = refused(UnsupportedOperationError, ENDED, ReasonCode.TASK_ENDED)
     client = ScriptedClient(
         [Stream([], ended)], read=task(9, "Done.", state="TASK_STATE_COMPLETED")
     )
@@ -203,30 +219,37 @@ async def test_a_task_that_is_not_there_ends_the_follow_saying_so() -> None:
         (httpx.ConnectError("refused"), Resume("the gateway cannot be reached")),
         (unreachable(), Resume("the gateway cannot be reached")),
         (
-            UnsupportedOperationError(
-                "the stream of task 'talk' was ended: 64 changes waited unread (the client reads "
-                "too slowly). Subscribe again with the header Last-Event-ID: 41 to be sent what "
-                "followed"
-            ),
+            refused(UnsupportedOperationError, CUT, ReasonCode.STREAM_BEHIND, last_event_id="41"),
             Resume("the gateway ended the stream: this client read it too slowly"),
         ),
         (
             http_error(429, {"Retry-After": "3"}),
             Resume("too many requests: wait a moment and send again", 3.0),
         ),
-        (UnsupportedOperationError(LIMIT), Unfollowed(LIMIT)),
+        (limited(), Unfollowed(LIMIT)),
         (
             http_error(401),
             Unfollowed("the gateway does not know who you are: check the participant or the token"),
         ),
         (TaskNotFoundError("task 'talk' not found"), Unfollowed("task 'talk' not found")),
-        (UnsupportedOperationError("the task is in a terminal state (X)"), ReadInstead()),
+        (refused(UnsupportedOperationError, ENDED, ReasonCode.TASK_ENDED), ReadInstead()),
     ],
 )
 def test_what_the_end_of_a_stream_means(
     error: BaseException | None, decision: Resume | Unfollowed | ReadInstead
 ) -> None:
     assert after_stream(error) == decision
+
+
+@pytest.mark.parametrize("text", [LIMIT, ENDED, CUT])
+def test_a_sentence_without_its_code_decides_nothing_and_is_shown_as_it_is(text: str) -> None:
+    """The gateway's sentences may be reworded; only the code says what an end means."""
+    assert after_stream(UnsupportedOperationError(text)) == Resume(text)
+
+
+def test_a_code_this_version_does_not_know_is_no_code() -> None:
+    error = UnsupportedOperationError(LIMIT, data={"reason": "a_code_from_a_later_gateway"})
+    assert after_stream(error) == Resume(LIMIT)
 
 
 def test_the_view_skips_the_status_of_an_update_not_after_the_version_it_applied() -> None:
