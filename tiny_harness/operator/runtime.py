@@ -13,7 +13,6 @@ import logging
 from collections import deque
 from typing import Any
 
-import kopf
 from kubernetes_asyncio import client
 
 from tiny_harness.core.catalog import ModelCatalog
@@ -21,6 +20,7 @@ from tiny_harness.core.commands.setup import BuiltCommands, build_command_regist
 from tiny_harness.core.loop import CoreLoop
 from tiny_harness.core.settings import OperatorSettings
 from tiny_harness.core.task import Runner
+from tiny_harness.kube.events import post_event
 from tiny_harness.kube.journal import TurnRecord
 from tiny_harness.operator.cache import Cache
 from tiny_harness.operator.labeller import Labeller
@@ -200,12 +200,9 @@ class Runtime:
     async def event(
         self, obj: dict[str, Any], reason: str, message: str, *, warning: bool = False
     ) -> None:
-        """Post a Kubernetes Event on the task (best effort: an Event is never worth a retry)."""
-        try:
-            body: Any = obj
-            (kopf.warn if warning else kopf.info)(body, reason=reason, message=message)
-        except Exception:  # outside kopf's context, or the queue is gone at shutdown
-            log.debug("could not post event %s for %s", reason, obj["metadata"]["name"])
+        """Post a Kubernetes Event on the task (best effort: an Event is never worth a retry;
+        :mod:`tiny_harness.kube.events` says why the operator posts them itself)."""
+        await post_event(self.api, obj, reason, message, warning=warning, instance=self.identity)
 
     async def report_stray(self, obj: dict[str, Any], parent: dict[str, Any]) -> None:
         """Say once, on ``obj``, that it names ``parent`` as its parent without being its
