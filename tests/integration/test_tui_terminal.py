@@ -26,27 +26,32 @@ SCREEN = Path(__file__).resolve().parents[2] / "docs" / "screens" / "tui.txt"
 
 
 class Terminal:
-    """One tmux session running one command, then printing its exit status."""
+    """One tmux session running one command, then printing its exit status.
+
+    Each terminal has a tmux server of its own (``-L``): with one shared server, the last
+    session's ``kill-session`` sets the server exiting, and the next test's ``new-session``
+    could reach it while it exits ("server exited unexpectedly")."""
 
     def __init__(self, command: str, directory: Path) -> None:
         self.name = f"th-{uuid.uuid4().hex[:8]}"
+        self.tmux = ["tmux", "-L", self.name]
         self.exit_file = directory / "exit"
         wrapped = f"{command}; echo EXIT:$? > {shlex.quote(str(self.exit_file))}; sleep 600"
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "140", "-y", "45", wrapped],
+            [*self.tmux, "new-session", "-d", "-s", self.name, "-x", "140", "-y", "45", wrapped],
             check=True,
         )
 
     def screen(self) -> str:
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name],
+            [*self.tmux, "capture-pane", "-p", "-t", self.name],
             capture_output=True,
             text=True,
             check=True,
         ).stdout
 
     def keys(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def exit_status(self, within: float = 60) -> int:
         text = eventually(
@@ -57,7 +62,7 @@ class Terminal:
         return int(str(text).removeprefix("EXIT:"))
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 @pytest.fixture
