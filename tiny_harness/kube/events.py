@@ -14,11 +14,13 @@ the task's status already says what happened.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
 from typing import Any, Final
 
+import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -26,6 +28,10 @@ from tiny_harness.core.clock import rfc3339
 from tiny_harness.kube.names import GROUP, KIND, VERSION
 
 log = logging.getLogger(__name__)
+
+#: The longest a worker waits on one Event's write: it waits on the write (so an Event is
+#: never lost to a queue), but never longer than this, for an Event is not worth a pass.
+POST_SECONDS: Final = 5.0
 
 #: Who the Events say posted them (``kubectl describe``'s "From" column).
 COMPONENT: Final = "tiny-harness-operator"
@@ -77,9 +83,11 @@ async def post_event(
     warning: bool = False,
     instance: str = COMPONENT,
 ) -> None:
-    """Post the Event (best effort: logged at debug level when the API refuses it)."""
+    """Post the Event (best effort: logged at debug level when the API refuses it, cannot be
+    reached, or does not answer within :data:`POST_SECONDS`)."""
     body = event_body(obj, reason, message, warning=warning, instance=instance)
     try:
-        await client.CoreV1Api(api).create_namespaced_event(body["metadata"]["namespace"], body)
-    except (ApiException, OSError) as exc:
+        async with asyncio.timeout(POST_SECONDS):
+            await client.CoreV1Api(api).create_namespaced_event(body["metadata"]["namespace"], body)
+    except (ApiException, aiohttp.ClientError, OSError, TimeoutError) as exc:
         log.debug("could not post event %s for %s: %s", reason, obj["metadata"]["name"], exc)

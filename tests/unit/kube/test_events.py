@@ -26,3 +26,13 @@ def test_two_events_of_one_task_have_names_of_their_own_and_a_warning_says_so() 
     assert one["metadata"]["name"] != two["metadata"]["name"]
     assert one["type"] == "Warning"
     assert len(one["message"]) == 1024
+
+
+async def test_an_api_server_that_cannot_be_reached_costs_the_worker_nothing_but_a_log() -> None:
+    from kubernetes_asyncio import client
+
+    from tiny_harness.kube.events import post_event
+
+    config = client.Configuration(host="http://127.0.0.1:9")  # the discard port: refused
+    async with client.ApiClient(config) as api:
+        await post_event(api, {"metadata": {"name": "trip", "namespace": "team"}}, "Completed", "x")
